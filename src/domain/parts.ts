@@ -1,0 +1,40 @@
+/** The ledger's part kinds and the role each implies (spec §2.4). */
+export const PART_KINDS = ['prompt', 'tool_result', 'message', 'reasoning', 'tool_call'] as const
+export type PartKind = (typeof PART_KINDS)[number]
+export type Role = 'user' | 'assistant'
+
+export function roleOf(kind: PartKind): Role {
+  switch (kind) {
+    case 'prompt':
+    case 'tool_result':
+      return 'user'
+    case 'message':
+    case 'reasoning':
+    case 'tool_call':
+      return 'assistant'
+    default: {
+      const unknownKind: never = kind
+      throw new Error(`unknown part kind ${String(unknownKind)}`)
+    }
+  }
+}
+
+export const TRUST_LEVELS = ['trusted', 'customer_data', 'untrusted'] as const
+export type TrustLevel = (typeof TRUST_LEVELS)[number]
+export const TOMBSTONE_REASONS = ['abandoned', 'cancelled', 'expired'] as const
+export type TombstoneReason = (typeof TOMBSTONE_REASONS)[number]
+
+export type PartBody =
+  | { type: 'prompt'; text: string }
+  | {
+      type: 'tool_result'
+      text: string
+      is_error: boolean
+      tool_name: string
+      tool_use_id: string
+      trust: TrustLevel
+      tombstone_reason?: TombstoneReason | null
+    }
+  | { type: 'message'; text: string; refusal?: string | null }
+  | { type: 'reasoning'; text: string }
+  | { type: 'tool_call'; arguments: string; tool_name: string; tool_use_id: string }

@@ -1,0 +1,113 @@
+import cookie from '@fastify/cookie'
+import swagger from '@fastify/swagger'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import scalar from '@scalar/fastify-api-reference'
+import Fastify, { type FastifyServerOptions } from 'fastify'
+import { randomUUID } from 'node:crypto'
+import type { AppDeps } from './app-deps.ts'
+import { requireApiKey } from './plugins/auth.ts'
+import { installErrorHandler } from './plugins/error-handler.ts'
+import { installValidators } from './plugins/validation.ts'
+import { chatRoutes } from './routes/api/v1/chats/index.ts'
+import { historyRoutes } from './routes/api/v1/chats/history.ts'
+import { modelRoutes } from './routes/api/v1/models.ts'
+import { namespaceRoutes } from './routes/api/v1/namespaces.ts'
+import { rootRoutes } from './routes/root.ts'
+import { catalogueRoutes } from './routes/v1/catalogue.ts'
+import { Catalogue, CatalogueModel, CatalogueModelResponse } from './schemas/catalogue.ts'
+import { ChatCreated, ChatPage, ChatSummary, CreateChatRequest } from './schemas/chats.ts'
+import { ErrorBody, ErrorEnvelope } from './schemas/common.ts'
+import { HistoryBody, HistoryMedia, HistoryPageResponse, HistoryPart } from './schemas/history.ts'
+import { ApiVersion, Discovery, NamespacePage, PublicPlatformUpdate } from './schemas/public.ts'
+
+/** Bodies other than turns are capped at 1 MiB (decisions §3). */
+export const DEFAULT_BODY_LIMIT = 1024 * 1024
+
+const SHARED_SCHEMAS = [
+  ErrorBody,
+  ErrorEnvelope,
+  CreateChatRequest,
+  ChatCreated,
+  ChatSummary,
+  ChatPage,
+  HistoryBody,
+  HistoryMedia,
+  HistoryPart,
+  HistoryPageResponse,
+  Discovery,
+  ApiVersion,
+  PublicPlatformUpdate,
+  NamespacePage,
+  CatalogueModel,
+  Catalogue,
+  CatalogueModelResponse,
+]
+
+export const REDACTED_LOG_PATHS = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'res.headers["set-cookie"]',
+  '*.key',
+  '*.token',
+  '*.data_base64',
+]
+
+export type BuildAppOptions = { logger?: FastifyServerOptions['logger'] }
+
+export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
+  const app = Fastify({
+    logger: options.logger ?? false,
+    bodyLimit: DEFAULT_BODY_LIMIT,
+    requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  app.decorateRequest('identity', null)
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id)
+  })
+
+  // External plugins first.
+  for (const schema of SHARED_SCHEMAS) app.addSchema(schema)
+  installValidators(app, SHARED_SCHEMAS)
+  installErrorHandler(app)
+  await app.register(cookie)
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Parley Conversation API',
+        version: deps.build.version,
+        description: 'Chats as ledgers of parts, streamed turns, versioned configuration, catalogue and usage.',
+      },
+      components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' } } },
+    },
+    // Model names contain slashes, so the route is a wildcard; document it as the {name} it is.
+    transform: ({ schema, url }) => {
+      if (!url.endsWith('/*')) return { schema, url }
+      const { params: _wildcard, ...rest } = schema as Record<string, unknown>
+      const params = { type: 'object', required: ['name'], properties: { name: { type: 'string', description: 'public model name; may contain slashes' } } }
+      return { schema: { ...rest, params } as never, url: `${url.slice(0, -2)}/:name` }
+    },
+    refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
+  })
+  await app.register(scalar, { routePrefix: '/docs', configuration: { url: '/openapi.json' } })
+
+  // Routes: public first, then everything behind an API key.
+  await app.register(rootRoutes(deps))
+  await app.register(catalogueRoutes(deps))
+  await app.register(async (keyed) => {
+    keyed.addHook('onRequest', requireApiKey((secret) => deps.store.apiKeys.authenticate(secret)))
+    await keyed.register(chatRoutes(deps))
+    await keyed.register(historyRoutes(deps))
+    await keyed.register(namespaceRoutes(deps))
+    await keyed.register(modelRoutes(deps))
+  })
+
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+  await app.ready()
+  return app
+}
+
+export type App = Awaited<ReturnType<typeof buildApp>>

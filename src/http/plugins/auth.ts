@@ -1,0 +1,26 @@
+import type { FastifyRequest } from 'fastify'
+import { bearerToken } from '../../domain/credentials.ts'
+import { UnauthorizedError } from '../../domain/errors.ts'
+import type { ApiKeyIdentity } from '../../store/api-keys.ts'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    identity: ApiKeyIdentity | null
+  }
+}
+
+/** onRequest hook for keyed routes: runs before the body is parsed, so 401 wins over 413/422. */
+export function requireApiKey(authenticate: (secret: string) => ApiKeyIdentity | null) {
+  return async function checkApiKey(request: FastifyRequest): Promise<void> {
+    const token = bearerToken(request.headers.authorization)
+    const identity = token === null ? null : authenticate(token)
+    if (!identity) throw new UnauthorizedError()
+    request.identity = identity
+  }
+}
+
+/** The authenticated organisation of a keyed route's request. */
+export function orgOf(request: FastifyRequest): string {
+  if (!request.identity) throw new UnauthorizedError()
+  return request.identity.orgId
+}

@@ -1,0 +1,68 @@
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify'
+import {
+  DomainError,
+  InvalidRequestError,
+  NotFoundError,
+  PayloadTooLargeError,
+  ValidationError,
+  type Problem,
+} from '../../domain/errors.ts'
+import { problemsFromAjv } from './validation.ts'
+
+/** decisions §3: the one place where a domain error code becomes an HTTP status. */
+export function statusOf(error: DomainError): number {
+  switch (error.code) {
+    case 'invalid_request':
+      return 400
+    case 'unauthorized':
+      return 401
+    case 'not_found':
+      return 404
+    case 'payload_too_large':
+      return 413
+    case 'validation_failed':
+      return 422
+    default:
+      return 500
+  }
+}
+
+export function sendError(reply: FastifyReply, error: DomainError): FastifyReply {
+  const body: Record<string, unknown> = { code: error.code, message: error.message }
+  if (error.details !== undefined) body.details = error.details
+  if (error.hint !== undefined) body.hint = error.hint
+  return reply.code(statusOf(error)).send({ error: body })
+}
+
+const contextToWhere: Record<string, Problem['in']> = { body: 'body', querystring: 'query', params: 'path' }
+
+/** Framework errors (validation, parsing, limits) expressed as the domain's errors. */
+function translate(error: FastifyError): DomainError | null {
+  if (error instanceof DomainError) return error
+  if (error.validation) {
+    const where = contextToWhere[error.validationContext ?? 'body'] ?? 'body'
+    const problems = problemsFromAjv(error.validation as never, where)
+    // A malformed identifier in the path is a 400 (decisions §3); everything else is 422.
+    if (where === 'path') return new InvalidRequestError(`invalid path parameter: ${problems.map((p) => p.pointer).join(', ')}`, { problems })
+    return new ValidationError(problems)
+  }
+  if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new PayloadTooLargeError('the request body is too large')
+  if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    return new InvalidRequestError('unsupported content type: send application/json')
+  }
+  if (error.statusCode === 400) return new InvalidRequestError(error.message.replace(/^Body is not valid JSON but content-type is set to 'application\/json'/, 'malformed JSON body'))
+  if (error.statusCode === 404) return new NotFoundError('not found')
+  return null
+}
+
+export function installErrorHandler(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const known = translate(error)
+    if (known) return sendError(reply, known)
+    request.log.error({ err: error }, 'unhandled error')
+    return reply.code(500).send({ error: { code: 'internal', message: 'internal error' } })
+  })
+  app.setNotFoundHandler((request, reply) =>
+    sendError(reply, new NotFoundError(`no route for ${request.method} ${request.url.split('?')[0]}`)),
+  )
+}

@@ -1,0 +1,70 @@
+import { Ajv, type ErrorObject } from 'ajv'
+import addFormatsModule from 'ajv-formats'
+import type { FastifyInstance, FastifySchemaCompiler } from 'fastify'
+import type { Problem } from '../../domain/errors.ts'
+
+// ajv-formats is CommonJS; its default export arrives wrapped under Node's ESM loader.
+const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ??
+  addFormatsModule) as unknown as (ajv: Ajv) => Ajv
+
+function buildAjv(coerceTypes: boolean): Ajv {
+  // removeAdditional stays off: a schema with additionalProperties: false must reject, not strip.
+  const ajv = new Ajv({ allErrors: true, coerceTypes, removeAdditional: false, useDefaults: true, strict: false })
+  return addFormats(ajv)
+}
+
+/**
+ * JSON bodies are validated strictly (a number is not a string); query strings and path
+ * parameters arrive as text, so they are coerced to the schema's types first.
+ */
+export function installValidators(app: FastifyInstance, sharedSchemas: object[]): void {
+  const bodyAjv = buildAjv(false)
+  const textAjv = buildAjv(true)
+  for (const schema of sharedSchemas) {
+    bodyAjv.addSchema(schema)
+    textAjv.addSchema(schema)
+  }
+  const compiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
+    (httpPart === 'body' ? bodyAjv : textAjv).compile(schema as object)
+  app.setValidatorCompiler(compiler)
+}
+
+const escapeToken = (token: string) => token.replace(/~/g, '~0').replace(/\//g, '~1')
+
+type Where = Problem['in']
+
+/** Turns ajv's errors into problems with JSON pointers, dropping the noise anyOf adds. */
+export function problemsFromAjv(errors: ErrorObject[], where: Where): Problem[] {
+  const problems: Problem[] = []
+  for (const error of errors) {
+    const problem = problemOf(error, where)
+    if (problem && !problems.some((p) => p.pointer === problem.pointer && p.message === problem.message)) {
+      problems.push(problem)
+    }
+  }
+  return problems
+}
+
+function problemOf(error: ErrorObject, where: Where): Problem | null {
+  const path = error.instancePath
+  switch (error.keyword) {
+    case 'required':
+      return { in: where, pointer: `${path}/${escapeToken(String(error.params.missingProperty))}`, message: 'is required' }
+    case 'additionalProperties':
+      return {
+        in: where,
+        pointer: `${path}/${escapeToken(String(error.params.additionalProperty))}`,
+        message: 'is not a known property',
+      }
+    case 'anyOf':
+      return { in: where, pointer: path, message: 'does not match any allowed shape' }
+    case 'const':
+      return { in: where, pointer: path, message: `must be ${JSON.stringify(error.params.allowedValue)}` }
+    case 'enum':
+      return { in: where, pointer: path, message: `must be one of ${JSON.stringify(error.params.allowedValues)}` }
+    case 'pattern':
+      return { in: where, pointer: path, message: `must match the pattern ${String(error.params.pattern)}` }
+    default:
+      return { in: where, pointer: path, message: error.message ?? `fails ${error.keyword}` }
+  }
+}

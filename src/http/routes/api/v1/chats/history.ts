@@ -1,0 +1,65 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import { ValidationError } from '../../../../../domain/errors.ts'
+import { HISTORY_PAGE_MAX, HISTORY_PAGE_MAX_FULL, clampLimit } from '../../../../../domain/paging.ts'
+import { roleOf } from '../../../../../domain/parts.ts'
+import type { PartRow } from '../../../../../store/parts.ts'
+import type { AppDeps } from '../../../../app-deps.ts'
+import { orgOf } from '../../../../plugins/auth.ts'
+import { ChatParams } from '../../../../schemas/chats.ts'
+import { ApiKeySecurity, errors } from '../../../../schemas/common.ts'
+import { HistoryPageResponse, HistoryQuery } from '../../../../schemas/history.ts'
+import { findChat } from './index.ts'
+
+function toHistoryPart(row: PartRow) {
+  return {
+    id: row.id,
+    ordinal: row.ordinal,
+    created_at: row.created_at,
+    role: roleOf(row.kind),
+    part: JSON.parse(row.body),
+    user_metadata: JSON.parse(row.user_metadata),
+  }
+}
+
+export const historyRoutes =
+  (deps: AppDeps): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    app.get(
+      '/api/v1/chats/:chat_id/history',
+      {
+        schema: {
+          operationId: 'getChatHistory',
+          tags: ['chats'],
+          summary: 'Page through the ledger of a chat, oldest first within a page',
+          security: ApiKeySecurity,
+          params: ChatParams,
+          querystring: HistoryQuery,
+          response: { 200: Type.Ref(HistoryPageResponse), ...errors(400, 401, 404, 422, 500, 503) },
+        },
+      },
+      async (request) => {
+        const q = request.query
+        if (q.before_ordinal !== undefined && q.after_ordinal !== undefined) {
+          throw new ValidationError([
+            { in: 'query', pointer: '/after_ordinal', message: 'cannot be combined with before_ordinal; page in one direction' },
+          ])
+        }
+        const chat = findChat(deps, orgOf(request), request.params.chat_id)
+        const max = q.include === 'full' ? HISTORY_PAGE_MAX_FULL : HISTORY_PAGE_MAX
+        const page = deps.store.parts.page({
+          chatId: chat.id,
+          beforeOrdinal: q.before_ordinal,
+          afterOrdinal: q.after_ordinal,
+          limit: clampLimit(q.limit, max),
+        })
+        const data = page.rows.map(toHistoryPart)
+        return {
+          data,
+          first_ordinal: data[0]?.ordinal ?? null,
+          last_ordinal: data.at(-1)?.ordinal ?? null,
+          has_more: page.hasMore,
+        }
+      },
+    )
+  }

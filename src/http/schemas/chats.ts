@@ -1,0 +1,64 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { DateTime, Namespace, Nullable, UserMetadata, Uuid } from './common.ts'
+
+const ChatTitle = Type.String({ maxLength: 50, description: '1-50 characters; an empty string is treated as unset.' })
+const ChatDescription = Type.String({ maxLength: 200, description: '1-200 characters; an empty string is treated as unset.' })
+
+export const CreateChatRequest = Type.Object(
+  {
+    namespace: Type.Optional(Nullable(Namespace)),
+    title: Type.Optional(Nullable(ChatTitle)),
+    description: Type.Optional(Nullable(ChatDescription)),
+    user_metadata: Type.Optional(UserMetadata),
+  },
+  { additionalProperties: false, $id: 'CreateChatRequest' },
+)
+export type CreateChatRequest = Static<typeof CreateChatRequest>
+
+export const ChatCreated = Type.Object(
+  {
+    id: Uuid,
+    namespace: Nullable(Namespace),
+    title: Nullable(Type.String()),
+    description: Nullable(Type.String()),
+    user_metadata: UserMetadata,
+    created_at: DateTime,
+  },
+  { $id: 'ChatCreated' },
+)
+
+export const ChatSummary = Type.Object(
+  {
+    id: Uuid,
+    namespace: Nullable(Namespace),
+    title: Nullable(Type.String()),
+    description: Nullable(Type.String()),
+    user_metadata: UserMetadata,
+    length: Type.Integer({ minimum: 0, description: 'Count of parts in the ledger; not an address.' }),
+    created_at: DateTime,
+    updated_at: DateTime,
+  },
+  { $id: 'ChatSummary' },
+)
+export type ChatSummary = Static<typeof ChatSummary>
+
+export const ChatPage = Type.Object(
+  {
+    data: Type.Array(Type.Ref(ChatSummary), { description: 'Newest first, whichever direction was paged.' }),
+    first_id: Nullable(Uuid),
+    last_id: Nullable(Uuid),
+    has_more: Type.Boolean(),
+  },
+  { $id: 'ChatPage' },
+)
+
+export const ListChatsQuery = Type.Object({
+  namespace: Type.Optional(Namespace),
+  after_id: Type.Optional(Type.String({ format: 'uuid', description: 'Page older than this chat.' })),
+  before_id: Type.Optional(Type.String({ format: 'uuid', description: 'Page newer than this chat.' })),
+  limit: Type.Optional(Type.Integer({ description: '1-100; out-of-range values are clamped.' })),
+})
+export type ListChatsQuery = Static<typeof ListChatsQuery>
+
+export const ChatParams = Type.Object({ chat_id: Uuid })
+export type ChatParams = Static<typeof ChatParams>

@@ -1,0 +1,44 @@
+import { Type, type Static, type TSchema } from '@sinclair/typebox'
+import { NAMESPACE_PATTERN } from '../../domain/namespace.ts'
+
+/**
+ * `T | null`. A primitive schema becomes `type: [t, "null"]` so a bad value yields one clear
+ * problem instead of one per anyOf branch; anything else falls back to anyOf.
+ */
+export function Nullable<T extends TSchema>(schema: T) {
+  const type = (schema as { type?: unknown }).type
+  if (typeof type === 'string' && type !== 'object' && type !== 'array') {
+    return Type.Unsafe<Static<T> | null>({ ...schema, type: [type, 'null'] })
+  }
+  return Type.Unsafe<Static<T> | null>(Type.Union([schema, Type.Null()]))
+}
+
+export const Uuid = Type.String({ format: 'uuid' })
+export const DateTime = Type.String({ format: 'date-time' })
+export const Namespace = Type.String({
+  minLength: 1,
+  maxLength: 255,
+  pattern: NAMESPACE_PATTERN,
+  description: 'Slash-separated scope, e.g. `acme/support`.',
+})
+export const UserMetadata = Type.Record(Type.String(), Type.Unknown(), {
+  description: 'JSON object, at most 1024 bytes when serialised compactly.',
+})
+
+export const ErrorBody = Type.Object(
+  {
+    code: Type.String(),
+    message: Type.String(),
+    details: Type.Optional(Type.Unknown()),
+    hint: Type.Optional(Nullable(Type.String())),
+  },
+  { $id: 'ErrorBody' },
+)
+export const ErrorEnvelope = Type.Object({ error: Type.Ref(ErrorBody) }, { $id: 'ErrorEnvelope' })
+
+/** Error responses, by status, for a route's `response` schema. */
+export function errors(...statuses: number[]) {
+  return Object.fromEntries(statuses.map((s) => [s, Type.Ref(ErrorEnvelope)]))
+}
+
+export const ApiKeySecurity = [{ apiKey: [] as string[] }]

@@ -1,0 +1,44 @@
+import { writeFileSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { readBuildInfo } from './build-info.ts'
+import { buildApp, REDACTED_LOG_PATHS } from './http/app.ts'
+import { bootstrapDevOrganisation } from './store/bootstrap-dev-organisation.ts'
+import { openDatabase } from './store/database.ts'
+import { createStore } from './store/index.ts'
+import { readSettings } from './settings.ts'
+
+const settings = readSettings()
+const db = openDatabase(settings.databaseFile)
+const store = createStore(db)
+
+const app = await buildApp(
+  { store, catalogue: () => [], build: readBuildInfo() },
+  { logger: { level: settings.logLevel, redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' } } },
+)
+
+const address = await app.listen({ port: settings.port, host: settings.host })
+
+if (!settings.production) {
+  const dev = bootstrapDevOrganisation(store)
+  if (dev) {
+    const keyFile = resolve(settings.dataDir, 'dev-api-key.txt')
+    writeFileSync(keyFile, `${dev.key}\n`, { mode: 0o600 })
+    // Printed once on purpose (decisions §1); the logger redacts keys, so this bypasses it.
+    process.stdout.write(
+      `\nCreated organisation "dev" with 10.00 USD of promotional credit.\n` +
+        `API key (also in ${keyFile}):\n\n  ${dev.key}\n\nTry:\n\n` +
+        `  curl -s -X POST ${address}/api/v1/chats -H "Authorization: Bearer ${dev.key}" ` +
+        `-H 'content-type: application/json' -d '{"title":"hello"}'\n\n`,
+    )
+  }
+}
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    app.log.info({ signal }, 'shutting down')
+    void app.close().finally(() => {
+      db.close()
+      process.exit(0)
+    })
+  })
+}

@@ -1,0 +1,38 @@
+import Database from 'better-sqlite3'
+import { mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { migrations, type Migration } from './migrations/index.ts'
+
+export type Db = Database.Database
+
+/** Opens (creating if needed) the database file, sets the pragmas and applies pending migrations. */
+export function openDatabase(file: string, options: { migrations?: Migration[] } = {}): Db {
+  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true })
+  const db = new Database(file)
+  db.pragma('journal_mode = WAL')
+  db.pragma('synchronous = NORMAL')
+  db.pragma('foreign_keys = ON')
+  // The admin CLI writes while the server runs: wait for the lock instead of failing.
+  db.pragma('busy_timeout = 5000')
+  migrate(db, options.migrations ?? migrations)
+  return db
+}
+
+/** Each pending migration runs in its own transaction together with its `user_version` bump. */
+export function migrate(db: Db, list: Migration[]): void {
+  const current = db.pragma('user_version', { simple: true }) as number
+  if (current > list.length) {
+    throw new Error(`database schema version ${current} is newer than this build knows (${list.length})`)
+  }
+  for (let version = current; version < list.length; version++) {
+    const migration = list[version]!
+    db.transaction(() => {
+      migration.up(db)
+      db.pragma(`user_version = ${version + 1}`)
+    }).immediate()
+  }
+}
+
+export function nowIso(): string {
+  return new Date().toISOString()
+}

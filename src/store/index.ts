@@ -1,0 +1,23 @@
+import { createApiKeyStore } from './api-keys.ts'
+import { createBalanceStore } from './balance.ts'
+import { createChatStore } from './chats.ts'
+import { createConsoleSessionStore } from './console-sessions.ts'
+import type { Db } from './database.ts'
+import { createOrganisationStore } from './organisations.ts'
+import { createPartStore } from './parts.ts'
+import { createPlatformUpdateStore } from './platform-updates.ts'
+
+/** Every query module over one connection; each prepares its statements once, here. */
+export function createStore(db: Db) {
+  return {
+    db,
+    organisations: createOrganisationStore(db),
+    apiKeys: createApiKeyStore(db),
+    consoleSessions: createConsoleSessionStore(db),
+    chats: createChatStore(db),
+    parts: createPartStore(db),
+    balance: createBalanceStore(db),
+    updates: createPlatformUpdateStore(db),
+  }
+}
+export type Store = ReturnType<typeof createStore>

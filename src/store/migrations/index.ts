@@ -1,0 +1,7 @@
+import type { Database } from 'better-sqlite3'
+import * as initial from './0001-initial.ts'
+
+export type Migration = { name: string; up: (db: Database) => void }
+
+/** In order; the position + 1 is the `user_version` a migration leaves behind. Never reorder. */
+export const migrations: Migration[] = [{ name: '0001-initial', up: initial.up }]

@@ -1,0 +1,36 @@
+import { randomUUID } from 'node:crypto'
+import type { Db } from './database.ts'
+import { nowIso } from './database.ts'
+
+export type Organisation = {
+  id: string
+  name: string
+  slug: string
+  markup_percent: string | null
+  created_at: string
+}
+
+export function createOrganisationStore(db: Db) {
+  const insert = db.prepare<[string, string, string, string]>(
+    'INSERT INTO organisations (id, name, slug, created_at) VALUES (?, ?, ?, ?)',
+  )
+  const byId = db.prepare<[string], Organisation>('SELECT * FROM organisations WHERE id = ?')
+  const bySlug = db.prepare<[string], Organisation>('SELECT * FROM organisations WHERE slug = ?')
+  const setMarkup = db.prepare<[string, string]>('UPDATE organisations SET markup_percent = ? WHERE id = ?')
+  const count = db.prepare<[], { n: number }>('SELECT count(*) AS n FROM organisations')
+
+  return {
+    create(name: string, slug: string): Organisation {
+      const id = randomUUID()
+      insert.run(id, name, slug, nowIso())
+      return byId.get(id)!
+    },
+    get: (id: string) => byId.get(id),
+    getBySlug: (slug: string) => bySlug.get(slug),
+    setMarkup(id: string, percent: string): Organisation | undefined {
+      setMarkup.run(percent, id)
+      return byId.get(id)
+    },
+    count: () => count.get()!.n,
+  }
+}
