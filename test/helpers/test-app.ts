@@ -1,0 +1,46 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { CatalogueEntry } from '../../src/domain/catalogue/catalogue-entry.ts'
+import { buildApp, type App } from '../../src/http/app.ts'
+import { openDatabase } from '../../src/store/database.ts'
+import { createStore, type Store } from '../../src/store/index.ts'
+
+export type TestOrg = { orgId: string; key: string; keyId: string; auth: { authorization: string } }
+
+export type TestContext = {
+  app: App
+  store: Store
+  dir: string
+  /** Creates an organisation with one API key. */
+  org: (slug?: string) => TestOrg
+  close: () => Promise<void>
+}
+
+/** A real app over a real SQLite file in a fresh temporary directory. */
+export async function createTestApp(options: { catalogue?: CatalogueEntry[] } = {}): Promise<TestContext> {
+  const dir = mkdtempSync(join(tmpdir(), 'parley-test-'))
+  const db = openDatabase(join(dir, 'parley.db'))
+  const store = createStore(db)
+  const app = await buildApp({
+    store,
+    catalogue: () => options.catalogue ?? [],
+    build: { version: '0.0.0-test', commit: 'test' },
+  })
+  let orgs = 0
+  return {
+    app,
+    store,
+    dir,
+    org(slug = `org-${++orgs}`) {
+      const org = store.organisations.create(slug, slug)
+      const { id, key } = store.apiKeys.create(org.id, 'test')
+      return { orgId: org.id, key, keyId: id, auth: { authorization: `Bearer ${key}` } }
+    },
+    async close() {
+      await app.close()
+      db.close()
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
