@@ -10,6 +10,7 @@ import { installErrorHandler } from './plugins/error-handler.ts'
 import { installValidators } from './plugins/validation.ts'
 import { chatRoutes } from './routes/api/v1/chats/index.ts'
 import { historyRoutes } from './routes/api/v1/chats/history.ts'
+import { configRoutes } from './routes/api/v1/config/index.ts'
 import { modelRoutes } from './routes/api/v1/models.ts'
 import { namespaceRoutes } from './routes/api/v1/namespaces.ts'
 import { rootRoutes } from './routes/root.ts'
@@ -17,6 +18,7 @@ import { catalogueRoutes } from './routes/v1/catalogue.ts'
 import { Catalogue, CatalogueModel, CatalogueModelResponse } from './schemas/catalogue.ts'
 import { ChatCreated, ChatPage, ChatSummary, CreateChatRequest } from './schemas/chats.ts'
 import { ErrorBody, ErrorEnvelope } from './schemas/common.ts'
+import { CONFIG_SCHEMAS } from './schemas/config.ts'
 import { HistoryBody, HistoryMedia, HistoryPageResponse, HistoryPart } from './schemas/history.ts'
 import { ApiVersion, Discovery, NamespacePage, PublicPlatformUpdate } from './schemas/public.ts'
 
@@ -41,6 +43,7 @@ const SHARED_SCHEMAS = [
   CatalogueModel,
   Catalogue,
   CatalogueModelResponse,
+  ...CONFIG_SCHEMAS,
 ]
 
 export const REDACTED_LOG_PATHS = [
@@ -103,6 +106,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
     await keyed.register(historyRoutes(deps))
     await keyed.register(namespaceRoutes(deps))
     await keyed.register(modelRoutes(deps))
+    await keyed.register(configRoutes(deps))
   })
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())

@@ -1,6 +1,7 @@
 import { createApiKeyStore } from './api-keys.ts'
 import { createBalanceStore } from './balance.ts'
 import { createChatStore } from './chats.ts'
+import { createConfigVersionStore } from './config-versions.ts'
 import { createConsoleSessionStore } from './console-sessions.ts'
 import type { Db } from './database.ts'
 import { createOrganisationStore } from './organisations.ts'
@@ -18,6 +19,7 @@ export function createStore(db: Db) {
     parts: createPartStore(db),
     balance: createBalanceStore(db),
     updates: createPlatformUpdateStore(db),
+    config: createConfigVersionStore(db),
   }
 }
 export type Store = ReturnType<typeof createStore>

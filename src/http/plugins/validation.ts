@@ -9,7 +9,14 @@ const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormat
 
 function buildAjv(coerceTypes: boolean): Ajv {
   // removeAdditional stays off: a schema with additionalProperties: false must reject, not strip.
-  const ajv = new Ajv({ allErrors: true, coerceTypes, removeAdditional: false, useDefaults: true, strict: false })
+  const ajv = new Ajv({
+    allErrors: true,
+    coerceTypes,
+    removeAdditional: false,
+    useDefaults: true,
+    strict: false,
+    discriminator: true,
+  })
   return addFormats(ajv)
 }
 
@@ -56,6 +63,10 @@ function problemOf(error: ErrorObject, where: Where): Problem | null {
         pointer: `${path}/${escapeToken(String(error.params.additionalProperty))}`,
         message: 'is not a known property',
       }
+    case 'discriminator':
+      return error.params.error === 'tag'
+        ? { in: where, pointer: `${path}/${escapeToken(String(error.params.tag))}`, message: 'is required and must be a string' }
+        : { in: where, pointer: `${path}/${escapeToken(String(error.params.tag))}`, message: `must be one of the known kinds, got ${JSON.stringify(error.params.tagValue)}` }
     case 'anyOf':
       return { in: where, pointer: path, message: 'does not match any allowed shape' }
     case 'const':

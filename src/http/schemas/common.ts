@@ -1,4 +1,4 @@
-import { Type, type Static, type TSchema } from '@sinclair/typebox'
+import { Type, type Static, type TObject, type TSchema, type TUnion } from '@sinclair/typebox'
 import { NAMESPACE_PATTERN } from '../../domain/namespace.ts'
 
 /**
@@ -11,6 +11,14 @@ export function Nullable<T extends TSchema>(schema: T) {
     return Type.Unsafe<Static<T> | null>({ ...schema, type: [type, 'null'] })
   }
   return Type.Unsafe<Static<T> | null>(Type.Union([schema, Type.Null()]))
+}
+
+/**
+ * A union tagged by one property, as `oneOf` + `discriminator`: validation reports the problems of
+ * the variant the tag names instead of every variant's, and OpenAPI shows the tag.
+ */
+export function TaggedUnion<T extends TObject[]>(tag: string, variants: [...T], options: { $id?: string; description?: string } = {}) {
+  return Type.Unsafe<Static<TUnion<T>>>({ ...options, type: 'object', oneOf: variants, discriminator: { propertyName: tag } })
 }
 
 export const Uuid = Type.String({ format: 'uuid' })

@@ -1,7 +1,11 @@
 import type { Database } from 'better-sqlite3'
 import * as initial from './0001-initial.ts'
+import * as configuration from './0002-configuration.ts'
 
 export type Migration = { name: string; up: (db: Database) => void }
 
 /** In order; the position + 1 is the `user_version` a migration leaves behind. Never reorder. */
-export const migrations: Migration[] = [{ name: '0001-initial', up: initial.up }]
+export const migrations: Migration[] = [
+  { name: '0001-initial', up: initial.up },
+  { name: '0002-configuration', up: configuration.up },
+]

@@ -1,0 +1,55 @@
+import { Ajv } from 'ajv'
+import type { ToolDefinition } from './config-types.ts'
+import type { DocumentProblem } from './validate-retention-rules.ts'
+
+/** The strictest name rule among the vendors' function-calling APIs, so every bundle can be sent anywhere. */
+export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/
+
+// addUsedSchema off: bundles may reuse an $id without colliding across compiles.
+const schemaChecker = new Ajv({ strict: false, allErrors: true, validateSchema: true, addUsedSchema: false })
+
+const escapeToken = (token: string) => token.replace(/~/g, '~0').replace(/\//g, '~1')
+
+function externalRefs(node: unknown, pointer: string, found: string[]): string[] {
+  if (Array.isArray(node)) {
+    node.forEach((child, i) => externalRefs(child, `${pointer}/${i}`, found))
+  } else if (node !== null && typeof node === 'object') {
+    for (const [key, value] of Object.entries(node)) {
+      const at = `${pointer}/${escapeToken(key)}`
+      if (key === '$ref' && typeof value === 'string' && !value.startsWith('#')) found.push(at)
+      else externalRefs(value, at, found)
+    }
+  }
+  return found
+}
+
+/** Names unique and sendable; each input_schema a valid JSON Schema of an object with local refs only. */
+export function validateToolBundle(definitions: ToolDefinition[], base = '/definitions'): DocumentProblem[] {
+  const problems: DocumentProblem[] = []
+  const firstByName = new Map<string, number>()
+  definitions.forEach((definition, i) => {
+    const at = `${base}/${i}`
+    if (!TOOL_NAME_PATTERN.test(definition.name)) {
+      problems.push({ pointer: `${at}/name`, message: `must match ${TOOL_NAME_PATTERN.source}` })
+    }
+    const first = firstByName.get(definition.name)
+    if (first === undefined) firstByName.set(definition.name, i)
+    else problems.push({ pointer: `${at}/name`, message: `duplicates the name of ${base}/${first}` })
+
+    const schema = definition.input_schema
+    if (schema.type !== 'object') {
+      problems.push({ pointer: `${at}/input_schema/type`, message: 'must be "object": a tool takes an arguments object' })
+    }
+    const refs = externalRefs(schema, `${at}/input_schema`, [])
+    for (const pointer of refs) problems.push({ pointer, message: 'external schema references are not supported' })
+    if (refs.length > 0) return
+    try {
+      // Vendors take draft-07-style schemas; a $schema naming another draft is not a reason to refuse.
+      const { $schema: _dialect, ...body } = schema
+      schemaChecker.compile(body)
+    } catch (error) {
+      problems.push({ pointer: `${at}/input_schema`, message: `is not a valid JSON Schema: ${(error as Error).message}` })
+    }
+  })
+  return problems
+}

@@ -1,0 +1,19 @@
+import { countTokens } from 'gpt-tokenizer'
+
+/** TokenEstimate is a saturating int32 (spec §2.1). */
+export const TOKEN_ESTIMATE_MAX = 2_147_483_647
+
+const NO_SPECIAL_TOKENS = { disallowedSpecial: new Set<string>() }
+
+/**
+ * The project's one token estimator (decisions §5): o200k_base BPE counts, used alike for
+ * budgets, `estimated_tokens` and the sandbox's usage. Special-token text counts as plain text.
+ */
+export function estimateTokens(text: string): number {
+  if (text.length === 0) return 0
+  return Math.min(TOKEN_ESTIMATE_MAX, countTokens(text, NO_SPECIAL_TOKENS))
+}
+
+export function saturatingAdd(...estimates: number[]): number {
+  return Math.min(TOKEN_ESTIMATE_MAX, estimates.reduce((sum, n) => sum + n, 0))
+}

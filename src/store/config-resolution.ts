@@ -1,0 +1,80 @@
+import type { ConfigMode, ConfigWarning, ContextBudget, RetentionRules, ToolDefinition } from '../domain/config/config-types.ts'
+import { resolveInstructions } from '../domain/config/resolve-instructions.ts'
+import { resolveBudget, type BudgetLevel, type ResolvedBudget } from '../domain/config/resolve-budget.ts'
+import { resolveRetention } from '../domain/config/resolve-retention.ts'
+import { resolveTools } from '../domain/config/resolve-tools.ts'
+import { namespaceLineage } from '../domain/namespace.ts'
+import { estimateToolTokens } from '../domain/tokens/estimate-tool-tokens.ts'
+import { estimateTokens, saturatingAdd } from '../domain/tokens/estimate-tokens.ts'
+import type { ConfigKind, ConfigVersion } from './config-versions.ts'
+import type { Store } from './index.ts'
+
+export type ResolvedConfiguration = {
+  estimated_tokens: number
+  instructions: string | null
+  namespace: string | null
+  retention: RetentionRules
+  tools: ToolDefinition[]
+  versions: { instructions: string[]; retention_policy: string | null; tools: string[] }
+  warnings: ConfigWarning[]
+}
+
+/** The scopes a namespace resolves over, root first: org-global, then each ancestor, then itself. */
+const scopesOf = (namespace: string | null): (string | null)[] => [null, ...(namespace ? namespaceLineage(namespace) : [])]
+
+/** Loads the active versions of every level and hands them to the pure resolvers of src/domain/config. */
+export function createConfigResolver(store: Pick<Store, 'config'>) {
+  const levelsOf = <T>(orgId: string, kind: ConfigKind, scopes: (string | null)[], read: (v: ConfigVersion) => T) => {
+    const active = store.config.activeInScopes(orgId, kind, scopes)
+    return scopes.map((namespace) => {
+      const found = active.find((v) => v.namespace === namespace)
+      return { namespace, active: found ? read(found) : null }
+    })
+  }
+
+  return {
+    resolveConfig(orgId: string, namespace: string | null, requestTools: ToolDefinition[] | null = null): ResolvedConfiguration {
+      const scopes = scopesOf(namespace)
+      const instructions = resolveInstructions(
+        levelsOf(orgId, 'instructions', scopes, (v) => ({ id: v.id, body: v.document as string, mode: v.mode as ConfigMode })),
+      )
+      const tools = resolveTools(
+        levelsOf(orgId, 'tools', scopes, (v) => ({ id: v.id, definitions: v.document as ToolDefinition[], mode: v.mode as ConfigMode })),
+        requestTools,
+        namespace,
+      )
+      const retention = resolveRetention(levelsOf(orgId, 'retention', scopes, (v) => ({ id: v.id, rules: v.document as RetentionRules })))
+      return {
+        estimated_tokens: saturatingAdd(
+          instructions.value.text === null ? 0 : estimateTokens(instructions.value.text),
+          ...tools.value.tools.map(estimateToolTokens),
+        ),
+        instructions: instructions.value.text,
+        namespace,
+        retention: retention.value.rules,
+        tools: tools.value.tools,
+        versions: {
+          instructions: instructions.value.versionIds,
+          retention_policy: retention.value.policyId,
+          tools: tools.value.versionIds,
+        },
+        warnings: [...instructions.warnings, ...tools.warnings, ...retention.warnings],
+      }
+    },
+
+    resolveBudget(orgId: string, namespace: string | null, modelId: string | null): ResolvedBudget & { warnings: ConfigWarning[] } {
+      const scopes = scopesOf(namespace)
+      const active = store.config.activeInScopes(orgId, 'budget', scopes)
+      const version = (v: ConfigVersion | undefined) => (v ? { id: v.id, budget: v.document as ContextBudget } : null)
+      const levels: BudgetLevel[] = scopes.map((scope) => ({
+        namespace: scope,
+        untagged: version(active.find((v) => v.namespace === scope && v.model_id === null)),
+        tagged: modelId === null ? null : version(active.find((v) => v.namespace === scope && v.model_id === modelId)),
+      }))
+      const resolved = resolveBudget(levels, modelId)
+      return { ...resolved.value, warnings: resolved.warnings }
+    },
+  }
+}
+export type ConfigResolver = ReturnType<typeof createConfigResolver>
+
