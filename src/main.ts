@@ -5,37 +5,48 @@ import { buildApp, REDACTED_LOG_PATHS } from './http/app.ts'
 import { bootstrapDevOrganisation } from './store/bootstrap-dev-organisation.ts'
 import { openDatabase } from './store/database.ts'
 import { createStore } from './store/index.ts'
+import { activeProviders } from './providers/catalogue/active-providers.ts'
+import { createCatalogueService } from './providers/catalogue/catalogue-service.ts'
+import { loadCatalogue } from './providers/catalogue/load-catalogue.ts'
 import { readSettings } from './settings.ts'
 
 const settings = readSettings()
 const db = openDatabase(settings.databaseFile)
 const store = createStore(db)
 
+const catalogue = createCatalogueService(
+  loadCatalogue(),
+  activeProviders(process.env, settings.sandbox),
+  (since) => store.providerCalls.statsSince(since),
+)
+const stopStats = catalogue.start()
+
 const app = await buildApp(
-  { store, catalogue: () => [], build: readBuildInfo() },
+  { store, catalogue, build: readBuildInfo(), now: () => new Date() },
   { logger: { level: settings.logLevel, redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' } } },
 )
 
+// Bootstrap before listening, so the key file exists by the time the server answers.
+const dev = settings.production ? null : bootstrapDevOrganisation(store)
+const keyFile = resolve(settings.dataDir, 'dev-api-key.txt')
+if (dev) writeFileSync(keyFile, `${dev.key}\n`, { mode: 0o600 })
+
 const address = await app.listen({ port: settings.port, host: settings.host })
 
-if (!settings.production) {
-  const dev = bootstrapDevOrganisation(store)
-  if (dev) {
-    const keyFile = resolve(settings.dataDir, 'dev-api-key.txt')
-    writeFileSync(keyFile, `${dev.key}\n`, { mode: 0o600 })
-    // Printed once on purpose (decisions §1); the logger redacts keys, so this bypasses it.
-    process.stdout.write(
-      `\nCreated organisation "dev" with 10.00 USD of promotional credit.\n` +
-        `API key (also in ${keyFile}):\n\n  ${dev.key}\n\nTry:\n\n` +
-        `  curl -s -X POST ${address}/api/v1/chats -H "Authorization: Bearer ${dev.key}" ` +
-        `-H 'content-type: application/json' -d '{"title":"hello"}'\n\n`,
-    )
-  }
+if (dev) {
+  // Printed once on purpose (decisions §1); the logger redacts keys, so this bypasses it.
+  process.stdout.write(
+    `\nCreated organisation "dev" with 10.00 USD of promotional credit.\n` +
+      `API key (also in ${keyFile}):\n\n  ${dev.key}\n\nTry:\n\n` +
+      `  curl -s -X POST ${address}/api/v1/chats -H "Authorization: Bearer ${dev.key}" ` +
+      `-H 'content-type: application/json' -d '{"title":"hello"}'\n\n`,
+  )
 }
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     app.log.info({ signal }, 'shutting down')
+    stopStats()
     void app.close().finally(() => {
       db.close()
       process.exit(0)

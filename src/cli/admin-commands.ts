@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util'
 import { isMoneyString, Money } from '../domain/money.ts'
-import type { BalanceEntryType } from '../store/balance.ts'
+import type { CreditType } from '../store/balance.ts'
 import type { Store } from '../store/index.ts'
 import { UPDATE_KINDS, type UpdateKind } from '../store/platform-updates.ts'
 
@@ -12,9 +12,26 @@ const CLI_BALANCE_TYPES = ['topup', 'refund', 'adjustment', 'promotional_credit'
 
 type Options = Record<string, { type: 'string' | 'boolean' }>
 
+/** `--amount -2.50` is a negative value, not a flag; parseArgs would call it ambiguous. */
+function attachNegativeValues(args: string[], options: Options): string[] {
+  const out: string[] = []
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!
+    const next = args[i + 1]
+    const takesValue = arg.startsWith('--') && options[arg.slice(2)]?.type === 'string'
+    if (takesValue && next !== undefined && /^-\d/.test(next)) {
+      out.push(`${arg}=${next}`)
+      i++
+    } else {
+      out.push(arg)
+    }
+  }
+  return out
+}
+
 function parse<O extends Options>(args: string[], options: O) {
   try {
-    return parseArgs({ args, options, strict: true, allowPositionals: false }).values as {
+    return parseArgs({ args: attachNegativeValues(args, options), options, strict: true, allowPositionals: false }).values as {
       [K in keyof O]?: O[K]['type'] extends 'boolean' ? boolean : string
     }
   } catch (error) {
@@ -74,7 +91,7 @@ const commands: Record<string, Command> = {
     const v = parse(args, { org: { type: 'string' }, amount: { type: 'string' }, type: { type: 'string' } })
     const org = existingOrg(store, required(v.org, 'org'))
     const amount = required(v.amount, 'amount')
-    const type = (v.type ?? 'topup') as BalanceEntryType
+    const type = (v.type ?? 'topup') as CreditType
     if (!(CLI_BALANCE_TYPES as readonly string[]).includes(type)) {
       throw new AdminError(`--type must be one of ${CLI_BALANCE_TYPES.join(', ')}`)
     }

@@ -1,9 +1,11 @@
-import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
+import type { CatalogueService } from '../providers/catalogue/catalogue-service.ts'
 import type { Store } from '../store/index.ts'
 
 /** What the HTTP layer is given to serve; built once by main (or by a test). */
 export type AppDeps = {
   store: Store
-  catalogue: () => CatalogueEntry[]
+  catalogue: Pick<CatalogueService, 'list' | 'findByName' | 'pricesAsOf'>
+  /** The clock, so usage windows can be tested at a fixed time. */
+  now: () => Date
   build: { version: string; commit: string }
 }

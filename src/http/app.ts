@@ -13,12 +13,14 @@ import { historyRoutes } from './routes/api/v1/chats/history.ts'
 import { configRoutes } from './routes/api/v1/config/index.ts'
 import { modelRoutes } from './routes/api/v1/models.ts'
 import { namespaceRoutes } from './routes/api/v1/namespaces.ts'
+import { usageRoutes } from './routes/api/v1/usage.ts'
 import { rootRoutes } from './routes/root.ts'
 import { catalogueRoutes } from './routes/v1/catalogue.ts'
 import { Catalogue, CatalogueModel, CatalogueModelResponse } from './schemas/catalogue.ts'
 import { ChatCreated, ChatPage, ChatSummary, CreateChatRequest } from './schemas/chats.ts'
 import { ErrorBody, ErrorEnvelope } from './schemas/common.ts'
 import { CONFIG_SCHEMAS } from './schemas/config.ts'
+import { USAGE_SCHEMAS } from './schemas/usage.ts'
 import { HistoryBody, HistoryMedia, HistoryPageResponse, HistoryPart } from './schemas/history.ts'
 import { ApiVersion, Discovery, NamespacePage, PublicPlatformUpdate } from './schemas/public.ts'
 
@@ -44,6 +46,7 @@ const SHARED_SCHEMAS = [
   Catalogue,
   CatalogueModelResponse,
   ...CONFIG_SCHEMAS,
+  ...USAGE_SCHEMAS,
 ]
 
 export const REDACTED_LOG_PATHS = [
@@ -75,6 +78,9 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema)
   installValidators(app, SHARED_SCHEMAS)
   installErrorHandler(app)
+  // Bodies are JSON only: Fastify's default text/plain parser would hand a string to the
+  // validator (a confusing 422) where decisions say an unsupported content type is 400.
+  app.removeContentTypeParser('text/plain')
   await app.register(cookie)
   await app.register(swagger, {
     openapi: {
@@ -107,6 +113,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
     await keyed.register(namespaceRoutes(deps))
     await keyed.register(modelRoutes(deps))
     await keyed.register(configRoutes(deps))
+    await keyed.register(usageRoutes(deps))
   })
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())

@@ -13,5 +13,5 @@ export function pricingFor(deps: AppDeps, orgId: string | null): PricingContext 
 }
 
 export function pricedCatalogue(deps: AppDeps, pricing: PricingContext): CatalogueEntry[] {
-  return deps.catalogue().map((entry) => applyMarkup(entry, pricing.markupPercent))
+  return deps.catalogue.list().map((entry) => applyMarkup(entry, pricing.markupPercent))
 }

@@ -1,10 +1,13 @@
 import { randomUUID } from 'node:crypto'
 import { moneyToUnits, unitsToMoney } from '../domain/money.ts'
+import type { Usage } from '../domain/pricing/usage.ts'
 import type { Db } from './database.ts'
 import { nowIso } from './database.ts'
 
 export const BALANCE_ENTRY_TYPES = ['usage', 'compaction', 'topup', 'refund', 'adjustment', 'promotional_credit'] as const
 export type BalanceEntryType = (typeof BALANCE_ENTRY_TYPES)[number]
+export type ChargeType = Extract<BalanceEntryType, 'usage' | 'compaction'>
+export type CreditType = Exclude<BalanceEntryType, ChargeType>
 export const CURRENCY = 'USD'
 
 export type BalanceEntry = {
@@ -16,32 +19,127 @@ export type BalanceEntry = {
   occurred_at: string
 }
 
+/** One run's model-call spend; `cost` is what the customer pays, as a positive decimal. */
+export type RunCharge = {
+  orgId: string
+  type: ChargeType
+  runId: string
+  apiKeyId: string | null
+  modelId: string
+  modelName: string
+  namespace: string | null
+  usage: Usage
+  cost: string
+  occurredAt?: string
+}
+
+type EntryRow = {
+  id: string
+  org_id: string
+  entry_type: BalanceEntryType
+  amount_units: bigint
+  occurred_at: string
+  run_id: string | null
+  api_key_id: string | null
+  model_id: string | null
+  model_name: string | null
+  namespace: string | null
+} & Usage
+
+const hourOf = (iso: string) => `${iso.slice(0, 13)}:00:00.000Z`
+
 export function createBalanceStore(db: Db) {
-  const insert = db.prepare<[string, string, string, bigint, string, string]>(
-    `INSERT INTO balance_entries (id, org_id, entry_type, amount_units, currency, occurred_at)
-     VALUES (?, ?, ?, ?, ?, ?)`,
+  const insert = db.prepare<[EntryRow]>(
+    `INSERT INTO balance_entries (id, org_id, entry_type, amount_units, currency, occurred_at, run_id, api_key_id,
+       model_id, model_name, namespace, input_tokens, output_tokens, reasoning_tokens, cache_read_tokens, cache_write_tokens)
+     VALUES (@id, @org_id, @entry_type, @amount_units, '${CURRENCY}', @occurred_at, @run_id, @api_key_id,
+       @model_id, @model_name, @namespace, @input_tokens, @output_tokens, @reasoning_tokens, @cache_read_tokens, @cache_write_tokens)`,
+  )
+  const rollUp = db.prepare(
+    `INSERT INTO usage_hourly VALUES (@org_id, @hour, @entry_type, @model_id, @model_name, @namespace, @api_key_id,
+       1, @runs, @input_tokens, @output_tokens, @reasoning_tokens, @cache_read_tokens, @cache_write_tokens, @cost_units)
+     ON CONFLICT (org_id, hour, entry_type, model_id, model_name, namespace, api_key_id) DO UPDATE SET
+       entries = entries + 1, runs = runs + excluded.runs,
+       input_tokens = input_tokens + excluded.input_tokens, output_tokens = output_tokens + excluded.output_tokens,
+       reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens,
+       cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
+       cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
+       cost_units = cost_units + excluded.cost_units`,
   )
   // Sums stay exact past 2^53 units only as BigInt.
   const sum = db
     .prepare<[string], { total: bigint }>('SELECT coalesce(sum(amount_units), 0) AS total FROM balance_entries WHERE org_id = ?')
     .safeIntegers(true)
+  const chargeOfRun = db.prepare<[string], { id: string }>('SELECT id FROM balance_entries WHERE run_id = ?')
 
-  const add = db.transaction((orgId: string, type: BalanceEntryType, amount: string) => {
+  const write = (row: EntryRow) => {
+    insert.run(row)
+    const isCharge = row.entry_type === 'usage' || row.entry_type === 'compaction'
+    rollUp.run({
+      ...row,
+      hour: hourOf(row.occurred_at),
+      model_id: row.model_id ?? '',
+      model_name: row.model_name ?? '',
+      namespace: row.namespace ?? '',
+      api_key_id: row.api_key_id ?? '',
+      runs: row.run_id === null ? 0 : 1,
+      cost_units: isCharge ? -row.amount_units : 0n,
+    })
     const entry: BalanceEntry = {
+      id: row.id,
+      org_id: row.org_id,
+      entry_type: row.entry_type,
+      amount: unitsToMoney(row.amount_units),
+      currency: CURRENCY,
+      occurred_at: row.occurred_at,
+    }
+    return { entry, balance: unitsToMoney(sum.get(row.org_id)!.total) }
+  }
+
+  const credit = db.transaction((orgId: string, type: CreditType, amount: string, occurredAt: string) =>
+    write({
       id: randomUUID(),
       org_id: orgId,
       entry_type: type,
-      amount: unitsToMoney(moneyToUnits(amount)),
-      currency: CURRENCY,
-      occurred_at: nowIso(),
-    }
-    insert.run(entry.id, orgId, type, moneyToUnits(amount), CURRENCY, entry.occurred_at)
-    return { entry, balance: unitsToMoney(sum.get(orgId)!.total) }
+      amount_units: moneyToUnits(amount),
+      occurred_at: occurredAt,
+      run_id: null,
+      api_key_id: null,
+      model_id: null,
+      model_name: null,
+      namespace: null,
+      input_tokens: 0,
+      output_tokens: 0,
+      reasoning_tokens: 0,
+      cache_read_tokens: 0,
+      cache_write_tokens: 0,
+    }),
+  )
+
+  const charge = db.transaction((c: RunCharge) => {
+    // A run is billed at most once: a second settlement of the same run changes nothing.
+    if (chargeOfRun.get(c.runId)) return null
+    return write({
+      id: randomUUID(),
+      org_id: c.orgId,
+      entry_type: c.type,
+      amount_units: -moneyToUnits(c.cost),
+      occurred_at: c.occurredAt ?? nowIso(),
+      run_id: c.runId,
+      api_key_id: c.apiKeyId,
+      model_id: c.modelId,
+      model_name: c.modelName,
+      namespace: c.namespace,
+      ...c.usage,
+    })
   })
 
   return {
-    /** Writes an entry and reads the new balance in one immediate transaction, so concurrent writers serialise. */
-    add: (orgId: string, type: BalanceEntryType, amount: string) => add.immediate(orgId, type, amount),
+    /** A credit or correction; writes and reads the new balance in one immediate transaction. */
+    add: (orgId: string, type: CreditType, amount: string, occurredAt = nowIso()) =>
+      credit.immediate(orgId, type, amount, occurredAt),
+    /** Debits one run's spend; null when the run was already charged. Joins the caller's transaction if any. */
+    charge: (c: RunCharge) => (db.inTransaction ? charge(c) : charge.immediate(c)),
     balanceOf: (orgId: string) => unitsToMoney(sum.get(orgId)!.total),
   }
 }

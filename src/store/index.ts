@@ -7,6 +7,8 @@ import type { Db } from './database.ts'
 import { createOrganisationStore } from './organisations.ts'
 import { createPartStore } from './parts.ts'
 import { createPlatformUpdateStore } from './platform-updates.ts'
+import { createProviderCallStore } from './provider-calls.ts'
+import { createUsageReportStore } from './usage-report.ts'
 
 /** Every query module over one connection; each prepares its statements once, here. */
 export function createStore(db: Db) {
@@ -20,6 +22,8 @@ export function createStore(db: Db) {
     balance: createBalanceStore(db),
     updates: createPlatformUpdateStore(db),
     config: createConfigVersionStore(db),
+    usage: createUsageReportStore(db),
+    providerCalls: createProviderCallStore(db),
   }
 }
 export type Store = ReturnType<typeof createStore>

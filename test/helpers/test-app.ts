@@ -18,13 +18,18 @@ export type TestContext = {
 }
 
 /** A real app over a real SQLite file in a fresh temporary directory. */
-export async function createTestApp(options: { catalogue?: CatalogueEntry[] } = {}): Promise<TestContext> {
+export async function createTestApp(options: { catalogue?: CatalogueEntry[]; now?: () => Date } = {}): Promise<TestContext> {
   const dir = mkdtempSync(join(tmpdir(), 'parley-test-'))
   const db = openDatabase(join(dir, 'parley.db'))
   const store = createStore(db)
   const app = await buildApp({
     store,
-    catalogue: () => options.catalogue ?? [],
+    catalogue: {
+      list: () => options.catalogue ?? [],
+      findByName: (name) => options.catalogue?.find((m) => m.name === name),
+      pricesAsOf: '2025-10-15',
+    },
+    now: options.now ?? (() => new Date()),
     build: { version: '0.0.0-test', commit: 'test' },
   })
   let orgs = 0

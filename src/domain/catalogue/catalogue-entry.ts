@@ -28,6 +28,8 @@ export type Tier = {
 export type CatalogueEntry = {
   id: string
   name: string
+  /** The vendor's own model id, sent upstream; never a lookup key for customers. */
+  vendor_model_id: string
   display_name: string
   provider: string
   provider_label: string

@@ -5,11 +5,12 @@ const yesNo = (value: boolean) => (value ? 'yes' : 'no')
 const mediaCell = (policy: MediaPolicy) => (policy.mime_types.length === 0 ? 'none' : policy.mime_types.join(', '))
 
 /** The catalogue as the markdown document served at /v1/catalogue/models.md (spec §4.1). */
-export function renderModelsMarkdown(entries: CatalogueEntry[], markupPercent: string): string {
+export function renderModelsMarkdown(entries: CatalogueEntry[], markupPercent: string, pricesAsOf: string): string {
   const lines = [
     '# Models',
     '',
     `Prices are USD per million tokens and include a ${markupPercent} % markup over provider cost.`,
+    `Provider prices as published on ${pricesAsOf}.`,
     'Reasoning tokens are part of output and are not billed separately. Compaction runs are billed at the same rates.',
     '',
     '| name | provider | context | max output | reasoning | tools | input | output | cache read | cache write |',

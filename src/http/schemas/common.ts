@@ -8,7 +8,9 @@ import { NAMESPACE_PATTERN } from '../../domain/namespace.ts'
 export function Nullable<T extends TSchema>(schema: T) {
   const type = (schema as { type?: unknown }).type
   if (typeof type === 'string' && type !== 'object' && type !== 'array') {
-    return Type.Unsafe<Static<T> | null>({ ...schema, type: [type, 'null'] })
+    const values = (schema as { enum?: unknown[] }).enum
+    const withNull = values ? { enum: [...values, null] } : {}
+    return Type.Unsafe<Static<T> | null>({ ...schema, type: [type, 'null'], ...withNull })
   }
   return Type.Unsafe<Static<T> | null>(Type.Union([schema, Type.Null()]))
 }
@@ -19,6 +21,11 @@ export function Nullable<T extends TSchema>(schema: T) {
  */
 export function TaggedUnion<T extends TObject[]>(tag: string, variants: [...T], options: { $id?: string; description?: string } = {}) {
   return Type.Unsafe<Static<TUnion<T>>>({ ...options, type: 'object', oneOf: variants, discriminator: { propertyName: tag } })
+}
+
+/** A string from a fixed set, as `enum`: one clear problem when it is wrong, not one per literal. */
+export function StringEnum<const T extends readonly string[]>(values: T, options: { description?: string } = {}) {
+  return Type.Unsafe<T[number]>({ ...options, type: 'string', enum: [...values] })
 }
 
 export const Uuid = Type.String({ format: 'uuid' })

@@ -1,13 +1,13 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { DateTime, Namespace, Nullable, TaggedUnion, Uuid } from './common.ts'
+import { DateTime, Namespace, Nullable, StringEnum, TaggedUnion, Uuid } from './common.ts'
 
 const closed = { additionalProperties: false } as const
 const Int32Max = 2_147_483_647
 
-const ConfigMode = Type.Union([Type.Literal('append'), Type.Literal('replace')])
+const ConfigMode = StringEnum(['append', 'replace'])
 const TokenEstimate = Type.Integer({ minimum: 0, maximum: Int32Max })
 const RecencyThreshold = Type.Number({ minimum: 0, maximum: 1, description: 'Share of the history budget, 0-1.' })
-const TruncationShape = Type.Union([Type.Literal('head'), Type.Literal('tail'), Type.Literal('head_and_tail')])
+const TruncationShape = StringEnum(['head', 'tail', 'head_and_tail'])
 
 export const ToolDefinition = Type.Object(
   {
@@ -25,7 +25,7 @@ export const ContextBudget = Type.Object(
   {
     version: Type.Literal(3),
     headroom: Type.Number({ minimum: 0, maximum: 0.9, description: 'Share of the context window kept free.' }),
-    history_mode: Type.Optional(Type.Union([Type.Literal('summarize'), Type.Literal('drop_oldest')])),
+    history_mode: Type.Optional(StringEnum(['summarize', 'drop_oldest'])),
     eager_compaction: Type.Optional(
       TaggedUnion('mode', [
         Type.Object({ mode: Type.Literal('off') }, closed),

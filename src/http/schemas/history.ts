@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { DateTime, Nullable } from './common.ts'
+import { DateTime, Nullable, StringEnum } from './common.ts'
 
 const TrustLevel = Type.Union([Type.Literal('trusted'), Type.Literal('customer_data'), Type.Literal('untrusted')])
 const TombstoneReason = Type.Union([Type.Literal('abandoned'), Type.Literal('cancelled'), Type.Literal('expired')])
@@ -65,7 +65,7 @@ export const HistoryPageResponse = Type.Object(
   { $id: 'HistoryPageResponse' },
 )
 
-export const HistoryInclude = Type.Union([Type.Literal('stubs'), Type.Literal('none'), Type.Literal('full')])
+export const HistoryInclude = StringEnum(['stubs', 'none', 'full'])
 export const HistoryQuery = Type.Object(
   {
     before_ordinal: Type.Optional(Type.Integer({ description: 'Parts immediately older than this ordinal.' })),

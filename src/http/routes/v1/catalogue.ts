@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { FastifyRequest } from 'fastify'
+import { applyMarkup } from '../../../domain/catalogue/apply-markup.ts'
 import { renderModelsMarkdown } from '../../../domain/catalogue/render-models-markdown.ts'
 import { NotFoundError } from '../../../domain/errors.ts'
 import type { AppDeps } from '../../app-deps.ts'
@@ -58,7 +59,7 @@ export const catalogueRoutes =
         const pricing = pricingOf(request)
         return reply
           .type('text/markdown; charset=utf-8')
-          .send(renderModelsMarkdown(pricedCatalogue(deps, pricing), pricing.markupPercent))
+          .send(renderModelsMarkdown(pricedCatalogue(deps, pricing), pricing.markupPercent, deps.catalogue.pricesAsOf))
       },
     )
 
@@ -76,9 +77,9 @@ export const catalogueRoutes =
       async (request) => {
         const name = request.params['*']
         const pricing = pricingOf(request)
-        const model = pricedCatalogue(deps, pricing).find((m) => m.name === name)
+        const model = deps.catalogue.findByName(name)
         if (!model) throw new NotFoundError(`model ${name} is not in the catalogue`)
-        return { ...model, markup_percent: pricing.markupPercent }
+        return { ...applyMarkup(model, pricing.markupPercent), markup_percent: pricing.markupPercent }
       },
     )
   }

@@ -1,0 +1,70 @@
+import type { Rates, Tier } from '../catalogue/catalogue-entry.ts'
+import { Money } from '../money.ts'
+import { contextTokens, type Usage } from './usage.ts'
+
+type RateKind = 'input' | 'output' | 'cache_read' | 'cache_write'
+type RateCard = Partial<Record<RateKind, string | null>>
+
+const PER_MILLION = new Money(1_000_000)
+
+/** A tier's rate where it states one, else the base rate (a tier may reprice only some kinds). */
+function rateIn(card: RateCard, base: Rates, kind: RateKind): InstanceType<typeof Money> {
+  const rate = card[kind] ?? base[kind]
+  // A kind the provider does not meter costs nothing.
+  return rate === null || rate === undefined ? new Money(0) : new Money(rate)
+}
+
+const charge = (tokens: number, rate: InstanceType<typeof Money>) => rate.mul(tokens).div(PER_MILLION)
+
+/** Whether a context size lies in a tier: above its threshold, and not above its ceiling. */
+const inTier = (tier: Tier, context: number) => context > tier.min && (tier.max === null || tier.max === undefined || context <= tier.max)
+
+/**
+ * Provider cost of one call, exact and unrounded (decisions §7).
+ * - A `cliff` tier whose threshold the context exceeds reprices the whole request.
+ * - `graduated` tiers price each band of context positions at that band's rate; cached tokens come
+ *   first in the prompt, then fresh input, and output is priced at the band the context ended in.
+ * Reasoning tokens are part of output and are not billed again.
+ */
+export function priceUsage(usage: Usage, rates: Rates, tiers: Tier[]): InstanceType<typeof Money> {
+  const context = contextTokens(usage)
+  const cliff = tiers.filter((t) => t.mode === 'cliff' && inTier(t, context)).sort((a, b) => b.min - a.min)[0]
+  if (cliff) return flatCost(usage, cliff, rates)
+  const bands = tiers.filter((t) => t.mode === 'graduated').sort((a, b) => a.min - b.min)
+  if (bands.length === 0) return flatCost(usage, rates, rates)
+  return graduatedCost(usage, rates, bands)
+}
+
+function flatCost(usage: Usage, card: RateCard, base: Rates) {
+  return charge(usage.input_tokens, rateIn(card, base, 'input'))
+    .plus(charge(usage.output_tokens, rateIn(card, base, 'output')))
+    .plus(charge(usage.cache_read_tokens, rateIn(card, base, 'cache_read')))
+    .plus(charge(usage.cache_write_tokens, rateIn(card, base, 'cache_write')))
+}
+
+function graduatedCost(usage: Usage, base: Rates, tiers: Tier[]) {
+  // Bands of context positions: [0, first.min] at base rates, then each tier's (min, max].
+  const bands: { from: number; to: number; card: RateCard }[] = [{ from: 0, to: tiers[0]!.min, card: base }]
+  for (const tier of tiers) bands.push({ from: tier.min, to: tier.max ?? Number.POSITIVE_INFINITY, card: tier })
+
+  const segments: { kind: RateKind; from: number; to: number }[] = []
+  let position = 0
+  for (const [kind, count] of [
+    ['cache_read', usage.cache_read_tokens],
+    ['cache_write', usage.cache_write_tokens],
+    ['input', usage.input_tokens],
+  ] as const) {
+    segments.push({ kind, from: position, to: position + count })
+    position += count
+  }
+
+  let cost = new Money(0)
+  for (const segment of segments) {
+    for (const band of bands) {
+      const overlap = Math.min(segment.to, band.to) - Math.max(segment.from, band.from)
+      if (overlap > 0) cost = cost.plus(charge(overlap, rateIn(band.card, base, segment.kind)))
+    }
+  }
+  const last = bands.filter((band) => position > band.from).at(-1) ?? bands[0]!
+  return cost.plus(charge(usage.output_tokens, rateIn(last.card, base, 'output')))
+}

@@ -1,0 +1,53 @@
+import type { CatalogueEntry } from '../../domain/catalogue/catalogue-entry.ts'
+import type { LoadedCatalogue } from './load-catalogue.ts'
+
+export type ModelStats = { avgTimeToFirstTokenMs: number | null; uptime: string | null }
+
+export const STATS_REFRESH_MS = 15 * 60 * 1000
+export const STATS_WINDOW_MS = 24 * 3600 * 1000
+
+export type CatalogueService = {
+  /** Active models at provider cost, with the latest refreshed statistics. */
+  list(): CatalogueEntry[]
+  /** An active model by its public name. */
+  findByName(name: string): CatalogueEntry | undefined
+  pricesAsOf: string
+  refreshStats(now?: Date): void
+  /** Refreshes now and then every 15 minutes; returns the stop function. */
+  start(): () => void
+}
+
+/**
+ * Serves the active part of the catalogue. Latency and uptime are recomputed from the last 24
+ * hours of provider calls every 15 minutes (spec §2.7), not per request.
+ */
+export function createCatalogueService(
+  loaded: LoadedCatalogue,
+  activeProviders: Set<string>,
+  statsSince: (sinceIso: string) => Map<string, ModelStats>,
+): CatalogueService {
+  const active = loaded.entries.filter((entry) => activeProviders.has(entry.provider))
+  let current: CatalogueEntry[] = active.map((e) => ({ ...e, avg_time_to_first_token_ms: null, uptime: null }))
+  let byName = new Map(current.map((e) => [e.name, e]))
+
+  const service: CatalogueService = {
+    list: () => current,
+    findByName: (name) => byName.get(name),
+    pricesAsOf: loaded.pricesAsOf,
+    refreshStats(now = new Date()) {
+      const stats = statsSince(new Date(now.getTime() - STATS_WINDOW_MS).toISOString())
+      current = active.map((entry) => {
+        const s = stats.get(entry.id)
+        return { ...entry, avg_time_to_first_token_ms: s?.avgTimeToFirstTokenMs ?? null, uptime: s?.uptime ?? null }
+      })
+      byName = new Map(current.map((e) => [e.name, e]))
+    },
+    start() {
+      service.refreshStats()
+      const timer = setInterval(() => service.refreshStats(), STATS_REFRESH_MS)
+      timer.unref()
+      return () => clearInterval(timer)
+    },
+  }
+  return service
+}
