@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { readBuildInfo } from './build-info.ts'
+import { composeApp } from './compose.ts'
 import { buildApp, REDACTED_LOG_PATHS } from './http/app.ts'
 import { bootstrapDevOrganisation } from './store/bootstrap-dev-organisation.ts'
 import { openDatabase } from './store/database.ts'
@@ -14,15 +15,18 @@ const settings = readSettings()
 const db = openDatabase(settings.databaseFile)
 const store = createStore(db)
 
+const loaded = loadCatalogue()
 const catalogue = createCatalogueService(
-  loadCatalogue(),
+  loaded,
   activeProviders(process.env, settings.sandbox),
   (since) => store.providerCalls.statsSince(since),
 )
 const stopStats = catalogue.start()
 
+const deps = composeApp({ store, catalogue, allModels: loaded.entries, build: readBuildInfo() })
+const stopHost = deps.host.start()
 const app = await buildApp(
-  { store, catalogue, build: readBuildInfo(), now: () => new Date() },
+  deps,
   { logger: { level: settings.logLevel, redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' } } },
 )
 
@@ -47,6 +51,8 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     app.log.info({ signal }, 'shutting down')
     stopStats()
+    stopHost()
+    deps.host.stopAll()
     void app.close().finally(() => {
       db.close()
       process.exit(0)

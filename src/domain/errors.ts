@@ -52,3 +52,55 @@ export function describeProblems(problems: Problem[]): string {
   const more = problems.length > 1 ? ` (and ${problems.length - 1} more)` : ''
   return `${where}: ${first.message}${more}`
 }
+
+export class InsufficientBalanceError extends DomainError {
+  readonly code = 'insufficient_balance'
+}
+
+/** 409 family: the chat's state forbids the submission. */
+export class RunInProgressError extends DomainError {
+  readonly code = 'run_in_progress'
+  constructor(runId: string | null) {
+    super(
+      runId === null
+        ? 'a turn of this chat is being started; wait for its run to finish'
+        : `run ${runId} of this chat is still running; wait for it to finish or cancel it`,
+      { run_id: runId },
+    )
+  }
+}
+
+export class IdempotencyKeyReusedError extends DomainError {
+  readonly code = 'idempotency_key_reused'
+  constructor(runId: string) {
+    super(
+      `this idempotency key was already used by run ${runId}; read that run instead of resubmitting`,
+      { run_id: runId },
+      `GET /api/v1/runs/${runId}`,
+    )
+  }
+}
+
+export class RetryNotAllowedError extends DomainError {
+  readonly code = 'retry_not_allowed'
+}
+
+export class UnsupportedAttachmentError extends DomainError {
+  readonly code = 'unsupported_attachment'
+}
+
+export class UnknownToolUseIdError extends DomainError {
+  readonly code = 'unknown_tool_use_id'
+}
+
+export class ContextTooLargeError extends DomainError {
+  readonly code = 'context_too_large'
+}
+
+export class UpstreamError extends DomainError {
+  readonly code = 'upstream_error'
+}
+
+export class UnavailableError extends DomainError {
+  readonly code = 'unavailable'
+}

@@ -1,3 +1,4 @@
+import type { ChatActorHost } from '../actors/chat-actor-host.ts'
 import type { CatalogueService } from '../providers/catalogue/catalogue-service.ts'
 import type { Store } from '../store/index.ts'
 
@@ -7,5 +8,7 @@ export type AppDeps = {
   catalogue: Pick<CatalogueService, 'list' | 'findByName' | 'pricesAsOf'>
   /** The clock, so usage windows can be tested at a fixed time. */
   now: () => Date
+  /** The chat actors of this node: every turn and cancel goes through them. */
+  host: ChatActorHost
   build: { version: string; commit: string }
 }

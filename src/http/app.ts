@@ -14,6 +14,8 @@ import { configRoutes } from './routes/api/v1/config/index.ts'
 import { modelRoutes } from './routes/api/v1/models.ts'
 import { namespaceRoutes } from './routes/api/v1/namespaces.ts'
 import { usageRoutes } from './routes/api/v1/usage.ts'
+import { responseRoutes } from './routes/api/v1/chats/responses.ts'
+import { runRoutes } from './routes/api/v1/runs.ts'
 import { rootRoutes } from './routes/root.ts'
 import { catalogueRoutes } from './routes/v1/catalogue.ts'
 import { Catalogue, CatalogueModel, CatalogueModelResponse } from './schemas/catalogue.ts'
@@ -21,6 +23,7 @@ import { ChatCreated, ChatPage, ChatSummary, CreateChatRequest } from './schemas
 import { ErrorBody, ErrorEnvelope } from './schemas/common.ts'
 import { CONFIG_SCHEMAS } from './schemas/config.ts'
 import { USAGE_SCHEMAS } from './schemas/usage.ts'
+import { RESPONSE_SCHEMAS } from './schemas/responses.ts'
 import { HistoryBody, HistoryMedia, HistoryPageResponse, HistoryPart } from './schemas/history.ts'
 import { ApiVersion, Discovery, NamespacePage, PublicPlatformUpdate } from './schemas/public.ts'
 
@@ -47,6 +50,7 @@ const SHARED_SCHEMAS = [
   CatalogueModelResponse,
   ...CONFIG_SCHEMAS,
   ...USAGE_SCHEMAS,
+  ...RESPONSE_SCHEMAS,
 ]
 
 export const REDACTED_LOG_PATHS = [
@@ -114,6 +118,8 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
     await keyed.register(modelRoutes(deps))
     await keyed.register(configRoutes(deps))
     await keyed.register(usageRoutes(deps))
+    await keyed.register(responseRoutes(deps))
+    await keyed.register(runRoutes(deps))
   })
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())

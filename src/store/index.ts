@@ -9,6 +9,8 @@ import { createPartStore } from './parts.ts'
 import { createPlatformUpdateStore } from './platform-updates.ts'
 import { createProviderCallStore } from './provider-calls.ts'
 import { createUsageReportStore } from './usage-report.ts'
+import { createRunStore } from './runs.ts'
+import { createIdempotencyKeyStore } from './idempotency-keys.ts'
 
 /** Every query module over one connection; each prepares its statements once, here. */
 export function createStore(db: Db) {
@@ -24,6 +26,8 @@ export function createStore(db: Db) {
     config: createConfigVersionStore(db),
     usage: createUsageReportStore(db),
     providerCalls: createProviderCallStore(db),
+    runs: createRunStore(db),
+    idempotencyKeys: createIdempotencyKeyStore(db),
   }
 }
 export type Store = ReturnType<typeof createStore>

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import type { PartBody, PartKind } from '../domain/parts.ts'
 import type { Db } from './database.ts'
 import { nowIso } from './database.ts'
@@ -12,9 +12,33 @@ export type PartRow = {
   body: string
   user_metadata: string
   created_at: string
+  tokens: number
 }
 
-export type NewPart = { body: PartBody; userMetadata?: unknown; runId?: string | null }
+export type NewMedia = {
+  mime: string
+  bytes: Buffer
+  filename: string | null
+  width: number | null
+  height: number | null
+  page_count: number | null
+}
+
+export type MediaRow = {
+  media_id: string
+  part_ordinal: number
+  position: number
+  sha256: string
+  mime: string
+  byte_len: number
+  filename: string | null
+  width: number | null
+  height: number | null
+  page_count: number | null
+  bytes?: Buffer
+}
+
+export type NewPart = { body: PartBody; userMetadata?: unknown; runId?: string | null; tokens?: number; media?: NewMedia[] }
 
 export type PartPageQuery = { chatId: string; beforeOrdinal?: number; afterOrdinal?: number; limit: number }
 /** Rows oldest first; `hasMore` is about the direction paged (older unless paging forward). */
@@ -24,34 +48,78 @@ export type PartPage = { rows: PartRow[]; hasMore: boolean }
 export const PARTS_OLDER_SQL = 'SELECT * FROM parts WHERE chat_id = ? AND ordinal < ? ORDER BY ordinal DESC LIMIT ?'
 export const PARTS_NEWER_SQL = 'SELECT * FROM parts WHERE chat_id = ? AND ordinal > ? ORDER BY ordinal ASC LIMIT ?'
 
+// A failed run's own output is never packed again (decisions §4); its input is.
+const PACKABLE = `NOT (kind IN ('message','reasoning','tool_call')
+  AND run_id IN (SELECT id FROM runs WHERE chat_id = @chat AND status = 'failed'))`
+
 export function createPartStore(db: Db) {
-  const insert = db.prepare<[string, string, string | null, string, string, string, string], never>(
-    `INSERT INTO parts (id, chat_id, run_id, kind, body, user_metadata, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+  const insert = db.prepare<[string, string, string | null, string, string, string, string, number], PartRow>(
+    `INSERT INTO parts (id, chat_id, run_id, kind, body, user_metadata, created_at, tokens)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+  )
+  const insertBlob = db.prepare<[string, Buffer]>('INSERT OR IGNORE INTO media_blobs (sha256, bytes) VALUES (?, ?)')
+  const insertMedia = db.prepare(
+    `INSERT INTO part_media (media_id, part_ordinal, position, sha256, mime, byte_len, filename, width, height, page_count)
+     VALUES (@media_id, @part_ordinal, @position, @sha256, @mime, @byte_len, @filename, @width, @height, @page_count)`,
   )
   const bumpChat = db.prepare<[number, string, string]>(
     'UPDATE chats SET part_count = part_count + ?, updated_at = ? WHERE id = ?',
   )
   const older = db.prepare<[string, number, number], PartRow>(PARTS_OLDER_SQL)
   const newer = db.prepare<[string, number, number], PartRow>(PARTS_NEWER_SQL)
+  const mediaStubs = db.prepare<[string], MediaRow>(
+    `SELECT * FROM part_media WHERE part_ordinal IN (SELECT value FROM json_each(?)) ORDER BY part_ordinal, position`,
+  )
+  const mediaFull = db.prepare<[string], MediaRow>(
+    `SELECT m.*, b.bytes FROM part_media m JOIN media_blobs b ON b.sha256 = m.sha256
+     WHERE m.part_ordinal IN (SELECT value FROM json_each(?)) ORDER BY m.part_ordinal, m.position`,
+  )
+  const packable = db.prepare<[{ chat: string }], PartRow>(`SELECT * FROM parts WHERE chat_id = @chat AND ${PACKABLE} ORDER BY ordinal`)
+  const packableTokens = db.prepare<[{ chat: string }], { tokens: number }>(
+    `SELECT coalesce(sum(tokens), 0) AS tokens FROM parts WHERE chat_id = @chat AND ${PACKABLE}`,
+  )
+  const ofRun = db.prepare<[string], PartRow>('SELECT * FROM parts WHERE run_id = ? ORDER BY ordinal')
 
   const append = db.transaction((chatId: string, parts: NewPart[]): PartRow[] => {
     const now = nowIso()
-    const rows = parts.map(
-      (part) =>
-        insert.get(
-          randomUUID(),
-          chatId,
-          part.runId ?? null,
-          part.body.type,
-          JSON.stringify(part.body),
-          JSON.stringify(part.userMetadata ?? {}),
-          now,
-        ) as unknown as PartRow,
-    )
+    const rows = parts.map((part) => {
+      const row = insert.get(
+        randomUUID(),
+        chatId,
+        part.runId ?? null,
+        part.body.type,
+        JSON.stringify(part.body),
+        JSON.stringify(part.userMetadata ?? {}),
+        now,
+        part.tokens ?? 0,
+      )!
+      part.media?.forEach((media, position) => {
+        const sha256 = createHash('sha256').update(media.bytes).digest('hex')
+        insertBlob.run(sha256, media.bytes)
+        insertMedia.run({
+          media_id: randomUUID(),
+          part_ordinal: row.ordinal,
+          position,
+          sha256,
+          mime: media.mime,
+          byte_len: media.bytes.length,
+          filename: media.filename,
+          width: media.width,
+          height: media.height,
+          page_count: media.page_count,
+        })
+      })
+      return row
+    })
     bumpChat.run(parts.length, now, chatId)
     return rows
   })
+
+  const groupMedia = (rows: MediaRow[]) => {
+    const byPart = new Map<number, MediaRow[]>()
+    for (const row of rows) byPart.set(row.part_ordinal, [...(byPart.get(row.part_ordinal) ?? []), row])
+    return byPart
+  }
 
   return {
     /** Appends in one transaction (a savepoint when the caller already holds one). */
@@ -66,5 +134,14 @@ export function createPartStore(db: Db) {
       if (!forward) rows.reverse()
       return { rows, hasMore }
     },
+    /** Attachments of the given parts, by part ordinal; with their bytes when `withBytes`. */
+    mediaOf(ordinals: number[], withBytes: boolean): Map<number, MediaRow[]> {
+      if (ordinals.length === 0) return new Map()
+      return groupMedia((withBytes ? mediaFull : mediaStubs).all(JSON.stringify(ordinals)))
+    },
+    /** Every part a later context may include, oldest first (a failed run's output excluded). */
+    packable: (chatId: string) => packable.all({ chat: chatId }),
+    packableTokens: (chatId: string) => packableTokens.get({ chat: chatId })!.tokens,
+    ofRun: (runId: string) => ofRun.all(runId),
   }
 }

@@ -2,7 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { CatalogueEntry } from '../../src/domain/catalogue/catalogue-entry.ts'
+import type { ChatActorHost } from '../../src/actors/chat-actor-host.ts'
+import { composeApp } from '../../src/compose.ts'
 import { buildApp, type App } from '../../src/http/app.ts'
+import type { LanguageModelFor } from '../../src/providers/language-models.ts'
 import { openDatabase } from '../../src/store/database.ts'
 import { createStore, type Store } from '../../src/store/index.ts'
 
@@ -12,26 +15,34 @@ export type TestContext = {
   app: App
   store: Store
   dir: string
+  host: ChatActorHost
   /** Creates an organisation with one API key. */
   org: (slug?: string) => TestOrg
   close: () => Promise<void>
 }
 
 /** A real app over a real SQLite file in a fresh temporary directory. */
-export async function createTestApp(options: { catalogue?: CatalogueEntry[]; now?: () => Date } = {}): Promise<TestContext> {
+export async function createTestApp(
+  options: { catalogue?: CatalogueEntry[]; now?: () => Date; languageModelFor?: LanguageModelFor } = {},
+): Promise<TestContext> {
   const dir = mkdtempSync(join(tmpdir(), 'parley-test-'))
   const db = openDatabase(join(dir, 'parley.db'))
   const store = createStore(db)
-  const app = await buildApp({
+  const catalogue = options.catalogue ?? []
+  const deps = composeApp({
     store,
     catalogue: {
-      list: () => options.catalogue ?? [],
-      findByName: (name) => options.catalogue?.find((m) => m.name === name),
+      list: () => catalogue,
+      findByName: (name) => catalogue.find((m) => m.name === name),
       pricesAsOf: '2025-10-15',
     },
-    now: options.now ?? (() => new Date()),
+    allModels: catalogue,
+    now: options.now,
+    languageModelFor: options.languageModelFor,
+    env: { NODE_ID: 'test-node' },
     build: { version: '0.0.0-test', commit: 'test' },
   })
+  const app = await buildApp(deps)
   let orgs = 0
   return {
     app,
@@ -42,7 +53,9 @@ export async function createTestApp(options: { catalogue?: CatalogueEntry[]; now
       const { id, key } = store.apiKeys.create(org.id, 'test')
       return { orgId: org.id, key, keyId: id, auth: { authorization: `Bearer ${key}` } }
     },
+    host: deps.host,
     async close() {
+      deps.host.stopAll()
       await app.close()
       db.close()
       rmSync(dir, { recursive: true, force: true })

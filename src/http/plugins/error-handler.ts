@@ -18,10 +18,23 @@ export function statusOf(error: DomainError): number {
       return 401
     case 'not_found':
       return 404
+    case 'insufficient_balance':
+      return 402
+    case 'run_in_progress':
+    case 'idempotency_key_reused':
+    case 'retry_not_allowed':
+      return 409
     case 'payload_too_large':
       return 413
     case 'validation_failed':
+    case 'unsupported_attachment':
+    case 'unknown_tool_use_id':
+    case 'context_too_large':
       return 422
+    case 'upstream_error':
+      return 502
+    case 'unavailable':
+      return 503
     default:
       return 500
   }

@@ -2,6 +2,7 @@ import type { Database } from 'better-sqlite3'
 import * as initial from './0001-initial.ts'
 import * as configuration from './0002-configuration.ts'
 import * as usageLedger from './0003-usage-ledger.ts'
+import * as runs from './0004-runs.ts'
 
 export type Migration = { name: string; up: (db: Database) => void }
 
@@ -10,4 +11,5 @@ export const migrations: Migration[] = [
   { name: '0001-initial', up: initial.up },
   { name: '0002-configuration', up: configuration.up },
   { name: '0003-usage-ledger', up: usageLedger.up },
+  { name: '0004-runs', up: runs.up },
 ]

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox'
 import { ValidationError } from '../../../../../domain/errors.ts'
 import { HISTORY_PAGE_MAX, HISTORY_PAGE_MAX_FULL, clampLimit } from '../../../../../domain/paging.ts'
 import { roleOf } from '../../../../../domain/parts.ts'
-import type { PartRow } from '../../../../../store/parts.ts'
+import type { MediaRow, PartRow } from '../../../../../store/parts.ts'
 import type { AppDeps } from '../../../../app-deps.ts'
 import { orgOf } from '../../../../plugins/auth.ts'
 import { ChatParams } from '../../../../schemas/chats.ts'
@@ -11,7 +11,20 @@ import { ApiKeySecurity, errors } from '../../../../schemas/common.ts'
 import { HistoryPageResponse, HistoryQuery } from '../../../../schemas/history.ts'
 import { findChat } from './index.ts'
 
-function toHistoryPart(row: PartRow) {
+function toHistoryMedia(row: MediaRow) {
+  return {
+    media_id: row.media_id,
+    mime: row.mime,
+    byte_len: row.byte_len,
+    filename: row.filename,
+    width: row.width,
+    height: row.height,
+    page_count: row.page_count,
+    ...(row.bytes ? { data_base64: row.bytes.toString('base64') } : {}),
+  }
+}
+
+function toHistoryPart(row: PartRow, media: MediaRow[] | undefined) {
   return {
     id: row.id,
     ordinal: row.ordinal,
@@ -19,6 +32,8 @@ function toHistoryPart(row: PartRow) {
     role: roleOf(row.kind),
     part: JSON.parse(row.body),
     user_metadata: JSON.parse(row.user_metadata),
+    // Attachments sit on the envelope, and only when the part has some and `include` asked for them.
+    ...(media ? { media: media.map(toHistoryMedia) } : {}),
   }
 }
 
@@ -53,7 +68,10 @@ export const historyRoutes =
           afterOrdinal: q.after_ordinal,
           limit: clampLimit(q.limit, max),
         })
-        const data = page.rows.map(toHistoryPart)
+        const include = q.include ?? 'stubs'
+        const media =
+          include === 'none' ? new Map<number, MediaRow[]>() : deps.store.parts.mediaOf(page.rows.map((r) => r.ordinal), include === 'full')
+        const data = page.rows.map((row) => toHistoryPart(row, media.get(row.ordinal)))
         return {
           data,
           first_ordinal: data[0]?.ordinal ?? null,

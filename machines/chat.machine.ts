@@ -1,0 +1,145 @@
+import { assign, fromPromise, setup } from 'xstate'
+import { RunInProgressError } from '../src/domain/errors.ts'
+import type { Admission, RunResult } from '../src/actors/turn-types.ts'
+import type {
+  AdmitTurnInput,
+  ChatContext,
+  ChatEvent,
+  ChatInput,
+  SettleRunInput,
+  SettleRunOutput,
+  StreamRunInput,
+} from './chat.types.ts'
+
+const mustBeProvided = (name: string) => async (): Promise<never> => {
+  throw new Error(`chat machine: the actor "${name}" must be provided (src/actors/chat-actor-host.ts)`)
+}
+
+/**
+ * One chat. The single authority for its ledger: one running run at a time, pending tool calls
+ * closed by the next submission, retries only of the latest failed customer run. Provider work is
+ * done by invoked actors, provided by the actor host (and by fakes in tests).
+ */
+export const chatMachine = setup({
+  types: {
+    context: {} as ChatContext,
+    events: {} as ChatEvent,
+    input: {} as ChatInput,
+  },
+  actors: {
+    admitTurn: fromPromise<Admission, AdmitTurnInput>(mustBeProvided('admitTurn')),
+    streamRun: fromPromise<RunResult, StreamRunInput>(mustBeProvided('streamRun')),
+    settleRun: fromPromise<SettleRunOutput, SettleRunInput>(mustBeProvided('settleRun')),
+  },
+  guards: {
+    hasPendingCalls: ({ context }) => context.pendingCalls.length > 0,
+    cancelsThisRun: ({ context, event }) => event.type === 'CANCEL' && context.admission?.runId === event.runId,
+  },
+  actions: {
+    queueSubmission: assign({
+      queued: ({ event }) => (event.type === 'SUBMIT' ? { submission: event.submission, respond: event.respond } : null),
+    }),
+    rejectRunInProgress: ({ context, event }) => {
+      if (event.type === 'SUBMIT') event.respond({ kind: 'rejected', error: new RunInProgressError(context.admission?.runId ?? null) })
+    },
+    startRun: assign({
+      admission: (_, admission: Admission) => admission,
+      abort: () => new AbortController(),
+      // The admission closed every pending call, by result or tombstone.
+      pendingCalls: () => [],
+      result: () => null,
+    }),
+    announceRun: ({ context }, admission: Admission) => context.queued?.respond({ kind: 'admitted', admission }),
+    rejectSubmission: ({ context }, error: unknown) => context.queued?.respond({ kind: 'rejected', error }),
+    forgetSubmission: assign({ queued: () => null }),
+    abortRun: ({ context }) => context.abort?.abort(),
+    recordResult: assign({ result: (_, result: RunResult) => result }),
+    closeRun: assign(({ context }) => {
+      const { admission, result } = context
+      if (!admission || !result) return {}
+      const createdAt = new Date(admission.startedAtMs).toISOString()
+      return {
+        pendingCalls: result.pendingToolCalls.map((call) => ({ ...call, created_at: createdAt, run_status: result.status })),
+        latestCustomerRun: { id: admission.runId, status: result.status },
+        admission: null,
+        abort: null,
+        result: null,
+      }
+    }),
+  },
+}).createMachine({
+  id: 'chat',
+  context: ({ input }) => ({
+    chatId: input.chatId,
+    pendingCalls: input.pendingCalls,
+    latestCustomerRun: input.latestCustomerRun,
+    queued: null,
+    admission: null,
+    abort: null,
+    result: null,
+  }),
+  initial: 'ready',
+  states: {
+    ready: {
+      always: [{ guard: 'hasPendingCalls', target: 'awaitingToolResults' }, { target: 'idle' }],
+    },
+    idle: {
+      on: { SUBMIT: { target: 'running', actions: 'queueSubmission' } },
+    },
+    awaitingToolResults: {
+      on: { SUBMIT: { target: 'running', actions: 'queueSubmission' } },
+    },
+    running: {
+      initial: 'packing',
+      on: { SUBMIT: { actions: 'rejectRunInProgress' } },
+      states: {
+        packing: {
+          invoke: {
+            src: 'admitTurn',
+            input: ({ context }) => ({
+              facts: { pendingCalls: context.pendingCalls, latestCustomerRun: context.latestCustomerRun },
+              submission: context.queued!.submission,
+            }),
+            onDone: {
+              target: 'streaming',
+              actions: [
+                { type: 'startRun', params: ({ event }) => event.output },
+                { type: 'announceRun', params: ({ event }) => event.output },
+                'forgetSubmission',
+              ],
+            },
+            onError: {
+              target: '#chat.ready',
+              actions: [{ type: 'rejectSubmission', params: ({ event }: { event: { error: unknown } }) => event.error }, 'forgetSubmission'],
+            },
+          },
+        },
+        streaming: {
+          invoke: {
+            src: 'streamRun',
+            input: ({ context }) => ({ admission: context.admission!, signal: context.abort!.signal }),
+            onDone: { target: 'settling', actions: [{ type: 'recordResult', params: ({ event }) => event.output }] },
+          },
+          initial: 'live',
+          states: {
+            live: {
+              on: { CANCEL: { guard: 'cancelsThisRun', target: 'cancelling', actions: 'abortRun' } },
+            },
+            // The provider call is being stopped; its partial output is still written and settled.
+            cancelling: {},
+          },
+        },
+        settling: {
+          invoke: {
+            src: 'settleRun',
+            input: ({ context }) => ({ admission: context.admission!, result: context.result! }),
+            onDone: { target: '#chat.ready', actions: 'closeRun' },
+            onError: { target: '#chat.ready', actions: 'closeRun' },
+          },
+        },
+      },
+    },
+  },
+})
+
+export type ChatMachine = typeof chatMachine

@@ -1,0 +1,31 @@
+import type { ChatFacts } from '../src/actors/admit-turn.ts'
+import type { Admission, RunResult, Submission } from '../src/actors/turn-types.ts'
+import type { PendingCall } from '../src/domain/turns/close-pending-calls.ts'
+import type { RunStatus } from '../src/store/runs.ts'
+
+export type SubmitOutcome = { kind: 'admitted'; admission: Admission } | { kind: 'rejected'; error: unknown }
+
+export type ChatContext = {
+  chatId: string
+  /** Tool calls of the latest customer run that no submission has closed yet. */
+  pendingCalls: PendingCall[]
+  latestCustomerRun: { id: string; status: RunStatus } | null
+  /** The submission being admitted, with the way back to its caller. */
+  queued: { submission: Submission; respond: (outcome: SubmitOutcome) => void } | null
+  /** The run this chat is running, once admitted. */
+  admission: Admission | null
+  abort: AbortController | null
+  result: RunResult | null
+}
+
+export type ChatEvent =
+  | { type: 'SUBMIT'; submission: Submission; respond: (outcome: SubmitOutcome) => void }
+  | { type: 'CANCEL'; runId: string }
+
+/** What the actor is hydrated with: read from the ledger, never from a snapshot. */
+export type ChatInput = { chatId: string } & ChatFacts
+
+export type AdmitTurnInput = { facts: ChatFacts; submission: Submission }
+export type StreamRunInput = { admission: Admission; signal: AbortSignal }
+export type SettleRunInput = { admission: Admission; result: RunResult }
+export type SettleRunOutput = { cost: string | null }

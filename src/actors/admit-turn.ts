@@ -1,0 +1,223 @@
+import type { LanguageModelV3FunctionTool } from '@ai-sdk/provider'
+import { randomUUID } from 'node:crypto'
+import { PLATFORM_MARKUP_PERCENT } from '../domain/catalogue/apply-markup.ts'
+import { historyAllowance, inputBudget } from '../domain/context/input-budget.ts'
+import { describePackedOrdinals } from '../domain/context/packed-ordinals.ts'
+import {
+  ContextTooLargeError,
+  IdempotencyKeyReusedError,
+  InsufficientBalanceError,
+  NotFoundError,
+  RetryNotAllowedError,
+  UnknownToolUseIdError,
+} from '../domain/errors.ts'
+import { Money } from '../domain/money.ts'
+import type { PartBody } from '../domain/parts.ts'
+import { customerCost } from '../domain/pricing/customer-cost.ts'
+import { ZERO_USAGE } from '../domain/pricing/usage.ts'
+import { closePendingCalls, type PendingCall } from '../domain/turns/close-pending-calls.ts'
+import { coerceReasoningEffort, type TranslationWarning } from '../domain/turns/coerce-reasoning-effort.ts'
+import type { ContextPart } from '../providers/context-part.ts'
+import { convertToProviderPrompt } from '../providers/convert-to-provider-prompt.ts'
+import { estimatePromptTokens } from '../providers/estimate-prompt-tokens.ts'
+import type { NewPart } from '../store/parts.ts'
+import type { RunStatus } from '../store/runs.ts'
+import { RunChannel } from './run-channel.ts'
+import type { RunDeps } from './run-deps.ts'
+import type { Admission, Submission } from './turn-types.ts'
+
+/** What the chat actor knows of its chat when a submission arrives. */
+export type ChatFacts = {
+  pendingCalls: PendingCall[]
+  latestCustomerRun: { id: string; status: RunStatus } | null
+}
+
+/**
+ * Decides whether a turn may run and, if so, writes it: tombstones for unanswered calls, the input
+ * parts, the run and the idempotency key, in one transaction, before any byte is streamed.
+ * Throws the domain error that refuses it; a refusal writes nothing.
+ */
+export function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Submission): Admission {
+  const { store } = deps
+  const { request, model, orgId } = submission
+  const now = deps.now()
+
+  if (request.retry_of) checkRetry(deps, chat, submission, request.retry_of)
+  if (request.idempotency_key) {
+    const earlier = store.idempotencyKeys.runOf(orgId, request.idempotency_key, now)
+    if (earlier) throw new IdempotencyKeyReusedError(earlier)
+  }
+
+  const answered = submission.input.flatMap((p) => (p.body.type === 'tool_result' ? [p.body.tool_use_id] : []))
+  const { closures, unknownIds } = closePendingCalls(chat.pendingCalls, answered, now)
+  if (unknownIds.length > 0) {
+    throw new UnknownToolUseIdError(`no pending tool call in this chat has id ${unknownIds.join(', ')}`, {
+      tool_use_ids: unknownIds,
+      pending: chat.pendingCalls.map((c) => c.tool_use_id),
+    })
+  }
+  const userMetadata = request.user_metadata ?? {}
+  const tombstones: PartBody[] = closures.flatMap((c) =>
+    c.tombstone === null
+      ? []
+      : [{ type: 'tool_result', text: '', is_error: true, tool_name: c.tool_name, tool_use_id: c.tool_use_id, trust: 'trusted', tombstone_reason: c.tombstone }],
+  )
+
+  // Configuration and budget in force now (a retry uses current configuration too).
+  const config = deps.resolver.resolveConfig(orgId, submission.namespace, request.tools ?? null)
+  const budget = deps.resolver.resolveBudget(orgId, submission.namespace, model.id)
+  const tools: LanguageModelV3FunctionTool[] = config.tools.map((t) => ({
+    type: 'function',
+    name: t.name,
+    inputSchema: t.input_schema as LanguageModelV3FunctionTool['inputSchema'],
+    ...(t.description ? { description: t.description } : {}),
+    ...(t.strict === true || t.strict === false ? { strict: t.strict } : {}),
+  }))
+
+  // Packing: for now the whole history when it fits (retention and compaction replace this step).
+  const newParts: ContextPart[] = [
+    ...tombstones.map((body) => ({ ordinal: Number.MAX_SAFE_INTEGER, body, media: [] })),
+    ...submission.input.map((p) => ({ ordinal: Number.MAX_SAFE_INTEGER, body: p.body, media: p.media })),
+  ]
+  const exchangeTokens = submission.input.reduce((sum, p) => sum + p.tokens, 0)
+  const allowance = historyAllowance(model.context_window, budget.budget, config.estimated_tokens + exchangeTokens)
+  const historyTokens = store.parts.packableTokens(submission.chatId)
+  const window = inputBudget(model.context_window, budget.budget)
+  if (allowance < 0 || historyTokens > allowance) throw contextTooLarge(window, config.estimated_tokens + exchangeTokens + historyTokens)
+
+  const history = store.parts.packable(submission.chatId)
+  const media = store.parts.mediaOf(history.map((p) => p.ordinal), true)
+  const historyParts: ContextPart[] = history.map((row) => ({
+    ordinal: row.ordinal,
+    body: JSON.parse(row.body) as PartBody,
+    media: (media.get(row.ordinal) ?? []).map((m) => ({ mime: m.mime, bytes: m.bytes!, filename: m.filename })),
+  }))
+  const converted = convertToProviderPrompt(config.instructions, [...historyParts, ...newParts], model)
+  const estimatedInputTokens = estimatePromptTokens(converted.value, tools)
+  if (estimatedInputTokens > window) throw contextTooLarge(window, estimatedInputTokens)
+
+  const effort = coerceReasoningEffort(request.reasoning_effort, model)
+  const translationWarnings: TranslationWarning[] = [...effort.warnings, ...converted.warnings]
+  const markupPercent = store.organisations.get(orgId)?.markup_percent ?? PLATFORM_MARKUP_PERCENT
+  const maxTokens = affordableMaxTokens(deps, submission, estimatedInputTokens, markupPercent, translationWarnings)
+
+  const runId = randomUUID()
+  const commit = store.db.transaction(() => {
+    const written = store.parts.append(submission.chatId, [
+      ...tombstones.map((body): NewPart => ({ body, runId, userMetadata })),
+      ...submission.input.map((p): NewPart => ({ body: p.body, runId, userMetadata, tokens: p.tokens, media: p.media })),
+    ])
+    const packedOrdinals = [...history.map((p) => p.ordinal), ...written.map((p) => p.ordinal)]
+    const createdAt = now.toISOString()
+    store.runs.insert({
+      id: runId,
+      org_id: orgId,
+      chat_id: submission.chatId,
+      origin: 'customer',
+      model_id: model.id,
+      model_name: model.name,
+      namespace: submission.namespace,
+      api_key_id: submission.apiKeyId,
+      retry_of: request.retry_of ?? null,
+      created_at: createdAt,
+      lease_owner: deps.nodeId,
+      lease_expires_at: new Date(now.getTime() + deps.leaseTtlMs).toISOString(),
+      manifest: {
+        model: model.name,
+        model_id: model.id,
+        vendor_model_id: model.vendor_model_id,
+        config_versions: config.versions,
+        budget: { ...budget, input_budget: window },
+        packed_ordinals: describePackedOrdinals(packedOrdinals, packedOrdinals),
+        estimated_input_tokens: estimatedInputTokens,
+        max_tokens: maxTokens,
+        reasoning_effort: effort.value,
+        markup_percent: markupPercent,
+        retry_of: request.retry_of ?? null,
+        warnings: { config: [...config.warnings, ...budget.warnings], translation: translationWarnings },
+      },
+    })
+    if (request.idempotency_key) store.idempotencyKeys.record(orgId, request.idempotency_key, runId, now)
+  })
+  commit.immediate()
+
+  return {
+    runId,
+    chatId: submission.chatId,
+    orgId,
+    apiKeyId: submission.apiKeyId,
+    namespace: submission.namespace,
+    model,
+    channel: new RunChannel(runId),
+    closedToolCalls: closures.map((c) => c.tool_use_id),
+    configWarnings: [...config.warnings, ...budget.warnings],
+    translationWarnings,
+    prompt: converted.value,
+    tools,
+    maxTokens,
+    reasoningEffort: effort.value,
+    estimatedInputTokens,
+    isRetry: Boolean(request.retry_of),
+    userMetadata,
+    markupPercent,
+    startedAtMs: Date.now(),
+  }
+}
+
+function checkRetry(deps: RunDeps, chat: ChatFacts, submission: Submission, retryOf: string): void {
+  const run = deps.store.runs.get(submission.orgId, retryOf)
+  if (!run) throw new NotFoundError(`run ${retryOf} not found`)
+  const latest = chat.latestCustomerRun
+  if (run.chat_id !== submission.chatId || latest?.id !== run.id || run.status !== 'failed') {
+    throw new RetryNotAllowedError(
+      `run ${retryOf} is not the latest failed customer run of this chat; only that run can be retried`,
+      { run_id: retryOf, latest_run_id: latest?.id ?? null, latest_status: latest?.status ?? null },
+    )
+  }
+}
+
+function contextTooLarge(budget: number, needed: number) {
+  return new ContextTooLargeError(
+    `the context needs about ${needed} tokens but the model's input budget is ${budget}`,
+    { input_budget: budget, estimated_tokens: needed },
+    'shorten the input, publish a budget with less headroom, or use a model with a larger context window',
+  )
+}
+
+/**
+ * decisions §4: 402 when the balance cannot pay the estimated input plus one output token;
+ * otherwise max_tokens is only ever lowered, by the model's ceiling and by what the balance pays for.
+ */
+function affordableMaxTokens(
+  deps: RunDeps,
+  submission: Submission,
+  inputTokens: number,
+  markupPercent: string,
+  warnings: TranslationWarning[],
+): number {
+  const { model, request } = submission
+  const balance = new Money(deps.store.balance.balanceOf(submission.orgId))
+  const cost = (output: number) => new Money(customerCost({ ...ZERO_USAGE, input_tokens: inputTokens, output_tokens: output }, model, markupPercent))
+  const inputCost = cost(0)
+  if (balance.lt(cost(1))) {
+    throw new InsufficientBalanceError(
+      `the balance of ${balance.toFixed(2)} USD cannot pay for this turn's input (about ${inputTokens} tokens) and one output token`,
+      { balance: balance.toFixed(), estimated_input_tokens: inputTokens },
+      'add credit to the organisation',
+    )
+  }
+  const perMillion = cost(1_000_000).minus(inputCost)
+  const affordable = perMillion.isZero()
+    ? Number.MAX_SAFE_INTEGER
+    : balance.minus(inputCost).mul(1_000_000).div(perMillion).floor().toNumber()
+  const requested = request.max_tokens ?? model.max_output_tokens
+  const applied = Math.max(1, Math.min(requested, model.max_output_tokens, affordable))
+  if (request.max_tokens != null && applied < request.max_tokens) {
+    warnings.push({
+      code: 'max_tokens_lowered',
+      message: `max_tokens was lowered from ${request.max_tokens} to ${applied} (model ceiling or balance)`,
+      details: { requested: request.max_tokens, applied },
+    })
+  }
+  return applied
+}

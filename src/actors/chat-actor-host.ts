@@ -1,0 +1,145 @@
+import { createActor, fromPromise, type Actor, type InspectionEvent, type Observer } from 'xstate'
+import { chatMachine } from '../../machines/chat.machine.ts'
+import type { ChatInput } from '../../machines/chat.types.ts'
+import { UnavailableError } from '../domain/errors.ts'
+import type { PartBody } from '../domain/parts.ts'
+import { admitTurn } from './admit-turn.ts'
+import { executeRun } from './execute-run.ts'
+import { finishRun } from './finish-run.ts'
+import type { RunDeps } from './run-deps.ts'
+import { sweepAbandonedRuns } from './sweep-abandoned-runs.ts'
+import type { Admission, Submission } from './turn-types.ts'
+
+type ChatActor = Actor<typeof chatMachine>
+
+export type ActorHostOptions = {
+  /** Idle actors unused this long are dropped; the ledger rebuilds them on the next use. */
+  idleEvictMs?: number
+  maxIdleActors?: number
+  leaseRenewMs?: number
+  inspect?: Observer<InspectionEvent>
+}
+
+/** Where a chat's actor lives. One node today; the LiteFS issue answers with the primary. */
+export type ChatOwner = { kind: 'local' } | { kind: 'remote'; url: string }
+
+export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {}) {
+  const idleEvictMs = options.idleEvictMs ?? 60_000
+  const maxIdleActors = options.maxIdleActors ?? 10_000
+  const actors = new Map<string, { actor: ChatActor; lastUsed: number }>()
+
+  const machine = chatMachine.provide({
+    actors: {
+      admitTurn: fromPromise(async ({ input }) => admitTurn(deps, input.facts, input.submission)),
+      streamRun: fromPromise(async ({ input }) => executeRun(deps, input.admission, input.signal)),
+      settleRun: fromPromise(async ({ input }) => finishRun(deps, input.admission, input.result)),
+    },
+  })
+
+  /** Rebuilds what the actor needs from the ledger: the latest customer run and its open calls. */
+  function hydrate(chatId: string): ChatInput {
+    const latest = deps.store.runs.latestCustomerRun(chatId)
+    if (!latest || latest.status === 'running') return { chatId, pendingCalls: [], latestCustomerRun: latest ? { id: latest.id, status: latest.status } : null }
+    const pendingCalls = deps.store.parts.ofRun(latest.id).flatMap((row) => {
+      const body = JSON.parse(row.body) as PartBody
+      return body.type === 'tool_call'
+        ? [{ tool_use_id: body.tool_use_id, tool_name: body.tool_name, created_at: row.created_at, run_status: latest.status }]
+        : []
+    })
+    return { chatId, pendingCalls, latestCustomerRun: { id: latest.id, status: latest.status } }
+  }
+
+  function actorFor(chatId: string): ChatActor {
+    const found = actors.get(chatId)
+    if (found) {
+      found.lastUsed = Date.now()
+      return found.actor
+    }
+    const actor = createActor(machine, { input: hydrate(chatId), inspect: options.inspect, id: `chat:${chatId}` })
+    actor.start()
+    actors.set(chatId, { actor, lastUsed: Date.now() })
+    return actor
+  }
+
+  const isIdle = (actor: ChatActor) => {
+    const snapshot = actor.getSnapshot()
+    return snapshot.matches('idle') || snapshot.matches('awaitingToolResults')
+  }
+
+  function evictIdle(now = Date.now()): number {
+    let evicted = 0
+    const idle = [...actors.entries()].filter(([, entry]) => isIdle(entry.actor)).sort((a, b) => a[1].lastUsed - b[1].lastUsed)
+    const excess = Math.max(0, idle.length - maxIdleActors)
+    idle.forEach(([chatId, entry], i) => {
+      if (i < excess || now - entry.lastUsed > idleEvictMs) {
+        entry.actor.stop()
+        actors.delete(chatId)
+        evicted++
+      }
+    })
+    return evicted
+  }
+
+  return {
+    /** Which node owns a chat's actor; turns and writes must be served there. */
+    ownerOf(_chatId: string): ChatOwner {
+      return { kind: 'local' }
+    },
+
+    /** Hands a validated turn to the chat's actor; resolves once the run is admitted and written. */
+    submit(submission: Submission): Promise<Admission> {
+      if (this.ownerOf(submission.chatId).kind !== 'local') {
+        return Promise.reject(new UnavailableError('this node does not own the chat'))
+      }
+      return new Promise((resolve, reject) => {
+        actorFor(submission.chatId).send({
+          type: 'SUBMIT',
+          submission,
+          respond: (outcome) => (outcome.kind === 'admitted' ? resolve(outcome.admission) : reject(outcome.error)),
+        })
+      })
+    },
+
+    /** Cancels a running run of this node and waits until it is settled. False when it is not running here. */
+    async cancel(chatId: string, runId: string): Promise<boolean> {
+      const entry = actors.get(chatId)
+      const admission = entry?.actor.getSnapshot().context.admission
+      if (!entry || admission?.runId !== runId) return false
+      entry.actor.send({ type: 'CANCEL', runId })
+      await admission.channel.settled
+      return true
+    },
+
+    /** The live channel of a run streaming on this node, if any. */
+    channelOf(chatId: string, runId: string) {
+      const admission = actors.get(chatId)?.actor.getSnapshot().context.admission
+      return admission?.runId === runId ? admission.channel : null
+    },
+
+    evictIdle,
+    get size() {
+      return actors.size
+    },
+
+    /** Settles runs left by a crash, then keeps leases fresh and idle actors few. Returns the stop function. */
+    start(): () => void {
+      sweepAbandonedRuns(deps, deps.nodeId)
+      const renew = setInterval(() => {
+        const now = deps.now()
+        deps.store.runs.renewLeases(deps.nodeId, new Date(now.getTime() + deps.leaseTtlMs).toISOString())
+        sweepAbandonedRuns(deps, null)
+        evictIdle()
+      }, options.leaseRenewMs ?? 10_000)
+      renew.unref()
+      return () => clearInterval(renew)
+    },
+
+    /** Stops every actor (on shutdown); their runs' leases lapse and the next start settles them. */
+    stopAll(): void {
+      for (const { actor } of actors.values()) actor.stop()
+      actors.clear()
+    },
+  }
+}
+
+export type ChatActorHost = ReturnType<typeof createChatActorHost>

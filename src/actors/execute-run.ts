@@ -1,0 +1,203 @@
+import { APICallError, type LanguageModelV3StreamPart } from '@ai-sdk/provider'
+import { estimatePartTokens } from '../domain/context/estimate-part-tokens.ts'
+import { UpstreamError } from '../domain/errors.ts'
+import type { PartBody } from '../domain/parts.ts'
+import type { Usage } from '../domain/pricing/usage.ts'
+import { estimateTokens } from '../domain/tokens/estimate-tokens.ts'
+import { mapStopReason } from './map-stop-reason.ts'
+import type { RunDeps } from './run-deps.ts'
+import type { Admission, PendingToolCall, RunResult } from './turn-types.ts'
+
+type OpenBlock =
+  | { kind: 'text' | 'refusal' | 'reasoning'; id: string; text: string }
+  | { kind: 'tool_call'; id: string; toolName: string; text: string }
+
+const describe = (error: unknown) => (error instanceof Error ? error.message : String(error))
+
+/**
+ * Calls the provider and relays its stream: one frame per delta, each closed block written to the
+ * ledger as it closes. Never throws: every ending, including a provider failure or a cancel, is
+ * returned as a RunResult for settlement.
+ */
+export async function executeRun(deps: RunDeps, admission: Admission, signal: AbortSignal): Promise<RunResult> {
+  const { channel } = admission
+  const started = Date.now()
+  let firstDeltaMs: number | null = null
+  let providerResponseId: string | null = null
+  let modelServed: string | null = null
+  let usage: Usage | null = null
+  let stopReason: RunResult['stopReason'] = null
+  let emitted = ''
+  const pending: PendingToolCall[] = []
+  const open = new Map<string, OpenBlock>()
+
+  const persist = (body: PartBody) =>
+    deps.store.parts.append(admission.chatId, [
+      { body, runId: admission.runId, userMetadata: admission.userMetadata, tokens: estimatePartTokens(body) },
+    ])
+
+  const closeBlock = (block: OpenBlock) => {
+    open.delete(block.id)
+    switch (block.kind) {
+      case 'text':
+        persist({ type: 'message', text: block.text })
+        break
+      case 'refusal':
+        persist({ type: 'message', text: '', refusal: block.text })
+        break
+      case 'reasoning':
+        persist({ type: 'reasoning', text: block.text })
+        break
+      case 'tool_call':
+        persist({ type: 'tool_call', arguments: block.text, tool_name: block.toolName, tool_use_id: block.id })
+        pending.push({ tool_name: block.toolName, tool_use_id: block.id })
+        break
+      default: {
+        const unknown: never = block
+        throw new Error(`unknown block ${JSON.stringify(unknown)}`)
+      }
+    }
+    channel.push('block_stop', {})
+  }
+
+  const startBlock = (block: OpenBlock) => {
+    open.set(block.id, block)
+    channel.push('block_start', block.kind === 'tool_call' ? { kind: 'tool_call', tool_name: block.toolName, tool_use_id: block.id } : { kind: block.kind })
+  }
+
+  const delta = (id: string, text: string) => {
+    const block = open.get(id)
+    if (!block || text === '') return
+    if (firstDeltaMs === null) firstDeltaMs = Date.now() - started
+    block.text += text
+    emitted += text
+    channel.push('delta', { kind: block.kind === 'tool_call' ? 'tool_input' : block.kind, text })
+  }
+
+  const result = (status: RunResult['status'], error: RunResult['error'], streamOpened: boolean): RunResult => {
+    // Whatever was open when the stream ended is kept: the customer saw it streamed.
+    for (const block of [...open.values()]) if (block.text !== '') closeBlock(block)
+    return {
+      status,
+      stopReason: status === 'succeeded' ? stopReason ?? 'end_turn' : stopReason,
+      error,
+      usage: usage ?? estimatedUsage(admission.estimatedInputTokens, emitted, streamOpened),
+      providerResponseId,
+      modelServed,
+      pendingToolCalls: pending,
+      latencyMs: Date.now() - started,
+      firstDeltaMs,
+      streamOpened,
+    }
+  }
+
+  let stream: ReadableStream<LanguageModelV3StreamPart>
+  try {
+    const model = deps.languageModelFor(admission.model)
+    const call = await model.doStream({
+      prompt: admission.prompt,
+      tools: admission.tools.length > 0 ? admission.tools : undefined,
+      maxOutputTokens: admission.maxTokens,
+      abortSignal: signal,
+      providerOptions: {
+        sandbox: { retry: admission.isRetry },
+        ...(admission.reasoningEffort ? { parley: { reasoningEffort: admission.reasoningEffort } } : {}),
+      },
+    })
+    stream = call.stream
+  } catch (error) {
+    if (signal.aborted) return result('cancelled', null, false)
+    const message = `the provider failed before answering: ${describe(error)}`
+    channel.failBeforeStream(new UpstreamError(message, { run_id: admission.runId }, 'send the same turn again with retry_of'))
+    return result('failed', { code: 'upstream_error', message }, false)
+  }
+  channel.open()
+
+  const reader = stream.getReader()
+  const onAbort = () => void reader.cancel().catch(() => undefined)
+  signal.addEventListener('abort', onAbort, { once: true })
+  try {
+    for (;;) {
+      const { done, value: part } = await reader.read()
+      if (done || signal.aborted) break
+      switch (part.type) {
+        case 'response-metadata':
+          providerResponseId = part.id ?? providerResponseId
+          modelServed = part.modelId ?? modelServed
+          break
+        case 'text-start': {
+          const refusal = (part.providerMetadata?.sandbox as { refusal?: boolean } | undefined)?.refusal === true
+          startBlock({ kind: refusal ? 'refusal' : 'text', id: part.id, text: '' })
+          break
+        }
+        case 'reasoning-start':
+          startBlock({ kind: 'reasoning', id: part.id, text: '' })
+          break
+        case 'tool-input-start':
+          startBlock({ kind: 'tool_call', id: part.id, toolName: part.toolName, text: '' })
+          break
+        case 'text-delta':
+        case 'reasoning-delta':
+        case 'tool-input-delta':
+          delta(part.id, part.delta)
+          break
+        case 'text-end':
+        case 'reasoning-end': {
+          const block = open.get(part.id)
+          if (block) closeBlock(block)
+          break
+        }
+        case 'tool-input-end':
+          break
+        case 'tool-call': {
+          // The call's final arguments; some providers send only this, without input deltas.
+          const block = open.get(part.toolCallId) ?? { kind: 'tool_call' as const, id: part.toolCallId, toolName: part.toolName, text: '' }
+          if (!open.has(block.id)) startBlock(block)
+          if (block.text === '') delta(block.id, part.input)
+          else block.text = part.input
+          closeBlock(block)
+          break
+        }
+        case 'finish':
+          stopReason = mapStopReason(part.finishReason)
+          usage = usageFrom(part.usage)
+          break
+        case 'error': {
+          const message = `the provider failed mid-stream: ${describe(part.error)}`
+          return result('failed', { code: APICallError.isInstance(part.error) ? 'upstream_error' : 'provider_error', message }, true)
+        }
+        default:
+          break
+      }
+    }
+  } catch (error) {
+    if (!signal.aborted) return result('failed', { code: 'upstream_error', message: `the provider stream broke: ${describe(error)}` }, true)
+  } finally {
+    signal.removeEventListener('abort', onAbort)
+  }
+  if (signal.aborted) return result('cancelled', null, true)
+  return result('succeeded', null, true)
+}
+
+function usageFrom(u: { inputTokens: { total?: number; noCache?: number; cacheRead?: number; cacheWrite?: number }; outputTokens: { total?: number; reasoning?: number } }): Usage {
+  const cacheRead = u.inputTokens.cacheRead ?? 0
+  const cacheWrite = u.inputTokens.cacheWrite ?? 0
+  return {
+    input_tokens: u.inputTokens.noCache ?? Math.max(0, (u.inputTokens.total ?? 0) - cacheRead - cacheWrite),
+    output_tokens: u.outputTokens.total ?? 0,
+    reasoning_tokens: u.outputTokens.reasoning ?? 0,
+    cache_read_tokens: cacheRead,
+    cache_write_tokens: cacheWrite,
+  }
+}
+
+/** When the provider reported no usage (failure, cancel): the packed input and what was emitted. */
+export function estimatedUsage(inputTokens: number, emitted: string, reachedProvider: boolean): Usage {
+  return {
+    input_tokens: reachedProvider ? inputTokens : 0,
+    output_tokens: estimateTokens(emitted),
+    reasoning_tokens: 0,
+    cache_read_tokens: 0,
+    cache_write_tokens: 0,
+  }
+}

@@ -1,0 +1,23 @@
+import type { LanguageModelV3FinishReason } from '@ai-sdk/provider'
+import type { RunResult } from './turn-types.ts'
+
+/** The AI SDK's unified finish reason as the spec's StopReason. */
+export function mapStopReason(finish: LanguageModelV3FinishReason): NonNullable<RunResult['stopReason']> {
+  switch (finish.unified) {
+    case 'stop':
+      return finish.raw === 'stop_sequence' ? 'stop_sequence' : 'end_turn'
+    case 'length':
+      return 'max_tokens'
+    case 'tool-calls':
+      return 'tool_use'
+    case 'content-filter':
+      return 'refusal'
+    case 'error':
+    case 'other':
+      return 'end_turn'
+    default: {
+      const unknown: never = finish.unified
+      throw new Error(`unknown finish reason ${String(unknown)}`)
+    }
+  }
+}

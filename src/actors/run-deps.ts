@@ -1,0 +1,19 @@
+import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
+import type { LanguageModelFor } from '../providers/language-models.ts'
+import type { ConfigResolver } from '../store/config-resolution.ts'
+import type { Store } from '../store/index.ts'
+
+/** Everything run execution needs from the outside; tests hand in their own. */
+export type RunDeps = {
+  store: Store
+  resolver: ConfigResolver
+  languageModelFor: LanguageModelFor
+  /** Any catalogue model by id, active or not: runs settle even after a vendor is switched off. */
+  modelById: (id: string) => CatalogueEntry | undefined
+  now: () => Date
+  /** This node's name; its leases mark the runs it streams. */
+  nodeId: string
+  leaseTtlMs: number
+}
+
+export const LEASE_TTL_MS = 30_000

@@ -1,0 +1,60 @@
+import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
+import { moneyToUnits } from '../domain/money.ts'
+import { customerCost } from '../domain/pricing/customer-cost.ts'
+import type { Usage } from '../domain/pricing/usage.ts'
+import type { RunStatus } from '../store/runs.ts'
+import type { RunDeps } from './run-deps.ts'
+
+export type Settlement = {
+  runId: string
+  orgId: string
+  chatId: string
+  apiKeyId: string | null
+  namespace: string | null
+  model: Pick<CatalogueEntry, 'id' | 'name' | 'rates' | 'tiers'>
+  markupPercent: string
+  status: Exclude<RunStatus, 'running'>
+  stopReason: string | null
+  error: string | null
+  usage: Usage
+  latencyMs: number | null
+  providerResponseId: string | null
+}
+
+/**
+ * Ends a run in one transaction: its status, usage and cost, and the `usage` balance entry.
+ * Only the first ending counts: a run already ended elsewhere is not charged again.
+ * Returns the cost charged, or null when the run had already ended.
+ */
+export function settleRun(deps: RunDeps, s: Settlement): string | null {
+  const { store } = deps
+  const now = deps.now().toISOString()
+  const settle = store.db.transaction(() => {
+    const finished = store.runs.finish(s.runId, {
+      status: s.status,
+      completedAt: now,
+      error: s.error,
+      stopReason: s.stopReason,
+      latencyMs: s.latencyMs,
+      providerRequestId: s.providerResponseId,
+      usage: s.usage,
+    })
+    if (!finished) return null
+    const cost = customerCost(s.usage, s.model, s.markupPercent)
+    store.balance.charge({
+      orgId: s.orgId,
+      type: 'usage',
+      runId: s.runId,
+      apiKeyId: s.apiKeyId,
+      modelId: s.model.id,
+      modelName: s.model.name,
+      namespace: s.namespace,
+      usage: s.usage,
+      cost,
+      occurredAt: now,
+    })
+    store.runs.settle(s.runId, moneyToUnits(cost), now)
+    return cost
+  })
+  return settle.immediate()
+}

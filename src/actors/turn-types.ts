@@ -1,0 +1,62 @@
+import type { LanguageModelV3FunctionTool, LanguageModelV3Prompt } from '@ai-sdk/provider'
+import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
+import type { ConfigWarning } from '../domain/config/config-types.ts'
+import type { PartBody } from '../domain/parts.ts'
+import type { Usage } from '../domain/pricing/usage.ts'
+import type { TranslationWarning } from '../domain/turns/coerce-reasoning-effort.ts'
+import type { DecodedMedia, ReasoningEffort, TurnRequest } from '../domain/turns/submission.ts'
+import type { RunChannel } from './run-channel.ts'
+
+/** A new input part after validation, hygiene and decoding, ready to write. */
+export type PreparedPart = { body: PartBody; media: DecodedMedia[]; tokens: number }
+
+/** What the HTTP layer hands the chat actor: a validated turn. */
+export type Submission = {
+  orgId: string
+  apiKeyId: string | null
+  chatId: string
+  namespace: string | null
+  request: TurnRequest
+  model: CatalogueEntry
+  input: PreparedPart[]
+}
+
+/** A run the actor admitted: written, and about to call the provider. */
+export type Admission = {
+  runId: string
+  chatId: string
+  orgId: string
+  apiKeyId: string | null
+  namespace: string | null
+  model: CatalogueEntry
+  channel: RunChannel
+  closedToolCalls: string[]
+  configWarnings: ConfigWarning[]
+  translationWarnings: TranslationWarning[]
+  prompt: LanguageModelV3Prompt
+  tools: LanguageModelV3FunctionTool[]
+  maxTokens: number
+  reasoningEffort: ReasoningEffort | null
+  estimatedInputTokens: number
+  isRetry: boolean
+  userMetadata: Record<string, unknown>
+  markupPercent: string
+  startedAtMs: number
+}
+
+export type PendingToolCall = { tool_name: string; tool_use_id: string }
+
+/** How a run's provider call ended, before settlement. */
+export type RunResult = {
+  status: 'succeeded' | 'failed' | 'cancelled'
+  stopReason: 'end_turn' | 'max_tokens' | 'tool_use' | 'stop_sequence' | 'refusal' | null
+  error: { code: string; message: string } | null
+  usage: Usage
+  providerResponseId: string | null
+  modelServed: string | null
+  pendingToolCalls: PendingToolCall[]
+  latencyMs: number
+  firstDeltaMs: number | null
+  /** False when the provider failed before its stream opened (nothing reached the customer). */
+  streamOpened: boolean
+}

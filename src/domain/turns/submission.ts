@@ -1,0 +1,43 @@
+import type { ToolDefinition } from '../config/config-types.ts'
+import type { TrustLevel } from '../parts.ts'
+
+export const REASONING_EFFORTS = ['off', 'low', 'medium', 'high', 'x_high', 'max'] as const
+export type ReasoningEffort = (typeof REASONING_EFFORTS)[number]
+
+export type SubmittedMedia = { mime: string; data_base64: string; filename?: string | null }
+
+export type SubmittedPart =
+  | { type: 'prompt'; text?: string; media?: SubmittedMedia[] }
+  | {
+      type: 'tool_result'
+      tool_use_id: string
+      tool_name: string
+      text?: string
+      is_error?: boolean
+      trust?: TrustLevel
+      media?: SubmittedMedia[]
+    }
+
+/** CreateResponseRequest (spec §2.5). */
+export type TurnRequest = {
+  model: string
+  input: SubmittedPart[]
+  idempotency_key?: string | null
+  max_tokens?: number | null
+  reasoning_effort?: ReasoningEffort | null
+  retry_of?: string | null
+  tools?: ToolDefinition[] | null
+  user_metadata?: Record<string, unknown>
+}
+
+/** An attachment decoded and measured, ready to check and store. */
+export type DecodedMedia = {
+  mime: string
+  bytes: Buffer
+  filename: string | null
+  width: number | null
+  height: number | null
+  page_count: number | null
+}
+
+export type Carrier = 'user_message' | 'assistant_message' | 'tool_result'

@@ -1,0 +1,46 @@
+import { createAnthropic } from '@ai-sdk/anthropic'
+import { createDeepSeek } from '@ai-sdk/deepseek'
+import { createGoogleGenerativeAI } from '@ai-sdk/google'
+import { createMistral } from '@ai-sdk/mistral'
+import { createOpenAI } from '@ai-sdk/openai'
+import type { LanguageModelV3 } from '@ai-sdk/provider'
+import { createXai } from '@ai-sdk/xai'
+import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
+import { VENDOR_KEY_VARIABLES } from './catalogue/active-providers.ts'
+import { createSandboxLanguageModel } from './sandbox/sandbox-language-model.ts'
+
+export type LanguageModelFor = (entry: Pick<CatalogueEntry, 'provider' | 'vendor_model_id'>) => LanguageModelV3
+
+type VendorFactory = (settings: { apiKey?: string; baseURL?: string }) => (modelId: string) => LanguageModelV3
+
+const VENDORS: Record<string, VendorFactory> = {
+  anthropic: (s) => createAnthropic(s),
+  openai: (s) => createOpenAI(s),
+  google: (s) => createGoogleGenerativeAI(s),
+  mistral: (s) => createMistral(s),
+  xai: (s) => createXai(s),
+  deepseek: (s) => createDeepSeek(s),
+}
+
+/**
+ * One interface for every vendor and the sandbox: the AI SDK's LanguageModelV3. Keys and base URLs
+ * come from `<VENDOR>_API_KEY` / `<VENDOR>_BASE_URL` (decisions §1).
+ */
+export function createLanguageModels(env: NodeJS.ProcessEnv): LanguageModelFor {
+  const cache = new Map<string, LanguageModelV3>()
+  return (entry) => {
+    const key = `${entry.provider}/${entry.vendor_model_id}`
+    let model = cache.get(key)
+    if (!model) {
+      if (entry.provider === 'sandbox') model = createSandboxLanguageModel(entry.vendor_model_id)
+      else {
+        const factory = VENDORS[entry.provider]
+        if (!factory) throw new Error(`no provider adapter for ${entry.provider}`)
+        const prefix = entry.provider.toUpperCase()
+        model = factory({ apiKey: env[VENDOR_KEY_VARIABLES[entry.provider]!], baseURL: env[`${prefix}_BASE_URL`] })(entry.vendor_model_id)
+      }
+      cache.set(key, model)
+    }
+    return model
+  }
+}

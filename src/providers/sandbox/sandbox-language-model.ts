@@ -1,0 +1,156 @@
+import {
+  APICallError,
+  type LanguageModelV3,
+  type LanguageModelV3CallOptions,
+  type LanguageModelV3FinishReason,
+  type LanguageModelV3FunctionTool,
+  type LanguageModelV3StreamPart,
+} from '@ai-sdk/provider'
+import { randomUUID } from 'node:crypto'
+import { estimateTokens } from '../../domain/tokens/estimate-tokens.ts'
+import { estimatePromptTokens } from '../estimate-prompt-tokens.ts'
+import { newestTurn, readSandboxScript, type SandboxScript } from './sandbox-script.ts'
+
+const LOREM = 'lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore et dolore magna aliqua'.split(' ')
+
+/** Provider options the run layer passes: whether this call retries a failed run (for /flaky). */
+export type SandboxCallOptions = { retry?: boolean }
+
+const sleep = (ms: number, signal: AbortSignal | undefined) =>
+  new Promise<void>((resolve) => {
+    if (ms <= 0 || signal?.aborted) return resolve()
+    const timer = setTimeout(resolve, ms)
+    signal?.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true })
+  })
+
+const failure = (modelId: string, message: string) =>
+  new APICallError({ message, url: `sandbox://${modelId}`, requestBodyValues: {}, statusCode: 502, isRetryable: false })
+
+/** Splits text into word deltas that concatenate back to it exactly. */
+const wordDeltas = (text: string) => text.match(/\S+\s*|\s+/g) ?? []
+
+/**
+ * The text block: `/long N` gives N words; otherwise `echo: ` and the prompt's plain text (or the
+ * tool results answered), left out only when the prompt is nothing but tool calls.
+ */
+function textDeltas(turn: ReturnType<typeof newestTurn>, script: SandboxScript): string[] {
+  if (turn.kind === 'tool_results') return wordDeltas(`echo: ${turn.text}`)
+  if (script.longWords !== null) return Array.from({ length: script.longWords }, (_, i) => `${i === 0 ? '' : ' '}${LOREM[i % LOREM.length]}`)
+  if (script.text === '' && script.tools.length > 0) return []
+  return wordDeltas(`echo: ${script.text}`)
+}
+
+/**
+ * The offline model of decisions §6, behind the same AI SDK interface as every vendor. It answers
+ * deterministically, steered by magic lines of the newest prompt.
+ */
+export function createSandboxLanguageModel(modelId: string): LanguageModelV3 {
+  return {
+    specificationVersion: 'v3',
+    provider: 'sandbox',
+    modelId,
+    supportedUrls: {},
+    async doGenerate() {
+      throw new Error('the sandbox model only streams')
+    },
+    async doStream(options: LanguageModelV3CallOptions) {
+      const turn = newestTurn(options.prompt)
+      const script = turn.kind === 'prompt' ? readSandboxScript(turn.text) : readSandboxScript('')
+      const retry = (options.providerOptions?.sandbox as SandboxCallOptions | undefined)?.retry === true
+      if (script.fail || (script.flaky && !retry)) throw failure(modelId, 'sandbox: scripted provider failure (/fail)')
+
+      const tools = (options.tools ?? []).filter((t): t is LanguageModelV3FunctionTool => t.type === 'function')
+      const inputTokens = estimatePromptTokens(options.prompt, tools)
+      const maxTokens = options.maxOutputTokens ?? Number.MAX_SAFE_INTEGER
+      const signal = options.abortSignal
+      const responseId = `sandbox-${randomUUID()}`
+
+      const stream = new ReadableStream<LanguageModelV3StreamPart>({
+        async start(controller) {
+          let output = ''
+          let reasoning = ''
+          let spent = 0
+          let finish: LanguageModelV3FinishReason = { unified: 'stop', raw: 'end_turn' }
+          const emit = async (part: LanguageModelV3StreamPart, delay = false) => {
+            if (delay) await sleep(script.slowMs, signal)
+            if (!signal?.aborted) controller.enqueue(part)
+          }
+          controller.enqueue({ type: 'stream-start', warnings: [] })
+          controller.enqueue({ type: 'response-metadata', id: responseId, modelId, timestamp: new Date(0) })
+
+          for (const thought of script.think) {
+            const id = randomUUID()
+            await emit({ type: 'reasoning-start', id })
+            for (const delta of wordDeltas(thought)) {
+              reasoning += delta
+              spent += estimateTokens(delta)
+              await emit({ type: 'reasoning-delta', id, delta }, true)
+            }
+            await emit({ type: 'reasoning-end', id })
+          }
+
+          if (script.refuse) {
+            const id = randomUUID()
+            const refusal = 'I cannot help with that request.'
+            await emit({ type: 'text-start', id, providerMetadata: { sandbox: { refusal: true } } })
+            for (const delta of wordDeltas(refusal)) {
+              output += delta
+              await emit({ type: 'text-delta', id, delta }, true)
+            }
+            await emit({ type: 'text-end', id })
+            finish = { unified: 'content-filter', raw: 'refusal' }
+          } else {
+            const id = randomUUID()
+            const deltas = textDeltas(turn, script)
+            if (deltas.length > 0) {
+              await emit({ type: 'text-start', id })
+              for (const [i, delta] of deltas.entries()) {
+                // Per-delta counts keep this linear; usage below re-counts the whole text.
+                spent += estimateTokens(delta)
+                if (spent > maxTokens) {
+                  finish = { unified: 'length', raw: 'max_tokens' }
+                  break
+                }
+                output += delta
+                await emit({ type: 'text-delta', id, delta }, true)
+                if (script.failMid && i === Math.min(2, deltas.length - 1)) {
+                  controller.enqueue({ type: 'error', error: failure(modelId, 'sandbox: scripted failure mid-stream (/fail-mid)') })
+                  controller.close()
+                  return
+                }
+              }
+              await emit({ type: 'text-end', id })
+            }
+            if (finish.unified !== 'length') {
+              for (const tool of script.tools) {
+                const id = `call_${randomUUID().replaceAll('-', '').slice(0, 24)}`
+                await emit({ type: 'tool-input-start', id, toolName: tool.name })
+                const half = Math.ceil(tool.args.length / 2)
+                for (const delta of [tool.args.slice(0, half), tool.args.slice(half)].filter(Boolean)) {
+                  output += delta
+                  await emit({ type: 'tool-input-delta', id, delta }, true)
+                }
+                await emit({ type: 'tool-input-end', id })
+                await emit({ type: 'tool-call', toolCallId: id, toolName: tool.name, input: tool.args })
+                finish = { unified: 'tool-calls', raw: 'tool_use' }
+              }
+            }
+          }
+          if (signal?.aborted) return controller.close()
+          const reasoningTokens = estimateTokens(reasoning)
+          const outputTokens = estimateTokens(output) + reasoningTokens
+          controller.enqueue({
+            type: 'finish',
+            finishReason: finish,
+            usage: {
+              inputTokens: { total: inputTokens, noCache: inputTokens, cacheRead: 0, cacheWrite: 0 },
+              outputTokens: { total: outputTokens, text: outputTokens - reasoningTokens, reasoning: reasoningTokens },
+            },
+          })
+          controller.close()
+        },
+      })
+      return { stream, response: { headers: {} } }
+    },
+  }
+}

@@ -1,0 +1,98 @@
+import type { Usage } from '../domain/pricing/usage.ts'
+import type { Db } from './database.ts'
+
+export type RunStatus = 'running' | 'succeeded' | 'failed' | 'cancelled'
+export type RunOrigin = 'customer' | 'compaction'
+
+export type RunRow = {
+  id: string
+  org_id: string
+  chat_id: string
+  origin: RunOrigin
+  status: RunStatus
+  model_id: string
+  model_name: string
+  namespace: string | null
+  api_key_id: string | null
+  retry_of: string | null
+  created_at: string
+  completed_at: string | null
+  settled_at: string | null
+  cost_units: bigint | null
+  error: string | null
+  stop_reason: string | null
+  latency_ms: number | null
+  provider_request_id: string | null
+  usage: string | null
+  manifest: string
+  lease_owner: string | null
+  lease_expires_at: string | null
+}
+
+export type NewRun = Pick<
+  RunRow,
+  'id' | 'org_id' | 'chat_id' | 'origin' | 'model_id' | 'model_name' | 'namespace' | 'api_key_id' | 'retry_of' | 'created_at'
+> & { manifest: unknown; lease_owner: string; lease_expires_at: string }
+
+export type RunOutcome = {
+  status: Exclude<RunStatus, 'running'>
+  completedAt: string
+  error: string | null
+  stopReason: string | null
+  latencyMs: number | null
+  providerRequestId: string | null
+  usage: Usage | null
+}
+
+export function createRunStore(db: Db) {
+  const insert = db.prepare(
+    `INSERT INTO runs (id, org_id, chat_id, origin, status, model_id, model_name, namespace, api_key_id, retry_of,
+       created_at, manifest, lease_owner, lease_expires_at)
+     VALUES (@id, @org_id, @chat_id, @origin, 'running', @model_id, @model_name, @namespace, @api_key_id, @retry_of,
+       @created_at, @manifest, @lease_owner, @lease_expires_at)`,
+  )
+  const byId = db.prepare<[string], RunRow>('SELECT * FROM runs WHERE id = ?').safeIntegers(true)
+  const byOrg = db.prepare<[string, string], RunRow>('SELECT * FROM runs WHERE id = ? AND org_id = ?').safeIntegers(true)
+  const latestCustomer = db
+    .prepare<[string], RunRow>(
+      `SELECT * FROM runs WHERE chat_id = ? AND origin = 'customer' ORDER BY created_at DESC, rowid DESC LIMIT 1`,
+    )
+    .safeIntegers(true)
+  const running = db
+    .prepare<[string], RunRow>(`SELECT * FROM runs WHERE chat_id = ? AND status = 'running' LIMIT 1`)
+    .safeIntegers(true)
+  const finish = db.prepare(
+    `UPDATE runs SET status = @status, completed_at = @completedAt, error = @error, stop_reason = @stopReason,
+       latency_ms = @latencyMs, provider_request_id = @providerRequestId, usage = @usage,
+       lease_owner = NULL, lease_expires_at = NULL
+     WHERE id = @id AND status = 'running'`,
+  )
+  const settle = db.prepare<[bigint, string, string]>('UPDATE runs SET cost_units = ?, settled_at = ? WHERE id = ? AND settled_at IS NULL')
+  const renew = db.prepare<[string, string]>(
+    `UPDATE runs SET lease_expires_at = ? WHERE lease_owner = ? AND status = 'running'`,
+  )
+  const abandoned = db
+    .prepare<[string, string], RunRow>(
+      `SELECT * FROM runs WHERE status = 'running' AND (lease_expires_at < ? OR lease_owner = ?)`,
+    )
+    .safeIntegers(true)
+  const unsettled = db
+    .prepare<[], RunRow>(`SELECT * FROM runs WHERE status <> 'running' AND settled_at IS NULL`)
+    .safeIntegers(true)
+
+  return {
+    insert: (run: NewRun) => insert.run({ ...run, manifest: JSON.stringify(run.manifest) }),
+    get: (orgId: string, id: string) => byOrg.get(id, orgId),
+    getById: (id: string) => byId.get(id),
+    latestCustomerRun: (chatId: string) => latestCustomer.get(chatId),
+    runningRun: (chatId: string) => running.get(chatId),
+    /** Marks a running run finished; false when it had already finished (the first outcome stands). */
+    finish: (id: string, o: RunOutcome) =>
+      finish.run({ id, ...o, usage: o.usage === null ? null : JSON.stringify(o.usage) }).changes > 0,
+    settle: (id: string, costUnits: bigint, settledAt: string) => settle.run(costUnits, settledAt, id).changes > 0,
+    renewLeases: (owner: string, expiresAt: string) => renew.run(expiresAt, owner).changes,
+    /** Running runs nobody can be streaming: an expired lease, or a lease of this node's previous life. */
+    abandoned: (now: string, previousSelf: string) => abandoned.all(now, previousSelf),
+    unsettled: () => unsettled.all(),
+  }
+}
