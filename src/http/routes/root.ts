@@ -43,6 +43,8 @@ export const rootRoutes =
       async (_request, reply) => reply.type('text/plain; charset=utf-8').send(renderLlmsTxt(app.swagger())),
     )
 
+    const version = () => ({ version: deps.build.version, commit: deps.build.commit, api_version: API_VERSION })
+
     app.get(
       '/api/v1/version',
       {
@@ -53,7 +55,21 @@ export const rootRoutes =
           response: { 200: Type.Ref(ApiVersion) },
         },
       },
-      async () => ({ version: deps.build.version, commit: deps.build.commit, api_version: API_VERSION }),
+      async () => version(),
+    )
+
+    // Discovery advertises `versions.v1 = /api/v1`, and every advertised path must be served (decisions §7).
+    app.get(
+      '/api/v1',
+      {
+        schema: {
+          operationId: 'getApiV1',
+          tags: ['public'],
+          summary: 'Root of API version 1: its version document',
+          response: { 200: Type.Ref(ApiVersion) },
+        },
+      },
+      async () => version(),
     )
 
     app.get(
