@@ -66,14 +66,19 @@ export function createBalanceStore(db: Db) {
        cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
        cost_units = cost_units + excluded.cost_units`,
   )
-  // Sums stay exact past 2^53 units only as BigInt.
+  const addToTotal = db.prepare<[string, bigint]>(
+    `INSERT INTO org_balances (org_id, amount_units) VALUES (?, ?)
+     ON CONFLICT (org_id) DO UPDATE SET amount_units = amount_units + excluded.amount_units`,
+  )
+  // Totals stay exact past 2^53 units only as BigInt.
   const sum = db
-    .prepare<[string], { total: bigint }>('SELECT coalesce(sum(amount_units), 0) AS total FROM balance_entries WHERE org_id = ?')
+    .prepare<[string], { total: bigint }>('SELECT coalesce((SELECT amount_units FROM org_balances WHERE org_id = ?), 0) AS total')
     .safeIntegers(true)
   const chargeOfRun = db.prepare<[string], { id: string }>('SELECT id FROM balance_entries WHERE run_id = ?')
 
   const write = (row: EntryRow) => {
     insert.run(row)
+    addToTotal.run(row.org_id, row.amount_units)
     const isCharge = row.entry_type === 'usage' || row.entry_type === 'compaction'
     rollUp.run({
       ...row,

@@ -3,6 +3,7 @@ import * as initial from './0001-initial.ts'
 import * as configuration from './0002-configuration.ts'
 import * as usageLedger from './0003-usage-ledger.ts'
 import * as runs from './0004-runs.ts'
+import * as balanceTotals from './0005-balance-totals.ts'
 
 export type Migration = { name: string; up: (db: Database) => void }
 
@@ -12,4 +13,5 @@ export const migrations: Migration[] = [
   { name: '0002-configuration', up: configuration.up },
   { name: '0003-usage-ledger', up: usageLedger.up },
   { name: '0004-runs', up: runs.up },
+  { name: '0005-balance-totals', up: balanceTotals.up },
 ]
