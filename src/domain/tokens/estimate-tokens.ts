@@ -11,8 +11,24 @@ const NO_SPECIAL_TOKENS = { disallowedSpecial: new Set<string>() }
  */
 export function estimateTokens(text: string): number {
   if (text.length === 0) return 0
-  return Math.min(TOKEN_ESTIMATE_MAX, countTokens(text, NO_SPECIAL_TOKENS))
+  if (text.length < MEMO_MIN_LENGTH) return count(text)
+  // Every turn re-estimates the same history: remember long texts (bounded, least recently used out).
+  const known = memo.get(text)
+  if (known !== undefined) {
+    memo.delete(text)
+    memo.set(text, known)
+    return known
+  }
+  const counted = count(text)
+  memo.set(text, counted)
+  if (memo.size > MEMO_MAX_ENTRIES) memo.delete(memo.keys().next().value!)
+  return counted
 }
+
+const MEMO_MIN_LENGTH = 256
+const MEMO_MAX_ENTRIES = 4096
+const memo = new Map<string, number>()
+const count = (text: string) => Math.min(TOKEN_ESTIMATE_MAX, countTokens(text, NO_SPECIAL_TOKENS))
 
 export function saturatingAdd(...estimates: number[]): number {
   return Math.min(TOKEN_ESTIMATE_MAX, estimates.reduce((sum, n) => sum + n, 0))
