@@ -20,14 +20,22 @@ export function estimateTokens(text: string): number {
     return known
   }
   const counted = count(text)
+  if (text.length > MEMO_MAX_CHARS / 8) return counted
   memo.set(text, counted)
-  if (memo.size > MEMO_MAX_ENTRIES) memo.delete(memo.keys().next().value!)
+  memoChars += text.length
+  while (memo.size > MEMO_MAX_ENTRIES || memoChars > MEMO_MAX_CHARS) {
+    const oldest = memo.keys().next().value!
+    memo.delete(oldest)
+    memoChars -= oldest.length
+  }
   return counted
 }
 
 const MEMO_MIN_LENGTH = 256
 const MEMO_MAX_ENTRIES = 4096
+const MEMO_MAX_CHARS = 16 * 1024 * 1024
 const memo = new Map<string, number>()
+let memoChars = 0
 const count = (text: string) => Math.min(TOKEN_ESTIMATE_MAX, countTokens(text, NO_SPECIAL_TOKENS))
 
 export function saturatingAdd(...estimates: number[]): number {
