@@ -43,9 +43,19 @@ function flatCost(usage: Usage, card: RateCard, base: Rates) {
 }
 
 function graduatedCost(usage: Usage, base: Rates, tiers: Tier[]) {
-  // Bands of context positions: [0, first.min] at base rates, then each tier's (min, max].
-  const bands: { from: number; to: number; card: RateCard }[] = [{ from: 0, to: tiers[0]!.min, card: base }]
-  for (const tier of tiers) bands.push({ from: tier.min, to: tier.max ?? Number.POSITIVE_INFINITY, card: tier })
+  // Bands of context positions: each tier's (min, max]; positions no tier covers (below the first,
+  // in a gap, above the last ceiling) are at base rates, so every token is priced.
+  const bands: { from: number; to: number; card: RateCard }[] = []
+  let covered = 0
+  for (const tier of tiers) {
+    const from = Math.max(tier.min, covered)
+    const to = tier.max ?? Number.POSITIVE_INFINITY
+    if (to <= from) continue
+    if (from > covered) bands.push({ from: covered, to: from, card: base })
+    bands.push({ from, to, card: tier })
+    covered = to
+  }
+  if (covered < Number.POSITIVE_INFINITY) bands.push({ from: covered, to: Number.POSITIVE_INFINITY, card: base })
 
   const segments: { kind: RateKind; from: number; to: number }[] = []
   let position = 0
@@ -65,6 +75,7 @@ function graduatedCost(usage: Usage, base: Rates, tiers: Tier[]) {
       if (overlap > 0) cost = cost.plus(charge(overlap, rateIn(band.card, base, segment.kind)))
     }
   }
-  const last = bands.filter((band) => position > band.from).at(-1) ?? bands[0]!
-  return cost.plus(charge(usage.output_tokens, rateIn(last.card, base, 'output')))
+  // The band holding the last context position (base when there is no context at all).
+  const last = bands.find((band) => position > band.from && position <= band.to)?.card ?? base
+  return cost.plus(charge(usage.output_tokens, rateIn(last, base, 'output')))
 }
