@@ -1,5 +1,6 @@
 import { assign, fromPromise, setup } from 'xstate'
 import { RunInProgressError } from '../src/domain/errors.ts'
+import { ZERO_USAGE } from '../src/domain/pricing/usage.ts'
 import type { Admission, RunResult } from '../src/actors/turn-types.ts'
 import type {
   AdmitTurnInput,
@@ -10,6 +11,23 @@ import type {
   SettleRunOutput,
   StreamRunInput,
 } from './chat.types.ts'
+
+/**
+ * What a streamRun that threw (it is written never to) ends as: a failed run, billed for its packed
+ * input and settled like any other, so the chat is never left running with nobody streaming.
+ */
+const brokenRun = (admission: Admission | null): RunResult => ({
+  status: 'failed',
+  stopReason: null,
+  error: { code: 'internal', message: 'the run failed unexpectedly' },
+  usage: { ...ZERO_USAGE, input_tokens: admission?.estimatedInputTokens ?? 0 },
+  providerResponseId: null,
+  modelServed: null,
+  pendingToolCalls: [],
+  latencyMs: admission ? Math.max(0, Date.now() - admission.startedAtMs) : 0,
+  firstDeltaMs: null,
+  streamOpened: true,
+})
 
 const mustBeProvided = (name: string) => async (): Promise<never> => {
   throw new Error(`chat machine: the actor "${name}" must be provided (src/actors/chat-actor-host.ts)`)
@@ -54,6 +72,7 @@ export const chatMachine = setup({
     forgetSubmission: assign({ queued: () => null }),
     abortRun: ({ context }) => context.abort?.abort(),
     recordResult: assign({ result: (_, result: RunResult) => result }),
+    recordBrokenRun: assign({ result: ({ context }) => brokenRun(context.admission) }),
     closeRun: assign(({ context }) => {
       const { admission, result } = context
       if (!admission || !result) return {}
@@ -119,6 +138,7 @@ export const chatMachine = setup({
             src: 'streamRun',
             input: ({ context }) => ({ admission: context.admission!, signal: context.abort!.signal }),
             onDone: { target: 'settling', actions: [{ type: 'recordResult', params: ({ event }) => event.output }] },
+            onError: { target: 'settling', actions: 'recordBrokenRun' },
           },
           initial: 'live',
           states: {

@@ -128,7 +128,7 @@ export function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Submission
         vendor_model_id: model.vendor_model_id,
         config_versions: config.versions,
         budget: { ...budget, input_budget: window },
-        packed_ordinals: describePackedOrdinals(packedOrdinals, packedOrdinals),
+        packed_ordinals: describePackedOrdinals(packedOrdinals, store.parts.ordinals(submission.chatId)),
         estimated_input_tokens: estimatedInputTokens,
         max_tokens: maxTokens,
         reasoning_effort: effort.value,

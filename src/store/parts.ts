@@ -79,6 +79,7 @@ export function createPartStore(db: Db) {
     `SELECT coalesce(sum(tokens), 0) AS tokens FROM parts WHERE chat_id = @chat AND ${PACKABLE}`,
   )
   const ofRun = db.prepare<[string], PartRow>('SELECT * FROM parts WHERE run_id = ? ORDER BY ordinal')
+  const ordinalsOf = db.prepare<[string], { ordinal: number }>('SELECT ordinal FROM parts WHERE chat_id = ? ORDER BY ordinal')
 
   const append = db.transaction((chatId: string, parts: NewPart[]): PartRow[] => {
     const now = nowIso()
@@ -143,5 +144,7 @@ export function createPartStore(db: Db) {
     packable: (chatId: string) => packable.all({ chat: chatId }),
     packableTokens: (chatId: string) => packableTokens.get({ chat: chatId })!.tokens,
     ofRun: (runId: string) => ofRun.all(runId),
+    /** Every ordinal of a chat, ascending: what a manifest's packed ordinals are measured against. */
+    ordinals: (chatId: string) => ordinalsOf.all(chatId).map((r) => r.ordinal),
   }
 }

@@ -1,0 +1,218 @@
+import { randomUUID } from 'node:crypto'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { createChatActorHost, type ChatActorHost } from '../../src/actors/chat-actor-host.ts'
+import { LEASE_TTL_MS, type RunDeps } from '../../src/actors/run-deps.ts'
+import type { Admission } from '../../src/actors/turn-types.ts'
+import { RunInProgressError } from '../../src/domain/errors.ts'
+import { estimateTokens } from '../../src/domain/tokens/estimate-tokens.ts'
+import type { TurnRequest } from '../../src/domain/turns/submission.ts'
+import { prepareSubmission } from '../../src/http/prepare-submission.ts'
+import { createConfigResolver } from '../../src/store/config-resolution.ts'
+import { openTempStore } from '../helpers/temp-store.ts'
+import { deferred, echo, sandboxCatalogue, scriptedModel, untilAborted, usageEntries, withFakes } from '../helpers/turns.ts'
+
+const NODE = 'node-a'
+let temp: ReturnType<typeof openTempStore>
+let offset = 0
+let hosts: { host: ChatActorHost; stop: () => void }[] = []
+let orgId: string
+
+/** Holds every run open until cancelled; `reached` resolves when a run is streaming. */
+let reached = deferred()
+const HOLD = { ...echo(), id: randomUUID(), name: 'fake/hold', provider: 'fake', vendor_model_id: 'hold' }
+
+function deps(nodeId = NODE): RunDeps {
+  return {
+    store: temp.store,
+    resolver: createConfigResolver(temp.store),
+    languageModelFor: withFakes({
+      hold: scriptedModel(async (emit, options) => {
+        emit({ type: 'text-start', id: 't' })
+        emit({ type: 'text-delta', id: 't', delta: 'holding' })
+        reached.resolve()
+        await untilAborted(options.abortSignal)
+      }),
+    }),
+    modelById: (id) => [...sandboxCatalogue(), HOLD].find((m) => m.id === id),
+    now: () => new Date(Date.now() + offset),
+    nodeId,
+    leaseTtlMs: LEASE_TTL_MS,
+  }
+}
+
+function startHost(options: Parameters<typeof createChatActorHost>[1] = {}, nodeId = NODE) {
+  const host = createChatActorHost(deps(nodeId), options)
+  const stop = host.start()
+  hosts.push({ host, stop })
+  return host
+}
+
+beforeEach(() => {
+  temp = openTempStore()
+  offset = 0
+  reached = deferred()
+  orgId = temp.store.organisations.create('org', 'org').id
+  temp.store.balance.add(orgId, 'topup', '10')
+})
+afterEach(() => {
+  for (const { host, stop } of hosts.splice(0)) {
+    stop()
+    host.stopAll()
+  }
+  temp.close()
+})
+
+const newChat = () => temp.store.chats.create({ orgId, namespace: null, title: null, description: null, userMetadata: {} }).id
+
+function submission(chatId: string, request: Partial<TurnRequest> = {}, model = echo()) {
+  return prepareSubmission({ model: model.name, input: [{ type: 'prompt', text: 'hello' }], ...request }, model, {
+    orgId,
+    apiKeyId: null,
+    chatId,
+    namespace: null,
+  })
+}
+
+/** A run left `running` by some node, as a crash leaves it: with its input and some output written. */
+function strandedRun(chatId: string, leaseOwner: string, leaseExpiresAt: string) {
+  const runId = randomUUID()
+  temp.store.runs.insert({
+    id: runId,
+    org_id: orgId,
+    chat_id: chatId,
+    origin: 'customer',
+    model_id: echo().id,
+    model_name: echo().name,
+    namespace: null,
+    api_key_id: null,
+    retry_of: null,
+    created_at: new Date().toISOString(),
+    lease_owner: leaseOwner,
+    lease_expires_at: leaseExpiresAt,
+    manifest: { estimated_input_tokens: 1000, markup_percent: '5' },
+  })
+  temp.store.parts.append(chatId, [
+    { body: { type: 'prompt', text: 'question' }, runId },
+    { body: { type: 'message', text: 'half an answ' }, runId },
+  ])
+  return runId
+}
+
+const inAMinute = () => new Date(Date.now() + 60_000).toISOString()
+
+describe('start: runs nobody is streaming', () => {
+  it('marks a run held by this node’s previous life failed (interrupted) and settles it once, for the usage known', async () => {
+    const chatId = newChat()
+    const runId = strandedRun(chatId, NODE, inAMinute())
+    startHost()
+    const run = temp.store.runs.getById(runId)!
+    expect(run.status).toBe('failed')
+    expect(run.error).toBe('interrupted')
+    expect(run.settled_at).not.toBeNull()
+    expect(JSON.parse(run.usage!)).toEqual({
+      input_tokens: 1000,
+      output_tokens: estimateTokens('half an answ'),
+      reasoning_tokens: 0,
+      cache_read_tokens: 0,
+      cache_write_tokens: 0,
+    })
+    expect(usageEntries(temp.store, runId)).toHaveLength(1)
+
+    // A second start (another restart) bills nothing again.
+    startHost()
+    expect(usageEntries(temp.store, runId)).toHaveLength(1)
+  })
+
+  it('leaves another node’s live run alone, and settles it once its lease has expired', async () => {
+    const chatId = newChat()
+    const runId = strandedRun(chatId, 'node-b', inAMinute())
+    startHost({ leaseRenewMs: 5 })
+    expect(temp.store.runs.getById(runId)!.status).toBe('running')
+    offset = 2 * 60_000
+    await vi.waitFor(() => expect(temp.store.runs.getById(runId)!.status).toBe('failed'), { timeout: 5_000 })
+    expect(temp.store.runs.getById(runId)!.error).toBe('interrupted')
+    expect(usageEntries(temp.store, runId)).toHaveLength(1)
+  })
+
+  it('keeps renewing the lease of a run it streams, so it is never swept as abandoned', async () => {
+    const host = startHost({ leaseRenewMs: 5 })
+    const chatId = newChat()
+    const admission = await host.submit(submission(chatId, {}, HOLD))
+    await reached.promise
+    offset = 10 * 60_000
+    await vi.waitFor(
+      () => expect(temp.store.runs.getById(admission.runId)!.lease_expires_at! > new Date(Date.now() + offset).toISOString()).toBe(true),
+      { timeout: 5_000 },
+    )
+    expect(temp.store.runs.getById(admission.runId)!.status).toBe('running')
+    expect(await host.cancel(chatId, admission.runId)).toBe(true)
+    expect(temp.store.runs.getById(admission.runId)!.status).toBe('cancelled')
+  })
+})
+
+describe('one actor per chat', () => {
+  it('submit resolves with the admission once the run, its input and its key are written', async () => {
+    const host = startHost()
+    const chatId = newChat()
+    const admission: Admission = await host.submit(submission(chatId, { idempotency_key: 'k' }))
+    const run = temp.store.runs.getById(admission.runId)!
+    expect(run.chat_id).toBe(chatId)
+    expect(temp.store.parts.ofRun(admission.runId).map((p) => p.kind)).toContain('prompt')
+    expect(temp.store.idempotencyKeys.runOf(orgId, 'k', new Date())).toBe(admission.runId)
+    await admission.channel.settled
+    expect(temp.store.runs.getById(admission.runId)!.status).toBe('succeeded')
+  })
+
+  it('a second submit while the chat runs is rejected with run_in_progress naming the run', async () => {
+    const host = startHost()
+    const chatId = newChat()
+    const first = await host.submit(submission(chatId, {}, HOLD))
+    await expect(host.submit(submission(chatId))).rejects.toMatchObject({ code: 'run_in_progress', details: { run_id: first.runId } })
+    await expect(host.submit(submission(chatId))).rejects.toBeInstanceOf(RunInProgressError)
+    expect(host.channelOf(chatId, first.runId)).toBe(first.channel)
+    await host.cancel(chatId, first.runId)
+  })
+
+  it('cancel is false for a run this node is not running', async () => {
+    const host = startHost()
+    const chatId = newChat()
+    const done = await host.submit(submission(chatId))
+    await done.channel.settled
+    // The actor lets go of the run right after settling it.
+    await vi.waitFor(() => expect(host.channelOf(chatId, done.runId)).toBeNull())
+    expect(await host.cancel(chatId, done.runId)).toBe(false)
+    expect(await host.cancel(newChat(), randomUUID())).toBe(false)
+  })
+
+  it('evicts idle actors beyond the bound and after the idle time, never a running one', async () => {
+    const host = startHost({ maxIdleActors: 2, idleEvictMs: 60_000 })
+    const idleChats = [newChat(), newChat(), newChat(), newChat()]
+    for (const chatId of idleChats) {
+      const admission = await host.submit(submission(chatId))
+      await admission.channel.settled
+      await vi.waitFor(() => expect(host.channelOf(chatId, admission.runId)).toBeNull())
+    }
+    const busyChat = newChat()
+    const busy = await host.submit(submission(busyChat, {}, HOLD))
+    await reached.promise
+    expect(host.size).toBe(5)
+
+    expect(host.evictIdle()).toBe(2)
+    expect(host.size).toBe(3)
+    // Past the idle time every idle actor goes; the running one stays.
+    expect(host.evictIdle(Date.now() + 120_000)).toBe(2)
+    expect(host.size).toBe(1)
+    expect(host.channelOf(busyChat, busy.runId)).toBe(busy.channel)
+    await host.cancel(busyChat, busy.runId)
+
+    // An evicted chat is rebuilt from the ledger on its next turn.
+    const again = await host.submit(submission(idleChats[0]!))
+    await again.channel.settled
+    expect(temp.store.runs.getById(again.runId)!.status).toBe('succeeded')
+  })
+
+  it('answers "which node owns this chat?" in one place (this node, for now)', () => {
+    const host = startHost()
+    expect(host.ownerOf(newChat())).toEqual({ kind: 'local' })
+  })
+})

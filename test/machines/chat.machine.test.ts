@@ -1,0 +1,400 @@
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { createActor, fromPromise, waitFor, type Actor } from 'xstate'
+import { chatMachine } from '../../machines/chat.machine.ts'
+import type { AdmitTurnInput, ChatInput, SettleRunInput, SettleRunOutput, StreamRunInput, SubmitOutcome } from '../../machines/chat.types.ts'
+import type { Admission, RunResult, Submission } from '../../src/actors/turn-types.ts'
+import { RunInProgressError, UnknownToolUseIdError } from '../../src/domain/errors.ts'
+import { ZERO_USAGE } from '../../src/domain/pricing/usage.ts'
+import type { PendingCall } from '../../src/domain/turns/close-pending-calls.ts'
+
+/** A promise the test settles by hand, so each invoked actor stays in flight as long as needed. */
+function deferred<T>() {
+  let resolve!: (value: T) => void
+  let reject!: (error: unknown) => void
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res
+    reject = rej
+  })
+  return { promise, resolve, reject }
+}
+
+const CHAT_ID = '3f8e1c2a-0000-4000-8000-000000000001'
+
+const submission = (text = 'hello'): Submission =>
+  ({
+    orgId: 'org',
+    apiKeyId: null,
+    chatId: CHAT_ID,
+    namespace: null,
+    request: { model: 'sandbox/echo', input: [{ type: 'prompt', text }] },
+    model: { id: 'model', name: 'sandbox/echo' },
+    input: [{ body: { type: 'prompt', text }, media: [], tokens: 1 }],
+  }) as unknown as Submission
+
+const admission = (runId: string): Admission => ({ runId, chatId: CHAT_ID, startedAtMs: Date.parse('2030-01-02T03:04:05.000Z') }) as unknown as Admission
+
+const result = (status: RunResult['status'], pendingToolCalls: RunResult['pendingToolCalls'] = []): RunResult => ({
+  status,
+  stopReason: status === 'succeeded' ? (pendingToolCalls.length > 0 ? 'tool_use' : 'end_turn') : null,
+  error: status === 'failed' ? { code: 'upstream_error', message: 'boom' } : null,
+  usage: ZERO_USAGE,
+  providerResponseId: null,
+  modelServed: null,
+  pendingToolCalls,
+  latencyMs: 1,
+  firstDeltaMs: null,
+  streamOpened: true,
+})
+
+/**
+ * The chat machine with fake providers: each invocation of an actor gets its own deferred,
+ * recorded with its input, so the test decides when and how each step ends.
+ */
+function harness(input: Partial<ChatInput> = {}) {
+  const admits: { input: AdmitTurnInput; d: ReturnType<typeof deferred<Admission>> }[] = []
+  const streams: { input: StreamRunInput; d: ReturnType<typeof deferred<RunResult>> }[] = []
+  const settles: { input: SettleRunInput; d: ReturnType<typeof deferred<SettleRunOutput>> }[] = []
+  const machine = chatMachine.provide({
+    actors: {
+      admitTurn: fromPromise<Admission, AdmitTurnInput>(({ input }) => {
+        const d = deferred<Admission>()
+        admits.push({ input, d })
+        return d.promise
+      }),
+      streamRun: fromPromise<RunResult, StreamRunInput>(({ input }) => {
+        const d = deferred<RunResult>()
+        streams.push({ input, d })
+        return d.promise
+      }),
+      settleRun: fromPromise<SettleRunOutput, SettleRunInput>(({ input }) => {
+        const d = deferred<SettleRunOutput>()
+        settles.push({ input, d })
+        return d.promise
+      }),
+    },
+  })
+  const actor = createActor(machine, { input: { chatId: CHAT_ID, pendingCalls: [], latestCustomerRun: null, ...input } })
+  const errors: unknown[] = []
+  actor.subscribe({ error: (e) => errors.push(e) })
+  actor.start()
+  actors.push(actor)
+
+  const submit = (s = submission()) => {
+    const respond = vi.fn<(outcome: SubmitOutcome) => void>()
+    actor.send({ type: 'SUBMIT', submission: s, respond })
+    return respond
+  }
+  const state = () => actor.getSnapshot().value
+  const context = () => actor.getSnapshot().context
+  const at = (value: Parameters<ReturnType<typeof actor.getSnapshot>['matches']>[0]) => waitFor(actor, (s) => s.matches(value), { timeout: 2_000 })
+  return { actor, admits, streams, settles, submit, state, context, at, errors }
+}
+
+/** Drives a fresh harness to running.streaming for run `runId`. */
+async function streaming(runId = 'run-1', input: Partial<ChatInput> = {}) {
+  const h = harness(input)
+  const respond = h.submit()
+  await h.at({ running: 'packing' })
+  h.admits[0]!.d.resolve(admission(runId))
+  await h.at({ running: { streaming: 'live' } })
+  return { ...h, respond }
+}
+
+const actors: Actor<typeof chatMachine>[] = []
+afterEach(() => {
+  for (const a of actors.splice(0)) a.stop()
+})
+
+const pending = (id: string, over: Partial<PendingCall> = {}): PendingCall => ({
+  tool_use_id: id,
+  tool_name: 'lookup',
+  created_at: '2030-01-01T00:00:00.000Z',
+  run_status: 'succeeded',
+  ...over,
+})
+
+describe('chat machine: ready', () => {
+  it('ready → idle when the chat has no pending tool calls', () => {
+    const h = harness()
+    expect(h.state()).toBe('idle')
+    expect(h.context().pendingCalls).toEqual([])
+  })
+
+  it('ready → awaitingToolResults when hydrated with pending calls', () => {
+    const calls = [pending('call_a'), pending('call_b')]
+    const h = harness({ pendingCalls: calls, latestCustomerRun: { id: 'run-0', status: 'succeeded' } })
+    expect(h.state()).toBe('awaitingToolResults')
+    expect(h.context().pendingCalls).toEqual(calls)
+    expect(h.context().latestCustomerRun).toEqual({ id: 'run-0', status: 'succeeded' })
+  })
+})
+
+describe('chat machine: packing', () => {
+  it('idle → running.packing on SUBMIT, handing admitTurn the submission and what the chat knows', async () => {
+    const latest = { id: 'run-0', status: 'failed' as const }
+    const h = harness({ latestCustomerRun: latest })
+    const s = submission('hi')
+    h.submit(s)
+    expect(h.state()).toEqual({ running: 'packing' })
+    await h.at({ running: 'packing' })
+    expect(h.admits).toHaveLength(1)
+    expect(h.admits[0]!.input.submission).toBe(s)
+    expect(h.admits[0]!.input.facts).toEqual({ pendingCalls: [], latestCustomerRun: latest })
+  })
+
+  it('awaitingToolResults → running.packing on SUBMIT, with the pending calls in the facts', async () => {
+    const calls = [pending('call_a')]
+    const h = harness({ pendingCalls: calls, latestCustomerRun: { id: 'run-0', status: 'succeeded' } })
+    h.submit()
+    expect(h.state()).toEqual({ running: 'packing' })
+    await vi.waitFor(() => expect(h.admits).toHaveLength(1))
+    expect(h.admits[0]!.input.facts.pendingCalls).toEqual(calls)
+  })
+
+  it('packing → streaming when admitted: respond gets the admission, streamRun gets it with a live signal', async () => {
+    const h = harness({ pendingCalls: [pending('call_a')] })
+    const respond = h.submit()
+    await h.at({ running: 'packing' })
+    expect(respond).not.toHaveBeenCalled()
+    const a = admission('run-1')
+    h.admits[0]!.d.resolve(a)
+    await h.at({ running: { streaming: 'live' } })
+    expect(respond).toHaveBeenCalledTimes(1)
+    expect(respond).toHaveBeenCalledWith({ kind: 'admitted', admission: a })
+    expect(h.streams).toHaveLength(1)
+    expect(h.streams[0]!.input.admission).toBe(a)
+    expect(h.streams[0]!.input.signal.aborted).toBe(false)
+    expect(h.context().admission).toBe(a)
+    // The admission closed every pending call (by result or tombstone).
+    expect(h.context().pendingCalls).toEqual([])
+    expect(h.context().queued).toBeNull()
+  })
+
+  it('packing → ready (idle) when admission refuses: respond gets the error, nothing else changes', async () => {
+    const latest = { id: 'run-0', status: 'succeeded' as const }
+    const h = harness({ latestCustomerRun: latest })
+    const respond = h.submit()
+    await h.at({ running: 'packing' })
+    const error = new Error('refused')
+    h.admits[0]!.d.reject(error)
+    await h.at('idle')
+    expect(respond).toHaveBeenCalledTimes(1)
+    expect(respond).toHaveBeenCalledWith({ kind: 'rejected', error })
+    expect(h.streams).toHaveLength(0)
+    expect(h.context()).toMatchObject({ admission: null, queued: null, latestCustomerRun: latest, pendingCalls: [] })
+  })
+
+  it('packing → ready (awaitingToolResults) when admission refuses: the pending calls stay pending', async () => {
+    const calls = [pending('call_a')]
+    const h = harness({ pendingCalls: calls })
+    const respond = h.submit()
+    await h.at({ running: 'packing' })
+    const error = new UnknownToolUseIdError('no such call')
+    h.admits[0]!.d.reject(error)
+    await h.at('awaitingToolResults')
+    expect(respond).toHaveBeenCalledWith({ kind: 'rejected', error })
+    expect(h.context().pendingCalls).toEqual(calls)
+    // The chat takes the next submission normally.
+    h.submit()
+    expect(h.state()).toEqual({ running: 'packing' })
+  })
+})
+
+describe('chat machine: one running run', () => {
+  it('a SUBMIT while packing is rejected with run_in_progress and changes nothing', async () => {
+    const h = harness()
+    const first = h.submit()
+    await h.at({ running: 'packing' })
+    const second = h.submit(submission('second'))
+    expect(second).toHaveBeenCalledTimes(1)
+    const outcome = second.mock.calls[0]![0]
+    expect(outcome.kind).toBe('rejected')
+    const error = (outcome as { error: unknown }).error
+    expect(error).toBeInstanceOf(RunInProgressError)
+    expect((error as RunInProgressError).code).toBe('run_in_progress')
+    expect(h.state()).toEqual({ running: 'packing' })
+    expect(h.admits).toHaveLength(1)
+    expect(h.context().queued?.respond).toBe(first)
+    expect(first).not.toHaveBeenCalled()
+  })
+
+  it('a SUBMIT while streaming is rejected with run_in_progress naming the running run', async () => {
+    const h = await streaming('run-7')
+    const before = h.actor.getSnapshot().context
+    const other = h.submit(submission('other'))
+    expect(other).toHaveBeenCalledTimes(1)
+    const { kind, error } = other.mock.calls[0]![0] as { kind: string; error: RunInProgressError }
+    expect(kind).toBe('rejected')
+    expect(error).toBeInstanceOf(RunInProgressError)
+    expect(error.code).toBe('run_in_progress')
+    expect(error.details).toEqual({ run_id: 'run-7' })
+    expect(h.state()).toEqual({ running: { streaming: 'live' } })
+    expect(h.actor.getSnapshot().context).toEqual(before)
+    expect(h.admits).toHaveLength(1)
+    expect(h.streams).toHaveLength(1)
+  })
+
+  it('a SUBMIT while cancelling or settling is rejected too', async () => {
+    const h = await streaming('run-8')
+    h.actor.send({ type: 'CANCEL', runId: 'run-8' })
+    const duringCancel = h.submit()
+    expect(duringCancel.mock.calls[0]![0]).toMatchObject({ kind: 'rejected', error: expect.any(RunInProgressError) })
+    h.streams[0]!.d.resolve(result('cancelled'))
+    await h.at({ running: 'settling' })
+    const duringSettle = h.submit()
+    expect(duringSettle.mock.calls[0]![0]).toMatchObject({ kind: 'rejected', error: expect.any(RunInProgressError) })
+    expect(h.admits).toHaveLength(1)
+  })
+})
+
+describe('chat machine: cancel', () => {
+  it('CANCEL for the running run → streaming.cancelling, and the abort signal fires', async () => {
+    const h = await streaming('run-1')
+    const signal = h.streams[0]!.input.signal
+    const onAbort = vi.fn()
+    signal.addEventListener('abort', onAbort)
+    h.actor.send({ type: 'CANCEL', runId: 'run-1' })
+    expect(h.state()).toEqual({ running: { streaming: 'cancelling' } })
+    expect(signal.aborted).toBe(true)
+    expect(onAbort).toHaveBeenCalledTimes(1)
+    // The partial output is still settled: the run goes on to settling with what streamRun returns.
+    h.streams[0]!.d.resolve(result('cancelled'))
+    await h.at({ running: 'settling' })
+    expect(h.settles[0]!.input.result.status).toBe('cancelled')
+  })
+
+  it('CANCEL naming another run is ignored', async () => {
+    const h = await streaming('run-1')
+    h.actor.send({ type: 'CANCEL', runId: 'run-2' })
+    expect(h.state()).toEqual({ running: { streaming: 'live' } })
+    expect(h.streams[0]!.input.signal.aborted).toBe(false)
+  })
+
+  it('CANCEL while idle or packing does nothing', async () => {
+    const h = harness()
+    h.actor.send({ type: 'CANCEL', runId: 'run-1' })
+    expect(h.state()).toBe('idle')
+    h.submit()
+    await h.at({ running: 'packing' })
+    h.actor.send({ type: 'CANCEL', runId: 'run-1' })
+    expect(h.state()).toEqual({ running: 'packing' })
+    expect(h.context().abort).toBeNull()
+  })
+})
+
+describe('chat machine: settling', () => {
+  it('streaming → settling → ready: settleRun gets the admission and result; the run becomes the latest customer run', async () => {
+    const h = await streaming('run-1', { latestCustomerRun: { id: 'run-0', status: 'failed' } })
+    const r = result('succeeded')
+    h.streams[0]!.d.resolve(r)
+    await h.at({ running: 'settling' })
+    expect(h.settles).toHaveLength(1)
+    expect(h.settles[0]!.input).toEqual({ admission: h.context().admission, result: r })
+    expect(h.context().result).toBe(r)
+    // Still running until settled: the latest customer run has not changed yet.
+    expect(h.context().latestCustomerRun).toEqual({ id: 'run-0', status: 'failed' })
+    h.settles[0]!.d.resolve({ cost: '0.01' })
+    await h.at('idle')
+    expect(h.context()).toMatchObject({
+      latestCustomerRun: { id: 'run-1', status: 'succeeded' },
+      pendingCalls: [],
+      admission: null,
+      abort: null,
+      result: null,
+      queued: null,
+    })
+  })
+
+  it.each(['failed', 'cancelled'] as const)('records a %s run as the latest customer run with its status', async (status) => {
+    const h = await streaming('run-9')
+    h.streams[0]!.d.resolve(result(status))
+    await h.at({ running: 'settling' })
+    h.settles[0]!.d.resolve({ cost: null })
+    await h.at('idle')
+    expect(h.context().latestCustomerRun).toEqual({ id: 'run-9', status })
+  })
+
+  it('after a run with tool calls → awaitingToolResults with exactly those calls pending', async () => {
+    const h = await streaming('run-1')
+    const calls = [
+      { tool_name: 'weather', tool_use_id: 'call_1' },
+      { tool_name: 'clock', tool_use_id: 'call_2' },
+    ]
+    h.streams[0]!.d.resolve(result('succeeded', calls))
+    await h.at({ running: 'settling' })
+    h.settles[0]!.d.resolve({ cost: '0' })
+    await h.at('awaitingToolResults')
+    expect(h.context().pendingCalls).toEqual(
+      calls.map((c) => ({ ...c, created_at: '2030-01-02T03:04:05.000Z', run_status: 'succeeded' })),
+    )
+    expect(h.context().latestCustomerRun).toEqual({ id: 'run-1', status: 'succeeded' })
+
+    // The next submission is admitted with those calls as facts, to close them.
+    h.submit()
+    await vi.waitFor(() => expect(h.admits).toHaveLength(2))
+    expect(h.admits[1]!.input.facts).toEqual({
+      pendingCalls: h.context().pendingCalls,
+      latestCustomerRun: { id: 'run-1', status: 'succeeded' },
+    })
+  })
+
+  it('calls of a cancelled run stay pending with the run status, so the next turn can tombstone them cancelled', async () => {
+    const h = await streaming('run-1')
+    h.actor.send({ type: 'CANCEL', runId: 'run-1' })
+    h.streams[0]!.d.resolve(result('cancelled', [{ tool_name: 'weather', tool_use_id: 'call_1' }]))
+    await h.at({ running: 'settling' })
+    h.settles[0]!.d.resolve({ cost: '0' })
+    await h.at('awaitingToolResults')
+    expect(h.context().pendingCalls).toEqual([
+      { tool_name: 'weather', tool_use_id: 'call_1', created_at: '2030-01-02T03:04:05.000Z', run_status: 'cancelled' },
+    ])
+    expect(h.context().latestCustomerRun).toEqual({ id: 'run-1', status: 'cancelled' })
+  })
+
+  it('settling → ready even when settlement throws, so the chat is never stuck running', async () => {
+    const h = await streaming('run-1')
+    h.streams[0]!.d.resolve(result('succeeded'))
+    await h.at({ running: 'settling' })
+    h.settles[0]!.d.reject(new Error('disk full'))
+    await h.at('idle')
+    expect(h.context().latestCustomerRun).toEqual({ id: 'run-1', status: 'succeeded' })
+    expect(h.errors).toEqual([])
+    h.submit()
+    expect(h.state()).toEqual({ running: 'packing' })
+  })
+
+  it('streaming → settling → ready even when streamRun throws: the run is settled as failed, the chat stays usable', async () => {
+    const h = await streaming('run-1')
+    h.streams[0]!.d.reject(new Error('database is locked'))
+    await h.at({ running: 'settling' })
+    expect(h.errors).toEqual([])
+    const settled = h.settles[0]!.input.result
+    expect(settled.status).toBe('failed')
+    expect(settled.error?.code).toBe('internal')
+    // No internals reach the customer.
+    expect(settled.error?.message).not.toContain('database')
+    h.settles[0]!.d.resolve({ cost: '0' })
+    await h.at('idle')
+    expect(h.context().latestCustomerRun).toEqual({ id: 'run-1', status: 'failed' })
+    const next = h.submit()
+    expect(h.state()).toEqual({ running: 'packing' })
+    expect(next).not.toHaveBeenCalled()
+  })
+
+  it('a second run follows the first once it settled', async () => {
+    const h = await streaming('run-1')
+    h.streams[0]!.d.resolve(result('succeeded'))
+    await h.at({ running: 'settling' })
+    h.settles[0]!.d.resolve({ cost: '0' })
+    await h.at('idle')
+    const respond = h.submit()
+    await h.at({ running: 'packing' })
+    const second = admission('run-2')
+    h.admits[1]!.d.resolve(second)
+    await h.at({ running: { streaming: 'live' } })
+    expect(respond).toHaveBeenCalledWith({ kind: 'admitted', admission: second })
+    // A fresh abort controller: the first run's cancel cannot touch the second.
+    expect(h.streams[1]!.input.signal).not.toBe(h.streams[0]!.input.signal)
+    expect(h.streams[1]!.input.signal.aborted).toBe(false)
+  })
+})
