@@ -58,7 +58,10 @@ export const chatMachine = setup({
       queued: ({ event }) => (event.type === 'SUBMIT' ? { submission: event.submission, respond: event.respond } : null),
     }),
     rejectRunInProgress: ({ context, event }) => {
-      if (event.type === 'SUBMIT') event.respond({ kind: 'rejected', error: new RunInProgressError(context.admission?.runId ?? null) })
+      if (event.type === 'SUBMIT') event.respond({
+          kind: 'rejected',
+          error: new RunInProgressError(context.admission?.runId ?? context.queued?.submission.runId ?? null),
+        })
     },
     startRun: assign({
       admission: (_, admission: Admission) => admission,
@@ -76,7 +79,7 @@ export const chatMachine = setup({
     closeRun: assign(({ context }) => {
       const { admission, result } = context
       if (!admission || !result) return {}
-      const createdAt = new Date(admission.startedAtMs).toISOString()
+      const createdAt = admission.createdAt
       return {
         pendingCalls: result.pendingToolCalls.map((call) => ({ ...call, created_at: createdAt, run_status: result.status })),
         latestCustomerRun: { id: admission.runId, status: result.status },

@@ -1,5 +1,4 @@
 import type { LanguageModelV3FunctionTool } from '@ai-sdk/provider'
-import { randomUUID } from 'node:crypto'
 import { PLATFORM_MARKUP_PERCENT } from '../domain/catalogue/apply-markup.ts'
 import { historyAllowance, inputBudget } from '../domain/context/input-budget.ts'
 import { describePackedOrdinals } from '../domain/context/packed-ordinals.ts'
@@ -101,7 +100,7 @@ export function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Submission
   const markupPercent = store.organisations.get(orgId)?.markup_percent ?? PLATFORM_MARKUP_PERCENT
   const maxTokens = affordableMaxTokens(deps, submission, estimatedInputTokens, markupPercent, translationWarnings)
 
-  const runId = randomUUID()
+  const runId = submission.runId
   const commit = store.db.transaction(() => {
     const written = store.parts.append(submission.chatId, [
       ...tombstones.map((body): NewPart => ({ body, runId, userMetadata })),
@@ -161,6 +160,7 @@ export function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Submission
     userMetadata,
     markupPercent,
     startedAtMs: Date.now(),
+    createdAt: now.toISOString(),
   }
 }
 

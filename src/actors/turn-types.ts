@@ -12,6 +12,8 @@ export type PreparedPart = { body: PartBody; media: DecodedMedia[]; tokens: numb
 
 /** What the HTTP layer hands the chat actor: a validated turn. */
 export type Submission = {
+  /** Chosen before admission, so a submission refused while this one is admitted can name it. */
+  runId: string
   orgId: string
   apiKeyId: string | null
   chatId: string
@@ -42,6 +44,8 @@ export type Admission = {
   userMetadata: Record<string, unknown>
   markupPercent: string
   startedAtMs: number
+  /** When the run was created, by the service's clock. */
+  createdAt: string
 }
 
 export type PendingToolCall = { tool_name: string; tool_use_id: string }

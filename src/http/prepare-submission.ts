@@ -1,4 +1,5 @@
 import { imageSize } from 'image-size'
+import { randomUUID } from 'node:crypto'
 import type { Submission, PreparedPart } from '../actors/turn-types.ts'
 import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
 import { validateToolBundle } from '../domain/config/validate-tool-bundle.ts'
@@ -84,5 +85,5 @@ export function prepareSubmission(
   if (unsupported.length > 0) {
     throw new UnsupportedAttachmentError(unsupported[0]!.message, { problems: unsupported }, 'see the model\'s media capabilities in GET /api/v1/models')
   }
-  return { ...context, request, model, input }
+  return { ...context, runId: randomUUID(), request, model, input }
 }

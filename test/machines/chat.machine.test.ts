@@ -31,7 +31,7 @@ const submission = (text = 'hello'): Submission =>
     input: [{ body: { type: 'prompt', text }, media: [], tokens: 1 }],
   }) as unknown as Submission
 
-const admission = (runId: string): Admission => ({ runId, chatId: CHAT_ID, startedAtMs: Date.parse('2030-01-02T03:04:05.000Z') }) as unknown as Admission
+const admission = (runId: string): Admission => ({ runId, chatId: CHAT_ID, startedAtMs: Date.parse('2030-01-02T03:04:05.000Z'), createdAt: '2030-01-02T03:04:05.000Z' }) as unknown as Admission
 
 const result = (status: RunResult['status'], pendingToolCalls: RunResult['pendingToolCalls'] = []): RunResult => ({
   status,
