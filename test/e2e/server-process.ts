@@ -1,0 +1,167 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { createServer } from 'node:net'
+import { fileURLToPath } from 'node:url'
+
+/** The repository root: the working directory of every child process started here. */
+export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url))
+
+/** A port that was free a moment ago: listen on port 0, read the port, close. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.unref()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address()
+      if (address === null || typeof address === 'string') {
+        server.close()
+        reject(new Error('no port assigned'))
+        return
+      }
+      server.close(() => resolve(address.port))
+    })
+  })
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** Polls `check` until it returns something other than undefined/false, or fails after `timeoutMs`. */
+export async function waitFor<T>(
+  what: string,
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 10_000,
+  intervalMs = 50,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  let lastError: unknown
+  for (;;) {
+    try {
+      const value = await check()
+      if (value !== undefined && value !== false) return value
+    } catch (error) {
+      lastError = error
+    }
+    if (Date.now() > deadline) {
+      const cause = lastError instanceof Error ? ` (last error: ${lastError.message})` : ''
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${cause}`)
+    }
+    await sleep(intervalMs)
+  }
+}
+
+/** Every child started here and not yet stopped, so a runner can kill them on its way out. */
+const live = new Set<ChildProcess>()
+
+/** Kills (SIGKILL) every child still running; synchronous, so it is safe in a process 'exit' handler. */
+export function killAllChildren(): void {
+  for (const child of live) {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  }
+  live.clear()
+}
+
+export type ServerProcess = {
+  url: string
+  port: number
+  child: ChildProcess
+  /** Everything the process wrote so far. */
+  stdout: () => string
+  stderr: () => string
+  /** SIGTERM, then SIGKILL if it has not exited within `graceMs`. Resolves with the exit code (null if killed by a signal). */
+  stop: (graceMs?: number) => Promise<number | null>
+}
+
+export type StartOptions = {
+  /** Node arguments; defaults to the real server (`node --import tsx src/main.ts`). */
+  args?: string[]
+  env?: Record<string, string | undefined>
+  /** Path answering 2xx once the server is ready. */
+  readyPath?: string
+  timeoutMs?: number
+}
+
+/** Spawns a server on a free port and resolves once GET `readyPath` answers. */
+export async function startServer(options: StartOptions = {}): Promise<ServerProcess> {
+  const port = await freePort()
+  const url = `http://127.0.0.1:${port}`
+  const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn' }
+  // Vitest sets NODE_ENV=test; the child decides for itself unless told.
+  delete env.NODE_ENV
+  for (const [name, value] of Object.entries(options.env ?? {})) {
+    if (value === undefined) delete env[name]
+    else env[name] = value
+  }
+  const child = spawn(process.execPath, options.args ?? ['--import', 'tsx', 'src/main.ts'], {
+    cwd: REPO_ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  live.add(child)
+  let out = ''
+  let err = ''
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk))
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (err += chunk))
+  const exited = new Promise<number | null>((resolve) => {
+    child.once('exit', (code) => {
+      live.delete(child)
+      resolve(code)
+    })
+  })
+  const running = () => child.exitCode === null && child.signalCode === null
+
+  const stop = async (graceMs = 5_000) => {
+    if (running()) {
+      child.kill('SIGTERM')
+      const timer = setTimeout(() => running() && child.kill('SIGKILL'), graceMs)
+      const code = await exited
+      clearTimeout(timer)
+      return code
+    }
+    return exited
+  }
+
+  try {
+    await waitFor(
+      `${url}${options.readyPath ?? '/'} to answer`,
+      async () => {
+        if (!running()) throw new Error(`server exited with ${child.exitCode ?? child.signalCode}: ${err.trim()}`)
+        const response = await fetch(`${url}${options.readyPath ?? '/'}`, { signal: AbortSignal.timeout(1_000) })
+        await response.arrayBuffer()
+        return response.ok
+      },
+      options.timeoutMs ?? 15_000,
+      100,
+    )
+  } catch (error) {
+    await stop(1_000)
+    throw new Error(`${(error as Error).message}\nstdout: ${out}\nstderr: ${err}`)
+  }
+  return { url, port, child, stdout: () => out, stderr: () => err, stop }
+}
+
+export type CliResult = { code: number | null; stdout: string; stderr: string }
+
+/** Runs `npm run -s admin -- ...args` against `dataDir`, bounded by `timeoutMs`. */
+export function runAdmin(dataDir: string, args: string[], timeoutMs = 15_000): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir }
+    delete env.NODE_ENV
+    const child = spawn('npm', ['run', '-s', 'admin', '--', ...args], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(new Error(`admin ${args.join(' ')} did not finish within ${timeoutMs} ms; stderr: ${stderr}`))
+    }, timeoutMs)
+    child.once('error', (error) => {
+      clearTimeout(timer)
+      reject(error)
+    })
+    child.once('close', (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout, stderr })
+    })
+  })
+}
