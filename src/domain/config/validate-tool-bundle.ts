@@ -8,6 +8,9 @@ export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/
 // addUsedSchema off: bundles may reuse an $id without colliding across compiles.
 const schemaChecker = new Ajv({ strict: false, allErrors: true, validateSchema: true, addUsedSchema: false })
 
+/** Base URI given to a schema without its own $id; only local (`#…`) references reach the compiler. */
+const LOCAL_ROOT_ID = 'urn:parley:tool-input-schema'
+
 const escapeToken = (token: string) => token.replace(/~/g, '~0').replace(/\//g, '~1')
 
 function externalRefs(node: unknown, pointer: string, found: string[]): string[] {
@@ -46,7 +49,8 @@ export function validateToolBundle(definitions: ToolDefinition[], base = '/defin
     try {
       // Vendors take draft-07-style schemas; a $schema naming another draft is not a reason to refuse.
       const { $schema: _dialect, ...body } = schema
-      schemaChecker.compile(body)
+      // Without an $id the root is unregistered (addUsedSchema off), so a recursive `$ref: "#"` would not resolve.
+      schemaChecker.compile({ $id: LOCAL_ROOT_ID, ...body })
     } catch (error) {
       problems.push({ pointer: `${at}/input_schema`, message: `is not a valid JSON Schema: ${(error as Error).message}` })
     }

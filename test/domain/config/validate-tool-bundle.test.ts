@@ -1,0 +1,105 @@
+import { describe, expect, it } from 'vitest'
+import type { ToolDefinition } from '../../../src/domain/config/config-types.ts'
+import { validateToolBundle } from '../../../src/domain/config/validate-tool-bundle.ts'
+
+const obj = (extra: Record<string, unknown> = {}) => ({ type: 'object', ...extra })
+const def = (name: string, input_schema: Record<string, unknown> = obj()): ToolDefinition => ({ name, input_schema })
+const pointers = (bundle: ToolDefinition[]) => validateToolBundle(bundle).map((p) => p.pointer)
+
+describe('validateToolBundle', () => {
+  it('accepts a valid bundle', () => {
+    const bundle: ToolDefinition[] = [
+      {
+        name: 'search_web',
+        description: 'Search the web',
+        strict: true,
+        input_schema: obj({
+          properties: { q: { type: 'string', minLength: 1 }, filter: { $ref: '#/definitions/filter' } },
+          required: ['q'],
+          additionalProperties: false,
+          definitions: { filter: obj({ properties: { site: { type: 'string' } } }) },
+        }),
+      },
+      def('get-weather', obj({ properties: { city: { type: 'string' } } })),
+      { name: 'A1', input_schema: obj(), description: null, strict: null },
+      def('x'.repeat(64)),
+    ]
+    expect(validateToolBundle(bundle)).toEqual([])
+  })
+
+  it('accepts an empty bundle', () => {
+    expect(validateToolBundle([])).toEqual([])
+  })
+
+  it('accepts a schema naming another draft in $schema', () => {
+    expect(validateToolBundle([def('t', obj({ $schema: 'https://json-schema.org/draft/2020-12/schema' }))])).toEqual([])
+  })
+
+  it('accepts the same $id in two definitions and on a second validation', () => {
+    const bundle = [def('a', obj({ $id: 'https://example.com/args' })), def('b', obj({ $id: 'https://example.com/args' }))]
+    expect(validateToolBundle(bundle)).toEqual([])
+    expect(validateToolBundle(bundle)).toEqual([])
+  })
+
+  it('rejects duplicate names at the later definition', () => {
+    expect(pointers([def('search'), def('calc'), def('search')])).toEqual(['/definitions/2/name'])
+  })
+
+  it('reports every duplicate', () => {
+    expect(pointers([def('a'), def('a'), def('a')])).toEqual(['/definitions/1/name', '/definitions/2/name'])
+  })
+
+  it.each(['', 'has space', 'dotted.name', 'slash/name', 'ünïcode', 'x'.repeat(65)])('rejects the name %j', (name) => {
+    expect(pointers([def('ok'), def(name)])).toEqual(['/definitions/1/name'])
+  })
+
+  it.each<[string, Record<string, unknown>]>([
+    ['a string schema', { type: 'string' }],
+    ['an array schema', { type: 'array', items: { type: 'string' } }],
+    ['a schema without a type', { properties: { a: { type: 'string' } } }],
+    ['a union type', { type: ['object', 'null'] }],
+  ])('rejects %s as input_schema at /input_schema/type', (_name, schema) => {
+    expect(pointers([def('t', schema)])).toEqual(['/definitions/0/input_schema/type'])
+  })
+
+  it.each<[string, Record<string, unknown>, string]>([
+    ['an absolute URL', obj({ properties: { a: { $ref: 'https://example.com/a.json' } } }), '/definitions/0/input_schema/properties/a/$ref'],
+    ['a relative file', obj({ properties: { a: { $ref: 'other.json#/x' } } }), '/definitions/0/input_schema/properties/a/$ref'],
+    ['a ref inside an array', obj({ anyOf: [obj(), { $ref: 'urn:x' }] }), '/definitions/0/input_schema/anyOf/1/$ref'],
+    ['a ref under a key needing escape', obj({ properties: { 'a/b': { $ref: 'x.json' } } }), '/definitions/0/input_schema/properties/a~1b/$ref'],
+  ])('rejects an external $ref: %s', (_name, schema, pointer) => {
+    expect(pointers([def('t', schema)])).toEqual([pointer])
+  })
+
+  it('accepts a local $ref', () => {
+    expect(validateToolBundle([def('t', obj({ properties: { a: { $ref: '#/$defs/a' } }, $defs: { a: { type: 'string' } } }))])).toEqual([])
+  })
+
+  it.each<[string, Record<string, unknown>]>([
+    ['a recursive reference to the root', obj({ properties: { child: { $ref: '#' } } })],
+    ['a recursive reference to the root under its own $id', obj({ $id: 'https://example.com/tree', properties: { kids: { type: 'array', items: { $ref: '#' } } } })],
+    ['a recursive definition', obj({ properties: { n: { $ref: '#/$defs/n' } }, $defs: { n: obj({ properties: { next: { $ref: '#/$defs/n' } } }) } })],
+  ])('accepts %s (a valid local $ref), also when validated again', (_name, schema) => {
+    expect(validateToolBundle([def('tree', schema), def('tree2', schema)])).toEqual([])
+    expect(validateToolBundle([def('tree', schema)])).toEqual([])
+  })
+
+  it('rejects a local $ref to a missing definition as an invalid schema', () => {
+    expect(pointers([def('t', obj({ properties: { a: { $ref: '#/definitions/missing' } } }))])).toEqual(['/definitions/0/input_schema'])
+  })
+
+  it.each<[string, Record<string, unknown>]>([
+    ['an unknown type name', obj({ properties: { a: { type: 'strin' } } })],
+    ['required not an array', obj({ required: 'a' })],
+    ['a negative minLength', obj({ properties: { a: { type: 'string', minLength: -1 } } })],
+    ['properties not an object', obj({ properties: 3 })],
+  ])('rejects an invalid JSON Schema: %s', (_name, schema) => {
+    const problems = validateToolBundle([def('t', schema)])
+    expect(problems.map((p) => p.pointer)).toEqual(['/definitions/0/input_schema'])
+    expect(problems[0]!.message).toMatch(/not a valid JSON Schema/)
+  })
+
+  it('places pointers under the given base', () => {
+    expect(validateToolBundle([def('a'), def('a')], '/tools').map((p) => p.pointer)).toEqual(['/tools/1/name'])
+  })
+})
