@@ -6,11 +6,22 @@ export const HEARTBEAT_MS = 15_000
 const frame = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`
 
 /**
+ * The streams an app has open, each with the function that ends it. A stream stays open until its
+ * run ends, so closing the app must end them itself (a `preClose` hook): otherwise close() would
+ * wait on them forever and a SIGTERM would never finish.
+ */
+export type OpenStreams = Set<() => Promise<void>>
+
+export async function endOpenStreams(streams: OpenStreams): Promise<void> {
+  await Promise.all([...streams].map((end) => end()))
+}
+
+/**
  * Streams a run as server-sent events: `run`, `config_warnings`, `translation_warnings`, then the
  * run's frames as they come, one write per frame. Closing the connection only unsubscribes: the
  * run goes on, persists and settles (spec §4.2 rule 2).
  */
-export function writeRunStream(reply: FastifyReply, admission: Admission): void {
+export function writeRunStream(reply: FastifyReply, admission: Admission, streams?: OpenStreams): void {
   reply.hijack()
   const res = reply.raw
   res.writeHead(200, {
@@ -26,10 +37,28 @@ export function writeRunStream(reply: FastifyReply, admission: Admission): void 
 
   const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), HEARTBEAT_MS)
   let unsubscribe = () => {}
+  // Shutdown: the run stops with the server and is settled as interrupted by the next start
+  // (decisions §4); spec §4.2 rule 1 makes that an `error` event on an open stream.
+  const shutDown = () =>
+    new Promise<void>((resolve) => {
+      if (res.writableEnded || res.destroyed) return resolve()
+      res.write(
+        frame('error', {
+          code: 'unavailable',
+          message: 'the server is shutting down; this run stops here and is settled as interrupted',
+          details: { run_id: admission.runId },
+          hint: `read GET /api/v1/runs/${admission.runId} and the chat history later; send retry_of once the run has failed`,
+        }),
+      )
+      finish()
+      res.end(resolve)
+    })
   const finish = () => {
     clearInterval(heartbeat)
     unsubscribe()
+    streams?.delete(shutDown)
   }
+  streams?.add(shutDown)
   res.on('close', finish)
   unsubscribe = admission.channel.subscribe((f) => {
     if (res.writableEnded || res.destroyed) return

@@ -16,11 +16,17 @@ const LOREM = 'lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiu
 /** Provider options the run layer passes: whether this call retries a failed run (for /flaky). */
 export type SandboxCallOptions = { retry?: boolean }
 
+// The abort listener goes when the wait ends: one per delta would pile up on the run's signal.
 const sleep = (ms: number, signal: AbortSignal | undefined) =>
   new Promise<void>((resolve) => {
     if (ms <= 0 || signal?.aborted) return resolve()
-    const timer = setTimeout(resolve, ms)
-    signal?.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true })
+    const wake = () => {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', wake)
+      resolve()
+    }
+    const timer = setTimeout(wake, ms)
+    signal?.addEventListener('abort', wake, { once: true })
   })
 
 const failure = (modelId: string, message: string) =>

@@ -5,7 +5,7 @@ import type { TurnRequest } from '../../../../../domain/turns/submission.ts'
 import type { AppDeps } from '../../../../app-deps.ts'
 import { orgOf } from '../../../../plugins/auth.ts'
 import { prepareSubmission } from '../../../../prepare-submission.ts'
-import { writeRunStream } from '../../../../sse/write-run-stream.ts'
+import { endOpenStreams, writeRunStream, type OpenStreams } from '../../../../sse/write-run-stream.ts'
 import { ChatParams } from '../../../../schemas/chats.ts'
 import { ApiKeySecurity, errors } from '../../../../schemas/common.ts'
 import { CreateResponseRequest } from '../../../../schemas/responses.ts'
@@ -17,6 +17,9 @@ export const TURN_BODY_LIMIT = 32 * 1024 * 1024
 export const responseRoutes =
   (deps: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
+    const streams: OpenStreams = new Set()
+    app.addHook('preClose', () => endOpenStreams(streams))
+
     app.post(
       '/api/v1/chats/:chat_id/responses',
       {
@@ -55,7 +58,7 @@ export const responseRoutes =
         // A provider that fails before its first byte is an HTTP error, not a stream (spec §4.2 rule 1).
         const opening = await admission.channel.opening
         if (!opening.ok) throw opening.error
-        writeRunStream(reply, admission)
+        writeRunStream(reply, admission, streams)
         return reply
       },
     )
