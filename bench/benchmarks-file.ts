@@ -2,11 +2,12 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 
 const HEADER = `# Benchmarks
 
-Measured with \`npm run bench\` (autocannon against the real server process). Each runner in
-\`bench/\` owns one section below, between its \`<!-- bench:NAME:start -->\` and
-\`<!-- bench:NAME:end -->\` markers, and replaces only that section when it runs.
-Absolute figures depend on the machine; compare the ratios to the bare Fastify route
-measured in the same run.
+Measured with \`npm run bench\`, which runs every benchmark of \`bench/\` in turn, each in its own Node
+process (\`npm run bench -- NAME\` runs one: \`foundation\`, \`config-resolution\`, \`usage-report\`, \`turns\`).
+Each benchmark owns one section below, between its \`<!-- bench:NAME:start -->\` and
+\`<!-- bench:NAME:end -->\` markers, and replaces only that section when it runs. Every section records
+its date, Node version, machine and the exact command. Absolute figures depend on the machine (and on
+whatever else runs on it); compare the ratios to the baseline each benchmark measures in the same run.
 `
 
 /** Replaces the section `name` of the markdown file (creating the file or appending the section as needed). */

@@ -116,6 +116,11 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
       return admission?.runId === runId ? admission.channel : null
     },
 
+    /** Hydrates the chat's actor now, without a turn (warming a node, measuring an idle actor's memory). */
+    preload(chatId: string): void {
+      actorFor(chatId)
+    },
+
     evictIdle,
     get size() {
       return actors.size

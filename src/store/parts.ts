@@ -15,6 +15,9 @@ export type PartRow = {
   tokens: number
 }
 
+/** A history part as packing reads it. */
+export type PackableRow = Pick<PartRow, 'ordinal' | 'body'>
+
 export type NewMedia = {
   mime: string
   bytes: Buffer
@@ -74,12 +77,13 @@ export function createPartStore(db: Db) {
     `SELECT m.*, b.bytes FROM part_media m JOIN media_blobs b ON b.sha256 = m.sha256
      WHERE m.part_ordinal IN (SELECT value FROM json_each(?)) ORDER BY m.part_ordinal, m.position`,
   )
-  const packable = db.prepare<[{ chat: string }], PartRow>(`SELECT * FROM parts WHERE chat_id = @chat AND ${PACKABLE} ORDER BY ordinal`)
+  // Only what packing reads: every turn reads the whole history, and each column of each row costs.
+  const packable = db.prepare<[{ chat: string }], PackableRow>(`SELECT ordinal, body FROM parts WHERE chat_id = @chat AND ${PACKABLE} ORDER BY ordinal`)
   const packableTokens = db.prepare<[{ chat: string }], { tokens: number }>(
     `SELECT coalesce(sum(tokens), 0) AS tokens FROM parts WHERE chat_id = @chat AND ${PACKABLE}`,
   )
   const ofRun = db.prepare<[string], PartRow>('SELECT * FROM parts WHERE run_id = ? ORDER BY ordinal')
-  const ordinalsOf = db.prepare<[string], { ordinal: number }>('SELECT ordinal FROM parts WHERE chat_id = ? ORDER BY ordinal')
+  const ordinalsOf = db.prepare<[string], number>('SELECT ordinal FROM parts WHERE chat_id = ? ORDER BY ordinal').pluck()
 
   const append = db.transaction((chatId: string, parts: NewPart[]): PartRow[] => {
     const now = nowIso()
@@ -145,6 +149,6 @@ export function createPartStore(db: Db) {
     packableTokens: (chatId: string) => packableTokens.get({ chat: chatId })!.tokens,
     ofRun: (runId: string) => ofRun.all(runId),
     /** Every ordinal of a chat, ascending: what a manifest's packed ordinals are measured against. */
-    ordinals: (chatId: string) => ordinalsOf.all(chatId).map((r) => r.ordinal),
+    ordinals: (chatId: string) => ordinalsOf.all(chatId),
   }
 }

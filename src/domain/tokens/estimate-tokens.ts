@@ -31,8 +31,11 @@ export function estimateTokens(text: string): number {
   return counted
 }
 
-const MEMO_MIN_LENGTH = 256
-const MEMO_MAX_ENTRIES = 4096
+// Short enough that single words and deltas are counted directly; long enough that every history part
+// (a reply of a few words included) is remembered. The entry bound must hold the parts of the chats in
+// use, or a least-recently-used memo read in the same order every turn never hits.
+const MEMO_MIN_LENGTH = 32
+const MEMO_MAX_ENTRIES = 65_536
 const MEMO_MAX_CHARS = 16 * 1024 * 1024
 const memo = new Map<string, number>()
 let memoChars = 0

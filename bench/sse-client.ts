@@ -1,0 +1,97 @@
+/**
+ * The SSE client of bench/turns.ts: node:http with a keep-alive agent, frames parsed by
+ * eventsource-parser, timed from the moment the request is sent.
+ */
+import { request, type Agent } from 'node:http'
+import { createParser } from 'eventsource-parser'
+
+export type SseFrame = { event: string; data: string }
+
+export type SseOutcome = {
+  status: number
+  /** Frames by event name. */
+  counts: Record<string, number>
+  /** ms from sending the request to the first `run` frame (the stream is open), first `delta`, and the end of the body. */
+  runMs: number | null
+  firstDeltaMs: number | null
+  totalMs: number
+  terminal: 'done' | 'error' | null
+  bytes: number
+  /** Every frame, when asked for (`keep`), or the body of a non-200 answer. */
+  frames: SseFrame[]
+  body: string
+}
+
+export type SseRequest = {
+  agent: Agent
+  url: string
+  path: string
+  headers: Record<string, string>
+  body: string
+  keep?: boolean
+  timeoutMs?: number
+  /** Called as each frame arrives. */
+  onFrame?: (event: string) => void
+}
+
+export function sse(r: SseRequest): Promise<SseOutcome> {
+  const target = new URL(r.url)
+  return new Promise((resolve, reject) => {
+    const start = performance.now()
+    const out: SseOutcome = {
+      status: 0,
+      counts: {},
+      runMs: null,
+      firstDeltaMs: null,
+      totalMs: 0,
+      terminal: null,
+      bytes: 0,
+      frames: [],
+      body: '',
+    }
+    const req = request(
+      {
+        agent: r.agent,
+        host: target.hostname,
+        port: target.port,
+        method: 'POST',
+        path: r.path,
+        headers: {
+          ...r.headers,
+          accept: 'text/event-stream',
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(r.body),
+        },
+      },
+      (res) => {
+        out.status = res.statusCode ?? 0
+        res.setEncoding('utf8')
+        const parser = createParser({
+          onEvent: (message) => {
+            const event = message.event ?? 'message'
+            const at = performance.now() - start
+            out.counts[event] = (out.counts[event] ?? 0) + 1
+            if (event === 'run' && out.runMs === null) out.runMs = at
+            if (event === 'delta' && out.firstDeltaMs === null) out.firstDeltaMs = at
+            if (event === 'done' || event === 'error') out.terminal = event
+            if (r.keep) out.frames.push({ event, data: message.data })
+            r.onFrame?.(event)
+          },
+        })
+        res.on('data', (chunk: string) => {
+          out.bytes += Buffer.byteLength(chunk)
+          if (out.status === 200) parser.feed(chunk)
+          else out.body += chunk
+        })
+        res.once('end', () => {
+          out.totalMs = performance.now() - start
+          resolve(out)
+        })
+        res.once('error', reject)
+      },
+    )
+    req.setTimeout(r.timeoutMs ?? 60_000, () => req.destroy(new Error(`no answer within ${r.timeoutMs ?? 60_000} ms`)))
+    req.once('error', reject)
+    req.end(r.body)
+  })
+}
