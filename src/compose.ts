@@ -1,5 +1,6 @@
 import { hostname } from 'node:os'
 import { createChatActorHost, type ActorHostOptions } from './actors/chat-actor-host.ts'
+import { createContextHistory } from './actors/context-history.ts'
 import { createInspection } from './actors/inspection.ts'
 import { LEASE_TTL_MS, type RunDeps } from './actors/run-deps.ts'
 import type { AppDeps } from './http/app-deps.ts'
@@ -28,6 +29,7 @@ export function composeApp(c: Composition): AppDeps {
   const runDeps: RunDeps = {
     store: c.store,
     resolver: createConfigResolver(c.store),
+    history: createContextHistory(c.store),
     languageModelFor: c.languageModelFor ?? createLanguageModels(env),
     modelById: (id) => c.allModels.find((m) => m.id === id),
     now,

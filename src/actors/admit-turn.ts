@@ -80,18 +80,11 @@ export function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Submission
   ]
   const exchangeTokens = submission.input.reduce((sum, p) => sum + p.tokens, 0)
   const allowance = historyAllowance(model.context_window, budget.budget, config.estimated_tokens + exchangeTokens)
-  const historyTokens = store.parts.packableTokens(submission.chatId)
+  const history = deps.history.read(submission.chatId)
   const window = inputBudget(model.context_window, budget.budget)
-  if (allowance < 0 || historyTokens > allowance) throw contextTooLarge(window, config.estimated_tokens + exchangeTokens + historyTokens)
+  if (allowance < 0 || history.tokens > allowance) throw contextTooLarge(window, config.estimated_tokens + exchangeTokens + history.tokens)
 
-  const history = store.parts.packable(submission.chatId)
-  const media = store.parts.mediaOf(history.map((p) => p.ordinal), true)
-  const historyParts: ContextPart[] = history.map((row) => ({
-    ordinal: row.ordinal,
-    body: JSON.parse(row.body) as PartBody,
-    media: (media.get(row.ordinal) ?? []).map((m) => ({ mime: m.mime, bytes: m.bytes!, filename: m.filename })),
-  }))
-  const converted = convertToProviderPrompt(config.instructions, [...historyParts, ...newParts], model)
+  const converted = convertToProviderPrompt(config.instructions, [...history.parts, ...newParts], model)
   const estimatedInputTokens = estimatePromptTokens(converted.value, tools)
   if (estimatedInputTokens > window) throw contextTooLarge(window, estimatedInputTokens)
 
@@ -106,7 +99,7 @@ export function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Submission
       ...tombstones.map((body): NewPart => ({ body, runId, userMetadata })),
       ...submission.input.map((p): NewPart => ({ body: p.body, runId, userMetadata, tokens: p.tokens, media: p.media })),
     ])
-    const packedOrdinals = [...history.map((p) => p.ordinal), ...written.map((p) => p.ordinal)]
+    const packedOrdinals = [...history.parts.map((p) => p.ordinal), ...written.map((p) => p.ordinal)]
     const createdAt = now.toISOString()
     store.runs.insert({
       id: runId,
@@ -127,7 +120,7 @@ export function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Submission
         vendor_model_id: model.vendor_model_id,
         config_versions: config.versions,
         budget: { ...budget, input_budget: window },
-        packed_ordinals: describePackedOrdinals(packedOrdinals, store.parts.ordinals(submission.chatId)),
+        packed_ordinals: describePackedOrdinals(packedOrdinals, [...history.ordinals, ...written.map((p) => p.ordinal)]),
         estimated_input_tokens: estimatedInputTokens,
         max_tokens: maxTokens,
         reasoning_effort: effort.value,

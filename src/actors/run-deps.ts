@@ -1,5 +1,6 @@
 import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
 import type { LanguageModelFor } from '../providers/language-models.ts'
+import type { ContextHistory } from './context-history.ts'
 import type { ConfigResolver } from '../store/config-resolution.ts'
 import type { Store } from '../store/index.ts'
 
@@ -7,6 +8,8 @@ import type { Store } from '../store/index.ts'
 export type RunDeps = {
   store: Store
   resolver: ConfigResolver
+  /** The ledger as packing reads it, kept between turns. */
+  history: ContextHistory
   languageModelFor: LanguageModelFor
   /** Any catalogue model by id, active or not: runs settle even after a vendor is switched off. */
   modelById: (id: string) => CatalogueEntry | undefined

@@ -15,9 +15,6 @@ export type PartRow = {
   tokens: number
 }
 
-/** A history part as packing reads it. */
-export type PackableRow = Pick<PartRow, 'ordinal' | 'body'>
-
 export type NewMedia = {
   mime: string
   bytes: Buffer
@@ -51,10 +48,6 @@ export type PartPage = { rows: PartRow[]; hasMore: boolean }
 export const PARTS_OLDER_SQL = 'SELECT * FROM parts WHERE chat_id = ? AND ordinal < ? ORDER BY ordinal DESC LIMIT ?'
 export const PARTS_NEWER_SQL = 'SELECT * FROM parts WHERE chat_id = ? AND ordinal > ? ORDER BY ordinal ASC LIMIT ?'
 
-// A failed run's own output is never packed again (decisions §4); its input is.
-const PACKABLE = `NOT (kind IN ('message','reasoning','tool_call')
-  AND run_id IN (SELECT id FROM runs WHERE chat_id = @chat AND status = 'failed'))`
-
 export function createPartStore(db: Db) {
   const insert = db.prepare<[string, string, string | null, string, string, string, string, number], PartRow>(
     `INSERT INTO parts (id, chat_id, run_id, kind, body, user_metadata, created_at, tokens)
@@ -77,13 +70,8 @@ export function createPartStore(db: Db) {
     `SELECT m.*, b.bytes FROM part_media m JOIN media_blobs b ON b.sha256 = m.sha256
      WHERE m.part_ordinal IN (SELECT value FROM json_each(?)) ORDER BY m.part_ordinal, m.position`,
   )
-  // Only what packing reads: every turn reads the whole history, and each column of each row costs.
-  const packable = db.prepare<[{ chat: string }], PackableRow>(`SELECT ordinal, body FROM parts WHERE chat_id = @chat AND ${PACKABLE} ORDER BY ordinal`)
-  const packableTokens = db.prepare<[{ chat: string }], { tokens: number }>(
-    `SELECT coalesce(sum(tokens), 0) AS tokens FROM parts WHERE chat_id = @chat AND ${PACKABLE}`,
-  )
   const ofRun = db.prepare<[string], PartRow>('SELECT * FROM parts WHERE run_id = ? ORDER BY ordinal')
-  const ordinalsOf = db.prepare<[string], number>('SELECT ordinal FROM parts WHERE chat_id = ? ORDER BY ordinal').pluck()
+  const after = db.prepare<[string, number], PartRow>('SELECT * FROM parts WHERE chat_id = ? AND ordinal > ? ORDER BY ordinal')
 
   const append = db.transaction((chatId: string, parts: NewPart[]): PartRow[] => {
     const now = nowIso()
@@ -144,11 +132,8 @@ export function createPartStore(db: Db) {
       if (ordinals.length === 0) return new Map()
       return groupMedia((withBytes ? mediaFull : mediaStubs).all(JSON.stringify(ordinals)))
     },
-    /** Every part a later context may include, oldest first (a failed run's output excluded). */
-    packable: (chatId: string) => packable.all({ chat: chatId }),
-    packableTokens: (chatId: string) => packableTokens.get({ chat: chatId })!.tokens,
     ofRun: (runId: string) => ofRun.all(runId),
-    /** Every ordinal of a chat, ascending: what a manifest's packed ordinals are measured against. */
-    ordinals: (chatId: string) => ordinalsOf.all(chatId),
+    /** The chat's parts newer than an ordinal, oldest first. */
+    after: (chatId: string, ordinal: number) => after.all(chatId, ordinal),
   }
 }

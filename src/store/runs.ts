@@ -76,6 +76,7 @@ export function createRunStore(db: Db) {
       `SELECT * FROM runs WHERE status = 'running' AND (lease_expires_at < ? OR lease_owner = ?)`,
     )
     .safeIntegers(true)
+  const failedOfChat = db.prepare<[string], { id: string }>(`SELECT id FROM runs WHERE chat_id = ? AND status = 'failed'`)
   const unsettled = db
     .prepare<[], RunRow>(`SELECT * FROM runs WHERE status <> 'running' AND settled_at IS NULL`)
     .safeIntegers(true)
@@ -94,5 +95,6 @@ export function createRunStore(db: Db) {
     /** Running runs nobody can be streaming: an expired lease, or a lease of this node's previous life. */
     abandoned: (now: string, previousSelf: string) => abandoned.all(now, previousSelf),
     unsettled: () => unsettled.all(),
+    failedRunIds: (chatId: string) => failedOfChat.all(chatId).map((r) => r.id),
   }
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createChatActorHost, type ChatActorHost } from '../../src/actors/chat-actor-host.ts'
+import { createContextHistory } from '../../src/actors/context-history.ts'
 import { LEASE_TTL_MS, type RunDeps } from '../../src/actors/run-deps.ts'
 import type { Admission } from '../../src/actors/turn-types.ts'
 import { RunInProgressError } from '../../src/domain/errors.ts'
@@ -37,6 +38,7 @@ function deps(nodeId = NODE): RunDeps {
     now: () => new Date(Date.now() + offset),
     nodeId,
     leaseTtlMs: LEASE_TTL_MS,
+    history: createContextHistory(temp.store),
   }
 }
 
