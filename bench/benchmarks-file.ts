@@ -6,7 +6,7 @@ Measured with \`npm run bench\`, which runs every benchmark of \`bench/\` in tur
 process (\`npm run bench -- NAME\` runs one: \`foundation\`, \`config-resolution\`, \`usage-report\`, \`turns\`).
 Each benchmark owns one section below, between its \`<!-- bench:NAME:start -->\` and
 \`<!-- bench:NAME:end -->\` markers, and replaces only that section when it runs. Every section records
-its date, Node version, machine and the exact command. Absolute figures depend on the machine (and on
+its date, commit, Node version, machine and the exact command. Absolute figures depend on the machine (and on
 whatever else runs on it); compare the ratios to the baseline each benchmark measures in the same run.
 `
 

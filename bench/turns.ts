@@ -483,7 +483,7 @@ async function main(): Promise<void> {
     '  Parley\'s whole turn ends as its first delta arrives: the sandbox answers at once, so all frames reach the client together.',
     `- History: the same turn on a chat with ${fmt(LONG_HISTORY_TURNS)} prior turns (${fmt(2 * LONG_HISTORY_TURNS)} parts, seeded through the store) takes ` +
       `${ms(longCase.p50)} to its first delta against ${ms(shortCase.p50)} on short chats (p50),`,
-    `  ${fmt(((longCase.p50 - shortCase.p50) / LONG_HISTORY_TURNS) * 1000, 1)} µs more per prior turn: every turn reads, parses and re-estimates the whole history (packing, for now).`,
+    `  ${fmt(((longCase.p50 - shortCase.p50) / LONG_HISTORY_TURNS) * 1000, 1)} µs more per prior turn: every turn packs the whole history into the prompt and estimates its tokens (packing, for now).`,
     '',
     '### Memory',
     '',
