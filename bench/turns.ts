@@ -296,15 +296,16 @@ async function main(): Promise<void> {
   const longChat = chats(1, 'bench/long')[0]!
   const lorem = 'lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore et dolore magna aliqua'.split(' ')
   const answer = Array.from({ length: DELTAS }, (_, i) => lorem[i % lorem.length]).join(' ')
-  const pair: PartBody[] = [
-    { type: 'prompt', text: `/long ${DELTAS}` },
-    { type: 'message', text: answer },
+  // Every prior turn's texts differ (no cache or memo gets them for free), each like a real turn's.
+  const pair = (turn: number): PartBody[] => [
+    { type: 'prompt', text: `/long ${DELTAS}\nturn ${turn}` },
+    { type: 'message', text: `${turn}: ${answer}` },
   ]
   db.transaction(() => {
     for (let i = 0; i < LONG_HISTORY_TURNS; i += 100) {
       store.parts.append(
         longChat,
-        Array.from({ length: 100 }, () => pair.map((body) => ({ body, tokens: estimatePartTokens(body) }))).flat(),
+        Array.from({ length: 100 }, (_, j) => pair(i + j).map((body) => ({ body, tokens: estimatePartTokens(body) }))).flat(),
       )
     }
   })()
