@@ -56,8 +56,13 @@ export function commitLine(): string {
   try {
     const git = (...args: string[]) => execFileSync('git', args, { cwd: REPO_ROOT, encoding: 'utf8' }).trim()
     const head = git('rev-parse', '--short', 'HEAD')
-    const dirty = git('status', '--porcelain', '--', 'src', 'machines', 'catalogue', 'bench') !== ''
-    return dirty ? `${head}, with uncommitted changes in src/, machines/, catalogue/ or bench/` : head
+    const dirty = git('status', '--porcelain', '--', 'src', 'machines', 'catalogue', 'bench')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => line.slice(3))
+    if (dirty.length === 0) return head
+    const listed = dirty.slice(0, 5).join(', ') + (dirty.length > 5 ? ` and ${dirty.length - 5} more` : '')
+    return `${head}, with uncommitted changes: ${listed}`
   } catch {
     return 'unknown (no git)'
   }
