@@ -54,8 +54,9 @@ export const nowStamp = () => new Date().toISOString().replace(/\.\d+Z$/, 'Z')
 /** The commit measured, and whether the code under measurement differed from it. */
 export function commitLine(): string {
   try {
-    const git = (...args: string[]) => execFileSync('git', args, { cwd: REPO_ROOT, encoding: 'utf8' }).trim()
-    const head = git('rev-parse', '--short', 'HEAD')
+    const git = (...args: string[]) => execFileSync('git', args, { cwd: REPO_ROOT, encoding: 'utf8' })
+    const head = git('rev-parse', '--short', 'HEAD').trim()
+    // Porcelain lines are "XY path": two status columns and a space, so no trimming before slicing.
     const dirty = git('status', '--porcelain', '--', 'src', 'machines', 'catalogue', 'bench')
       .split('\n')
       .filter(Boolean)
