@@ -47,10 +47,6 @@ export class RunChannel {
     this.resolveSettled()
   }
 
-  get isEnded(): boolean {
-    return this.ended
-  }
-
   /** Replays the frames so far, then follows live ones; returns the unsubscribe function. */
   subscribe(listener: (frame: RunFrame) => void): () => void {
     for (const frame of this.frames) listener(frame)

@@ -77,9 +77,6 @@ export function createRunStore(db: Db) {
     )
     .safeIntegers(true)
   const failedOfChat = db.prepare<[string], { id: string }>(`SELECT id FROM runs WHERE chat_id = ? AND status = 'failed'`)
-  const unsettled = db
-    .prepare<[], RunRow>(`SELECT * FROM runs WHERE status <> 'running' AND settled_at IS NULL`)
-    .safeIntegers(true)
 
   return {
     insert: (run: NewRun) => insert.run({ ...run, manifest: JSON.stringify(run.manifest) }),
@@ -94,7 +91,6 @@ export function createRunStore(db: Db) {
     renewLeases: (owner: string, expiresAt: string) => renew.run(expiresAt, owner).changes,
     /** Running runs nobody can be streaming: an expired lease, or a lease of this node's previous life. */
     abandoned: (now: string, previousSelf: string) => abandoned.all(now, previousSelf),
-    unsettled: () => unsettled.all(),
     failedRunIds: (chatId: string) => failedOfChat.all(chatId).map((r) => r.id),
   }
 }
