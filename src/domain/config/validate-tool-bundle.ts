@@ -13,14 +13,25 @@ const LOCAL_ROOT_ID = 'urn:parley:tool-input-schema'
 
 const escapeToken = (token: string) => token.replace(/~/g, '~0').replace(/\//g, '~1')
 
-function externalRefs(node: unknown, pointer: string, found: string[]): string[] {
+// Keywords whose values are instance data, not schemas: a "$ref" inside them is just data.
+const DATA_KEYWORDS = new Set(['default', 'const', 'enum', 'examples', 'example'])
+
+// Keywords whose values map names to schemas: there a key called "default" names a property.
+const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas'])
+
+function externalRefs(node: unknown, pointer: string, found: string[], keysAreNames = false): string[] {
   if (Array.isArray(node)) {
     node.forEach((child, i) => externalRefs(child, `${pointer}/${i}`, found))
   } else if (node !== null && typeof node === 'object') {
     for (const [key, value] of Object.entries(node)) {
+      if (keysAreNames) {
+        externalRefs(value, `${pointer}/${escapeToken(key)}`, found)
+        continue
+      }
       const at = `${pointer}/${escapeToken(key)}`
-      if (key === '$ref' && typeof value === 'string' && !value.startsWith('#')) found.push(at)
-      else externalRefs(value, at, found)
+      // "" and "#…" point into the schema itself; anything else needs a document we will not fetch.
+      if (key === '$ref' && typeof value === 'string' && value !== '' && !value.startsWith('#')) found.push(at)
+      else if (!DATA_KEYWORDS.has(key)) externalRefs(value, at, found, SCHEMA_MAPS.has(key))
     }
   }
   return found

@@ -71,6 +71,24 @@ describe('validateToolBundle', () => {
     expect(pointers([def('t', schema)])).toEqual([pointer])
   })
 
+  it('reads a "$ref" inside default, const, enum or examples as data, not as a reference', () => {
+    const schema = obj({
+      properties: {
+        link: { type: 'object', default: { $ref: 'https://example.com/a' }, examples: [{ $ref: 'b.json' }] },
+        kind: { const: { $ref: 'c.json' } },
+        pick: { enum: [{ $ref: 'd.json' }] },
+      },
+    })
+    expect(validateToolBundle([def('t', schema)])).toEqual([])
+  })
+
+  it('still finds an external $ref in a property that happens to be named default', () => {
+    const problems = validateToolBundle([def('t', obj({ properties: { default: { $ref: 'https://example.com/x' } } }))])
+    expect(problems).toEqual([
+      { pointer: '/definitions/0/input_schema/properties/default/$ref', message: 'external schema references are not supported' },
+    ])
+  })
+
   it('accepts a local $ref', () => {
     expect(validateToolBundle([def('t', obj({ properties: { a: { $ref: '#/$defs/a' } }, $defs: { a: { type: 'string' } } }))])).toEqual([])
   })
