@@ -24,16 +24,12 @@ export async function finishRun(deps: RunDeps, admission: Admission, result: Run
       usage: result.usage,
       latencyMs: result.latencyMs,
       providerResponseId: result.providerResponseId,
+      // Cancels say nothing about the provider's health; everything else is a sample, written with the settlement.
+      sample:
+        result.status === 'cancelled'
+          ? undefined
+          : { startedAt: new Date(admission.startedAtMs).toISOString(), firstDeltaMs: result.firstDeltaMs },
     })
-    // Cancels say nothing about the provider's health; everything else is a sample.
-    if (result.status !== 'cancelled') {
-      deps.store.providerCalls.record({
-        modelId: admission.model.id,
-        startedAt: new Date(admission.startedAtMs).toISOString(),
-        succeeded: result.status === 'succeeded',
-        firstDeltaMs: result.firstDeltaMs,
-      })
-    }
     if (result.status === 'succeeded') {
       channel.end('done', {
         compaction: null,

@@ -19,6 +19,8 @@ export type Settlement = {
   usage: Usage
   latencyMs: number | null
   providerResponseId: string | null
+  /** The provider call as a catalogue statistic; absent when it says nothing of the provider (a cancel). */
+  sample?: { startedAt: string; firstDeltaMs: number | null }
 }
 
 /**
@@ -54,6 +56,9 @@ export function settleRun(deps: RunDeps, s: Settlement): string | null {
       occurredAt: now,
     })
     store.runs.settle(s.runId, moneyToUnits(cost), now)
+    if (s.sample) {
+      store.providerCalls.record({ modelId: s.model.id, startedAt: s.sample.startedAt, succeeded: s.status === 'succeeded', firstDeltaMs: s.sample.firstDeltaMs })
+    }
     return cost
   })
   return settle.immediate()

@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto'
 import type { PartBody, PartKind } from '../domain/parts.ts'
+import type { DecodedMedia } from '../domain/turns/submission.ts'
 import type { Db } from './database.ts'
 import { nowIso } from './database.ts'
 
@@ -15,14 +16,8 @@ export type PartRow = {
   tokens: number
 }
 
-export type NewMedia = {
-  mime: string
-  bytes: Buffer
-  filename: string | null
-  width: number | null
-  height: number | null
-  page_count: number | null
-}
+/** An attachment to store: the decoded submission, as the domain describes it. */
+export type NewMedia = DecodedMedia
 
 export type MediaRow = {
   media_id: string
