@@ -16,10 +16,12 @@ import { customerCost } from '../domain/pricing/customer-cost.ts'
 import { ZERO_USAGE } from '../domain/pricing/usage.ts'
 import { closePendingCalls, type PendingCall } from '../domain/turns/close-pending-calls.ts'
 import { coerceReasoningEffort, type TranslationWarning } from '../domain/turns/coerce-reasoning-effort.ts'
+import { saturatingAdd } from '../domain/tokens/estimate-tokens.ts'
 import type { ContextPart } from '../providers/context-part.ts'
-import { convertToProviderPrompt } from '../providers/convert-to-provider-prompt.ts'
-import { estimatePromptTokens } from '../providers/estimate-prompt-tokens.ts'
+import { extendConversion, promptOf } from '../providers/convert-to-provider-prompt.ts'
+import { rememberPromptEstimate } from '../providers/estimate-prompt-tokens.ts'
 import type { NewPart } from '../store/parts.ts'
+import type { ResolvedConfiguration } from '../store/config-resolution.ts'
 import type { RunStatus } from '../store/runs.ts'
 import { RunChannel } from './run-channel.ts'
 import type { RunDeps } from './run-deps.ts'
@@ -33,10 +35,10 @@ export type ChatFacts = {
 
 /**
  * Decides whether a turn may run and, if so, writes it: tombstones for unanswered calls, the input
- * parts, the run and the idempotency key, in one transaction, before any byte is streamed.
- * Throws the domain error that refuses it; a refusal writes nothing.
+ * parts, the run and the idempotency key, in one transaction, committed before it resolves, so
+ * before any byte is streamed. Rejects with the domain error that refuses it; a refusal writes nothing.
  */
-export function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Submission): Admission {
+export async function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Submission): Promise<Admission> {
   const { store } = deps
   const { request, model, orgId } = submission
   const now = deps.now()
@@ -65,13 +67,7 @@ export function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Submission
   // Configuration and budget in force now (a retry uses current configuration too).
   const config = deps.resolver.resolveConfig(orgId, submission.namespace, request.tools ?? null)
   const budget = deps.resolver.resolveBudget(orgId, submission.namespace, model.id)
-  const tools: LanguageModelV3FunctionTool[] = config.tools.map((t) => ({
-    type: 'function',
-    name: t.name,
-    inputSchema: t.input_schema as LanguageModelV3FunctionTool['inputSchema'],
-    ...(t.description ? { description: t.description } : {}),
-    ...(t.strict === true || t.strict === false ? { strict: t.strict } : {}),
-  }))
+  const tools = providerToolsOf(config)
 
   // Packing: for now the whole history when it fits (retention and compaction replace this step).
   const newParts: ContextPart[] = [
@@ -84,8 +80,12 @@ export function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Submission
   const window = inputBudget(model.context_window, budget.budget)
   if (allowance < 0 || history.tokens > allowance) throw contextTooLarge(window, config.estimated_tokens + exchangeTokens + history.tokens)
 
-  const converted = convertToProviderPrompt(config.instructions, [...history.parts, ...newParts], model)
-  const estimatedInputTokens = estimatePromptTokens(converted.value, tools)
+  // The history's conversion is kept between turns; only this turn's parts are converted here.
+  const converted = extendConversion(deps.history.convert(submission.chatId, history, model), newParts, model)
+  const prompt = promptOf(config.instructions, converted)
+  // config.estimated_tokens counts the instructions and tools as estimatePromptTokens does.
+  const estimatedInputTokens = saturatingAdd(config.estimated_tokens, converted.tokens)
+  rememberPromptEstimate(prompt, tools, estimatedInputTokens)
   if (estimatedInputTokens > window) throw contextTooLarge(window, estimatedInputTokens)
 
   const effort = coerceReasoningEffort(request.reasoning_effort, model)
@@ -94,12 +94,19 @@ export function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Submission
   const maxTokens = affordableMaxTokens(deps, submission, estimatedInputTokens, markupPercent, translationWarnings)
 
   const runId = submission.runId
-  const commit = store.db.transaction(() => {
+  await store.writes.write(() => {
+    // Checked again where it is written: another chat's turn may have taken the key since.
+    if (request.idempotency_key) {
+      const earlier = store.idempotencyKeys.runOf(orgId, request.idempotency_key, now)
+      if (earlier) throw new IdempotencyKeyReusedError(earlier)
+    }
     const written = store.parts.append(submission.chatId, [
       ...tombstones.map((body): NewPart => ({ body, runId, userMetadata })),
       ...submission.input.map((p): NewPart => ({ body: p.body, runId, userMetadata, tokens: p.tokens, media: p.media })),
     ])
-    const packedOrdinals = [...history.parts.map((p) => p.ordinal), ...written.map((p) => p.ordinal)]
+    const packedCount = history.parts.length + written.length
+    const firstPacked = history.parts[0]?.ordinal ?? written[0]?.ordinal ?? null
+    const lastPacked = written.at(-1)?.ordinal ?? history.parts.at(-1)?.ordinal ?? null
     const createdAt = now.toISOString()
     store.runs.insert({
       id: runId,
@@ -120,7 +127,7 @@ export function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Submission
         vendor_model_id: model.vendor_model_id,
         config_versions: config.versions,
         budget: { ...budget, input_budget: window },
-        packed_ordinals: describePackedOrdinals(packedOrdinals, [...history.ordinals, ...written.map((p) => p.ordinal)]),
+        packed_ordinals: describePackedOrdinals(packedCount, firstPacked, lastPacked, history.leftOut),
         estimated_input_tokens: estimatedInputTokens,
         max_tokens: maxTokens,
         reasoning_effort: effort.value,
@@ -131,7 +138,6 @@ export function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Submission
     })
     if (request.idempotency_key) store.idempotencyKeys.record(orgId, request.idempotency_key, runId, now)
   })
-  commit.immediate()
 
   return {
     runId,
@@ -144,7 +150,7 @@ export function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Submission
     closedToolCalls: closures.map((c) => c.tool_use_id),
     configWarnings: [...config.warnings, ...budget.warnings],
     translationWarnings,
-    prompt: converted.value,
+    prompt,
     tools,
     maxTokens,
     reasoningEffort: effort.value,
@@ -155,6 +161,23 @@ export function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Submission
     startedAtMs: Date.now(),
     createdAt: now.toISOString(),
   }
+}
+
+// Resolved configurations are shared between turns until configuration changes; so are their tools.
+const providerTools = new WeakMap<ResolvedConfiguration, LanguageModelV3FunctionTool[]>()
+function providerToolsOf(config: ResolvedConfiguration): LanguageModelV3FunctionTool[] {
+  let tools = providerTools.get(config)
+  if (!tools) {
+    tools = config.tools.map((t) => ({
+      type: 'function',
+      name: t.name,
+      inputSchema: t.input_schema as LanguageModelV3FunctionTool['inputSchema'],
+      ...(t.description ? { description: t.description } : {}),
+      ...(t.strict === true || t.strict === false ? { strict: t.strict } : {}),
+    }))
+    providerTools.set(config, tools)
+  }
+  return tools
 }
 
 function checkRetry(deps: RunDeps, chat: ChatFacts, submission: Submission, retryOf: string): void {

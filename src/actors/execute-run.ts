@@ -31,25 +31,26 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
   const pending: PendingToolCall[] = []
   const open = new Map<string, OpenBlock>()
 
-  const persist = (body: PartBody) =>
-    deps.store.parts.append(admission.chatId, [
-      { body, runId: admission.runId, userMetadata: admission.userMetadata, tokens: estimatePartTokens(body) },
-    ])
+  // `block_stop` is sent once the block's part is committed: a closed block on the wire is in the ledger.
+  const persist = async (body: PartBody) => {
+    const part = { body, runId: admission.runId, userMetadata: admission.userMetadata, tokens: estimatePartTokens(body) }
+    await deps.store.writes.write(() => deps.store.parts.append(admission.chatId, [part]))
+  }
 
-  const closeBlock = (block: OpenBlock) => {
+  const closeBlock = async (block: OpenBlock) => {
     open.delete(block.id)
     switch (block.kind) {
       case 'text':
-        persist({ type: 'message', text: block.text })
+        await persist({ type: 'message', text: block.text })
         break
       case 'refusal':
-        persist({ type: 'message', text: '', refusal: block.text })
+        await persist({ type: 'message', text: '', refusal: block.text })
         break
       case 'reasoning':
-        persist({ type: 'reasoning', text: block.text })
+        await persist({ type: 'reasoning', text: block.text })
         break
       case 'tool_call':
-        persist({ type: 'tool_call', arguments: block.text, tool_name: block.toolName, tool_use_id: block.id })
+        await persist({ type: 'tool_call', arguments: block.text, tool_name: block.toolName, tool_use_id: block.id })
         pending.push({ tool_name: block.toolName, tool_use_id: block.id })
         break
       default: {
@@ -74,9 +75,9 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
     channel.push('delta', { kind: block.kind === 'tool_call' ? 'tool_input' : block.kind, text })
   }
 
-  const result = (status: RunResult['status'], error: RunResult['error'], streamOpened: boolean): RunResult => {
+  const result = async (status: RunResult['status'], error: RunResult['error'], streamOpened: boolean): Promise<RunResult> => {
     // Whatever was open when the stream ended is kept: the customer saw it streamed.
-    for (const block of [...open.values()]) if (block.text !== '') closeBlock(block)
+    for (const block of [...open.values()]) if (block.text !== '') await closeBlock(block)
     return {
       status,
       stopReason: status === 'succeeded' ? stopReason ?? 'end_turn' : stopReason,
@@ -144,7 +145,7 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
         case 'text-end':
         case 'reasoning-end': {
           const block = open.get(part.id)
-          if (block) closeBlock(block)
+          if (block) await closeBlock(block)
           break
         }
         case 'tool-input-end':
@@ -155,7 +156,7 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
           if (!open.has(block.id)) startBlock(block)
           if (block.text === '') delta(block.id, part.input)
           else block.text = part.input
-          closeBlock(block)
+          await closeBlock(block)
           break
         }
         case 'finish':

@@ -10,7 +10,8 @@ import { settleRun } from './settle-run.ts'
 export async function finishRun(deps: RunDeps, admission: Admission, result: RunResult): Promise<{ cost: string | null }> {
   const { channel } = admission
   try {
-    const cost = settleRun(deps, {
+    // Group-committed with other turns' writes; `done` goes out only after the commit.
+    const cost = await deps.store.writes.write(() => settleRun(deps, {
       runId: admission.runId,
       orgId: admission.orgId,
       chatId: admission.chatId,
@@ -29,7 +30,7 @@ export async function finishRun(deps: RunDeps, admission: Admission, result: Run
         result.status === 'cancelled'
           ? undefined
           : { startedAt: new Date(admission.startedAtMs).toISOString(), firstDeltaMs: result.firstDeltaMs },
-    })
+    }))
     if (result.status === 'succeeded') {
       channel.end('done', {
         compaction: null,

@@ -1,5 +1,4 @@
 import { imageSize } from 'image-size'
-import { randomUUID } from 'node:crypto'
 import type { Submission, PreparedPart } from '../actors/turn-types.ts'
 import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
 import { validateToolBundle } from '../domain/config/validate-tool-bundle.ts'
@@ -10,6 +9,7 @@ import { checkAttachments, decodeBase64Strict, type AttachmentToCheck } from '..
 import type { DecodedMedia, SubmittedMedia, TurnRequest } from '../domain/turns/submission.ts'
 import { applyToolResultHygiene } from '../domain/turns/tool-result-hygiene.ts'
 import { checkUserMetadata } from '../domain/user-metadata.ts'
+import { newId } from '../domain/new-id.ts'
 
 function decodeMedia(media: SubmittedMedia, pointer: string, problems: Problem[]): DecodedMedia | null {
   const bytes = decodeBase64Strict(media.data_base64)
@@ -85,5 +85,5 @@ export function prepareSubmission(
   if (unsupported.length > 0) {
     throw new UnsupportedAttachmentError(unsupported[0]!.message, { problems: unsupported }, 'see the model\'s media capabilities in GET /api/v1/models')
   }
-  return { ...context, runId: randomUUID(), request, model, input }
+  return { ...context, runId: newId(), request, model, input }
 }

@@ -7,9 +7,28 @@ import type {
 } from '@ai-sdk/provider'
 import type { CatalogueEntry, MediaPolicy } from '../domain/catalogue/catalogue-entry.ts'
 import type { TranslationWarning } from '../domain/turns/coerce-reasoning-effort.ts'
+import { TOKEN_ESTIMATE_MAX } from '../domain/tokens/estimate-tokens.ts'
 import type { ContextPart } from './context-part.ts'
+import { estimateContentTokens } from './estimate-prompt-tokens.ts'
 
 type Media = ContextPart['media'][number]
+type NonSystemMessage = Exclude<LanguageModelV3Message, { role: 'system' }>
+
+/**
+ * Parts converted so far, without the system message. Never mutated once returned: a later turn
+ * extends it into a new value that shares its messages, so converting a chat's history costs only
+ * its new parts.
+ */
+export type Conversion = {
+  readonly messages: readonly NonSystemMessage[]
+  /** Tool calls in the messages: a result whose call is not among them is left out. */
+  readonly calledIds: ReadonlySet<string>
+  readonly warnings: readonly TranslationWarning[]
+  /** The messages' estimated tokens, by estimatePromptTokens's rules. */
+  readonly tokens: number
+}
+
+export const EMPTY_CONVERSION: Conversion = { messages: [], calledIds: new Set(), warnings: [], tokens: 0 }
 
 /** Untrusted tool output is fenced so the model reads it as data, never as instructions (decisions §4). */
 export function fenceUntrusted(text: string): string {
@@ -35,27 +54,57 @@ export function convertToProviderPrompt(
   parts: ContextPart[],
   model: Pick<CatalogueEntry, 'media'>,
 ): { value: LanguageModelV3Prompt; warnings: TranslationWarning[] } {
-  const warnings: TranslationWarning[] = []
-  const prompt: LanguageModelV3Message[] = instructions === null ? [] : [{ role: 'system', content: instructions }]
-  const calledIds = new Set(parts.flatMap((p) => (p.body.type === 'tool_call' ? [p.body.tool_use_id] : [])))
+  const conversion = extendConversion(EMPTY_CONVERSION, parts, model)
+  return { value: promptOf(instructions, conversion), warnings: [...conversion.warnings] }
+}
+
+/** The prompt a provider is sent: the instructions, then the converted messages. */
+export function promptOf(instructions: string | null, conversion: Conversion): LanguageModelV3Prompt {
+  return instructions === null ? [...conversion.messages] : [{ role: 'system', content: instructions }, ...conversion.messages]
+}
+
+/**
+ * `previous` followed by `parts` (which come after every part it holds, in ledger order). Pure:
+ * `previous` is left as it was, its messages shared rather than copied.
+ */
+export function extendConversion(previous: Conversion, parts: readonly ContextPart[], model: Pick<CatalogueEntry, 'media'>): Conversion {
+  if (parts.length === 0) return previous
+  const messages = previous.messages.slice()
+  const warnings = previous.warnings.slice()
+  let calledIds = previous.calledIds
+  let tokens = previous.tokens
 
   const attachmentsFor = (part: ContextPart, policy: MediaPolicy) =>
     part.media.map((media): LanguageModelV3TextPart | LanguageModelV3FilePart => {
       const refusal = accepts(policy, media)
       if (refusal === null) {
-        return { type: 'file', mediaType: media.mime, data: new Uint8Array(media.bytes), ...(media.filename ? { filename: media.filename } : {}) }
+        // A view, not a copy: conversions are kept between turns.
+        return { type: 'file', mediaType: media.mime, data: new Uint8Array(media.bytes.buffer, media.bytes.byteOffset, media.bytes.length), ...(media.filename ? { filename: media.filename } : {}) }
       }
       warnings.push({ code: 'attachment_replaced_by_marker', message: refusal, details: { ordinal: part.ordinal, mime: media.mime } })
       return { type: 'text', text: marker(media, refusal) }
     })
 
-  const last = () => prompt.at(-1)
+  const count = (content: readonly Parameters<typeof estimateContentTokens>[0][]) => {
+    for (const item of content) tokens = Math.min(TOKEN_ESTIMATE_MAX, tokens + estimateContentTokens(item))
+  }
+
+  // Messages are shared with earlier conversions: a message that grows is replaced, never changed.
+  const appendTo = <M extends NonSystemMessage>(role: M['role'], item: M['content'][number]) => {
+    count([item])
+    const last = messages.at(-1)
+    if (last?.role === role) messages[messages.length - 1] = { ...last, content: [...last.content, item] } as M
+    else messages.push({ role, content: [item] } as M)
+  }
+
   for (const part of parts) {
     const body = part.body
     switch (body.type) {
       case 'prompt': {
         const content = [...(body.text ? [{ type: 'text' as const, text: body.text }] : []), ...attachmentsFor(part, model.media.user)]
-        prompt.push({ role: 'user', content: content.length > 0 ? content : [{ type: 'text', text: '' }] })
+        const message: NonSystemMessage = { role: 'user', content: content.length > 0 ? content : [{ type: 'text', text: '' }] }
+        count(message.content as LanguageModelV3TextPart[])
+        messages.push(message)
         break
       }
       case 'tool_result': {
@@ -83,31 +132,25 @@ export function convertToProviderPrompt(
             : body.is_error || body.tombstone_reason
               ? { type: 'error-text', value: text }
               : { type: 'text', value: text }
-        const resultPart = { type: 'tool-result' as const, toolCallId: body.tool_use_id, toolName: body.tool_name, output }
-        const previous = last()
-        if (previous?.role === 'tool') previous.content.push(resultPart)
-        else prompt.push({ role: 'tool', content: [resultPart] })
+        appendTo('tool', { type: 'tool-result', toolCallId: body.tool_use_id, toolName: body.tool_name, output })
         break
       }
       case 'message':
-      case 'reasoning':
-      case 'tool_call': {
-        const content =
-          body.type === 'message'
-            ? { type: 'text' as const, text: body.refusal ?? body.text }
-            : body.type === 'reasoning'
-              ? { type: 'reasoning' as const, text: body.text }
-              : { type: 'tool-call' as const, toolCallId: body.tool_use_id, toolName: body.tool_name, input: body.arguments }
-        const previous = last()
-        if (previous?.role === 'assistant') previous.content.push(content)
-        else prompt.push({ role: 'assistant', content: [content] })
+        appendTo('assistant', { type: 'text', text: body.refusal ?? body.text })
         break
-      }
+      case 'reasoning':
+        appendTo('assistant', { type: 'reasoning', text: body.text })
+        break
+      case 'tool_call':
+        if (calledIds === previous.calledIds) calledIds = new Set(previous.calledIds)
+        ;(calledIds as Set<string>).add(body.tool_use_id)
+        appendTo('assistant', { type: 'tool-call', toolCallId: body.tool_use_id, toolName: body.tool_name, input: body.arguments })
+        break
       default: {
         const unknown: never = body
         throw new Error(`unknown part ${JSON.stringify(unknown)}`)
       }
     }
   }
-  return { value: prompt, warnings }
+  return { messages, calledIds, warnings, tokens }
 }

@@ -1,8 +1,14 @@
-import type { LanguageModelV3FunctionTool, LanguageModelV3Prompt } from '@ai-sdk/provider'
+import type {
+  LanguageModelV3FunctionTool,
+  LanguageModelV3Message,
+  LanguageModelV3Prompt,
+} from '@ai-sdk/provider'
 import { imageSize } from 'image-size'
 import { estimateMediaTokens } from '../domain/context/estimate-part-tokens.ts'
 import { estimateToolTokens } from '../domain/tokens/estimate-tool-tokens.ts'
 import { estimateTokens, saturatingAdd } from '../domain/tokens/estimate-tokens.ts'
+
+type ContentItem = Exclude<LanguageModelV3Message, { role: 'system' }>['content'][number]
 
 function dimensionsOf(bytes: Uint8Array, mime: string): { width: number | null; height: number | null } {
   if (!mime.startsWith('image/')) return { width: null, height: null }
@@ -19,47 +25,59 @@ export function estimateFileTokens(mime: string, data: unknown): number {
   return estimateMediaTokens({ mime, byte_len: bytes.length, page_count: null, ...dimensionsOf(bytes, mime) })
 }
 
+/** One content item of a user, assistant or tool message. */
+export function estimateContentTokens(item: ContentItem): number {
+  switch (item.type) {
+    case 'text':
+    case 'reasoning':
+      return estimateTokens(item.text)
+    case 'file':
+      return estimateFileTokens(item.mediaType, item.data)
+    case 'tool-call':
+      return saturatingAdd(estimateTokens(item.toolName), estimateTokens(typeof item.input === 'string' ? item.input : JSON.stringify(item.input)))
+    case 'tool-result': {
+      const output = item.output
+      let outputTokens: number
+      if (output.type === 'text' || output.type === 'error-text') outputTokens = estimateTokens(output.value)
+      else if (output.type === 'content') {
+        outputTokens = saturatingAdd(
+          ...output.value.map((v) => (v.type === 'text' ? estimateTokens(v.text) : v.type === 'file-data' ? estimateFileTokens(v.mediaType, v.data) : 0)),
+        )
+      } else outputTokens = estimateTokens(JSON.stringify(output))
+      return saturatingAdd(estimateTokens(item.toolName), outputTokens)
+    }
+    default:
+      return 0
+  }
+}
+
+export function estimateToolsTokens(tools: readonly LanguageModelV3FunctionTool[]): number {
+  return saturatingAdd(
+    ...tools.map((t) => estimateToolTokens({ name: t.name, description: t.description ?? null, input_schema: t.inputSchema as Record<string, unknown> })),
+  )
+}
+
+/** Estimates already made for a prompt object, so its provider call does not count it again. */
+const known = new WeakMap<LanguageModelV3Prompt, { tools: readonly LanguageModelV3FunctionTool[]; tokens: number }>()
+const sameTools = (a: readonly LanguageModelV3FunctionTool[], b: readonly LanguageModelV3FunctionTool[]) =>
+  a.length === b.length && a.every((t, i) => t === b[i])
+
+/** Records that `prompt` with `tools` estimates at `tokens` (packing computed it incrementally). */
+export function rememberPromptEstimate(prompt: LanguageModelV3Prompt, tools: readonly LanguageModelV3FunctionTool[], tokens: number): void {
+  known.set(prompt, { tools, tokens })
+}
+
 /**
  * The input tokens of a provider call by the project's one estimator: what packing budgets and
  * what the sandbox reports as usage, computed from the same prompt.
  */
-export function estimatePromptTokens(prompt: LanguageModelV3Prompt, tools: LanguageModelV3FunctionTool[] = []): number {
-  const counts: number[] = tools.map((t) =>
-    estimateToolTokens({ name: t.name, description: t.description ?? null, input_schema: t.inputSchema as Record<string, unknown> }),
-  )
+export function estimatePromptTokens(prompt: LanguageModelV3Prompt, tools: readonly LanguageModelV3FunctionTool[] = []): number {
+  const remembered = known.get(prompt)
+  if (remembered && sameTools(remembered.tools, tools)) return remembered.tokens
+  let tokens = estimateToolsTokens(tools)
   for (const message of prompt) {
-    if (message.role === 'system') {
-      counts.push(estimateTokens(message.content))
-      continue
-    }
-    for (const part of message.content) {
-      switch (part.type) {
-        case 'text':
-        case 'reasoning':
-          counts.push(estimateTokens(part.text))
-          break
-        case 'file':
-          counts.push(estimateFileTokens(part.mediaType, part.data))
-          break
-        case 'tool-call':
-          counts.push(estimateTokens(part.toolName), estimateTokens(typeof part.input === 'string' ? part.input : JSON.stringify(part.input)))
-          break
-        case 'tool-result': {
-          counts.push(estimateTokens(part.toolName))
-          const output = part.output
-          if (output.type === 'text' || output.type === 'error-text') counts.push(estimateTokens(output.value))
-          else if (output.type === 'content') {
-            for (const item of output.value) {
-              if (item.type === 'text') counts.push(estimateTokens(item.text))
-              else if (item.type === 'file-data') counts.push(estimateFileTokens(item.mediaType, item.data))
-            }
-          } else counts.push(estimateTokens(JSON.stringify(output)))
-          break
-        }
-        default:
-          break
-      }
-    }
+    if (message.role === 'system') tokens = saturatingAdd(tokens, estimateTokens(message.content))
+    else for (const item of message.content) tokens = saturatingAdd(tokens, estimateContentTokens(item))
   }
-  return saturatingAdd(...counts)
+  return tokens
 }

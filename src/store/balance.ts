@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto'
 import { moneyToUnits, unitsToMoney } from '../domain/money.ts'
 import type { Usage } from '../domain/pricing/usage.ts'
 import type { Db } from './database.ts'
 import { nowIso } from './database.ts'
+import { newId } from '../domain/new-id.ts'
 
 export const BALANCE_ENTRY_TYPES = ['usage', 'compaction', 'topup', 'refund', 'adjustment', 'promotional_credit'] as const
 export type BalanceEntryType = (typeof BALANCE_ENTRY_TYPES)[number]
@@ -103,7 +103,7 @@ export function createBalanceStore(db: Db) {
 
   const credit = db.transaction((orgId: string, type: CreditType, amount: string, occurredAt: string) =>
     write({
-      id: randomUUID(),
+      id: newId(),
       org_id: orgId,
       entry_type: type,
       amount_units: moneyToUnits(amount),
@@ -125,7 +125,7 @@ export function createBalanceStore(db: Db) {
     // A run is billed at most once: a second settlement of the same run changes nothing.
     if (chargeOfRun.get(c.runId)) return null
     return write({
-      id: randomUUID(),
+      id: newId(),
       org_id: c.orgId,
       entry_type: c.type,
       amount_units: -moneyToUnits(c.cost),

@@ -1,7 +1,7 @@
-import { randomUUID } from 'node:crypto'
 import { descendantRange } from '../domain/namespace.ts'
 import type { Db } from './database.ts'
 import { nowIso } from './database.ts'
+import { newId } from '../domain/new-id.ts'
 
 export type ChatRow = {
   seq: number
@@ -59,7 +59,7 @@ export function createChatStore(db: Db) {
 
   return {
     create(chat: NewChat): ChatRow {
-      const id = randomUUID()
+      const id = newId()
       const now = nowIso()
       insert.run(id, chat.orgId, chat.namespace, chat.title, chat.description, JSON.stringify(chat.userMetadata), now, now)
       return byId.get(id, chat.orgId)!

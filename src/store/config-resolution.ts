@@ -19,6 +19,8 @@ export type ResolvedConfiguration = {
   warnings: ConfigWarning[]
 }
 
+type BudgetWithWarnings = ResolvedBudget & { warnings: ConfigWarning[] }
+
 /** The scopes a namespace resolves over, root first: org-global, then each ancestor, then itself. */
 const scopesOf = (namespace: string | null): (string | null)[] => [null, ...(namespace ? namespaceLineage(namespace) : [])]
 
@@ -32,48 +34,77 @@ export function createConfigResolver(store: Pick<Store, 'config'>) {
     })
   }
 
+  // Every turn resolves its chat's configuration; it changes rarely. Answers are kept until the
+  // configuration's generation moves, and handed out shared: callers never change them.
+  const MAX_KEPT = 10_000
+  let keptGeneration = ''
+  const kept = new Map<string, ResolvedConfiguration | BudgetWithWarnings>()
+  const remembered = <T extends ResolvedConfiguration | BudgetWithWarnings>(key: string, resolve: () => T): T => {
+    const generation = store.config.generation()
+    if (generation !== keptGeneration) {
+      kept.clear()
+      keptGeneration = generation
+    }
+    const found = kept.get(key)
+    if (found) return found as T
+    const value = resolve()
+    if (kept.size >= MAX_KEPT) kept.clear()
+    kept.set(key, value)
+    return value
+  }
+
   return {
     resolveConfig(orgId: string, namespace: string | null, requestTools: ToolDefinition[] | null = null): ResolvedConfiguration {
-      const scopes = scopesOf(namespace)
-      const instructions = resolveInstructions(
-        levelsOf(orgId, 'instructions', scopes, (v) => ({ id: v.id, body: v.document as string, mode: v.mode as ConfigMode })),
-      )
-      const tools = resolveTools(
-        levelsOf(orgId, 'tools', scopes, (v) => ({ id: v.id, definitions: v.document as ToolDefinition[], mode: v.mode as ConfigMode })),
-        requestTools,
-        namespace,
-      )
-      const retention = resolveRetention(levelsOf(orgId, 'retention', scopes, (v) => ({ id: v.id, rules: v.document as RetentionRules })))
-      return {
-        estimated_tokens: saturatingAdd(
-          instructions.value.text === null ? 0 : estimateTokens(instructions.value.text),
-          ...tools.value.tools.map(estimateToolTokens),
-        ),
-        instructions: instructions.value.text,
-        namespace,
-        retention: retention.value.rules,
-        tools: tools.value.tools,
-        versions: {
-          instructions: instructions.value.versionIds,
-          retention_policy: retention.value.policyId,
-          tools: tools.value.versionIds,
-        },
-        warnings: [...instructions.warnings, ...tools.warnings, ...retention.warnings],
-      }
+      // Tools sent with a request are that request's own: resolved each time, not kept.
+      if (requestTools !== null) return resolveConfigNow(orgId, namespace, requestTools)
+      return remembered(`config\0${orgId}\0${namespace ?? ''}`, () => resolveConfigNow(orgId, namespace, null))
     },
 
-    resolveBudget(orgId: string, namespace: string | null, modelId: string | null): ResolvedBudget & { warnings: ConfigWarning[] } {
-      const scopes = scopesOf(namespace)
-      const active = store.config.activeInScopes(orgId, 'budget', scopes)
-      const version = (v: ConfigVersion | undefined) => (v ? { id: v.id, budget: v.document as ContextBudget } : null)
-      const levels: BudgetLevel[] = scopes.map((scope) => ({
-        namespace: scope,
-        untagged: version(active.find((v) => v.namespace === scope && v.model_id === null)),
-        tagged: modelId === null ? null : version(active.find((v) => v.namespace === scope && v.model_id === modelId)),
-      }))
-      const resolved = resolveBudget(levels, modelId)
-      return { ...resolved.value, warnings: resolved.warnings }
+    resolveBudget(orgId: string, namespace: string | null, modelId: string | null): BudgetWithWarnings {
+      return remembered(`budget\0${orgId}\0${namespace ?? ''}\0${modelId ?? ''}`, () => resolveBudgetNow(orgId, namespace, modelId))
     },
+  }
+
+  function resolveConfigNow(orgId: string, namespace: string | null, requestTools: ToolDefinition[] | null): ResolvedConfiguration {
+    const scopes = scopesOf(namespace)
+    const instructions = resolveInstructions(
+      levelsOf(orgId, 'instructions', scopes, (v) => ({ id: v.id, body: v.document as string, mode: v.mode as ConfigMode })),
+    )
+    const tools = resolveTools(
+      levelsOf(orgId, 'tools', scopes, (v) => ({ id: v.id, definitions: v.document as ToolDefinition[], mode: v.mode as ConfigMode })),
+      requestTools,
+      namespace,
+    )
+    const retention = resolveRetention(levelsOf(orgId, 'retention', scopes, (v) => ({ id: v.id, rules: v.document as RetentionRules })))
+    return {
+      estimated_tokens: saturatingAdd(
+        instructions.value.text === null ? 0 : estimateTokens(instructions.value.text),
+        ...tools.value.tools.map(estimateToolTokens),
+      ),
+      instructions: instructions.value.text,
+      namespace,
+      retention: retention.value.rules,
+      tools: tools.value.tools,
+      versions: {
+        instructions: instructions.value.versionIds,
+        retention_policy: retention.value.policyId,
+        tools: tools.value.versionIds,
+      },
+      warnings: [...instructions.warnings, ...tools.warnings, ...retention.warnings],
+    }
+  }
+
+  function resolveBudgetNow(orgId: string, namespace: string | null, modelId: string | null): BudgetWithWarnings {
+    const scopes = scopesOf(namespace)
+    const active = store.config.activeInScopes(orgId, 'budget', scopes)
+    const version = (v: ConfigVersion | undefined) => (v ? { id: v.id, budget: v.document as ContextBudget } : null)
+    const levels: BudgetLevel[] = scopes.map((scope) => ({
+      namespace: scope,
+      untagged: version(active.find((v) => v.namespace === scope && v.model_id === null)),
+      tagged: modelId === null ? null : version(active.find((v) => v.namespace === scope && v.model_id === modelId)),
+    }))
+    const resolved = resolveBudget(levels, modelId)
+    return { ...resolved.value, warnings: resolved.warnings }
   }
 }
 export type ConfigResolver = ReturnType<typeof createConfigResolver>

@@ -99,6 +99,15 @@ export function createConfigVersionStore(db: Db) {
     setActive.run(v.orgId, v.kind, scope, model, id)
     return toVersion(byId.get(id, v.orgId, v.kind)!)
   }
+  // What resolution caches is good while this stays the same: this connection's config writes, and
+  // data_version, which moves whenever another connection (the admin CLI, LiteFS replication) commits.
+  let localWrites = 0
+  const dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck()
+  const wrote = <T>(result: T): T => {
+    localWrites++
+    return result
+  }
+
   const publishAll = db.transaction((versions: NewConfigVersion[]) => versions.map(publishOne))
   const activate = db.transaction((orgId: string, kind: ConfigKind, id: string) => {
     const row = byId.get(id, orgId, kind)
@@ -109,12 +118,12 @@ export function createConfigVersionStore(db: Db) {
 
   return {
     /** Each document becomes a new active version of its (scope, model), all in one transaction. */
-    publish: (versions: NewConfigVersion[]) => publishAll.immediate(versions),
+    publish: (versions: NewConfigVersion[]) => wrote(publishAll.immediate(versions)),
     get: (orgId: string, kind: ConfigKind, id: string) => {
       const row = byId.get(id, orgId, kind)
       return row && toVersion(row)
     },
-    activate: (orgId: string, kind: ConfigKind, id: string) => activate.immediate(orgId, kind, id),
+    activate: (orgId: string, kind: ConfigKind, id: string) => wrote(activate.immediate(orgId, kind, id)),
     activeAt: (orgId: string, kind: ConfigKind, namespace: string | null) =>
       activeAt.all(orgId, kind, scopeKey(namespace)).map(toVersion),
     versions: (orgId: string, kind: ConfigKind, namespace: string | null, modelId: string | null = null) =>
@@ -123,7 +132,9 @@ export function createConfigVersionStore(db: Db) {
     activeInScopes: (orgId: string, kind: ConfigKind, namespaces: (string | null)[]) =>
       activeInScopes.all(orgId, kind, JSON.stringify(namespaces.map(scopeKey))).map(toVersion),
     withdraw: (orgId: string, kind: ConfigKind, namespace: string | null, modelId: string | null = null) =>
-      withdraw.run(orgId, kind, scopeKey(namespace), modelKey(modelId)).changes > 0,
+      wrote(withdraw.run(orgId, kind, scopeKey(namespace), modelKey(modelId)).changes > 0),
+    /** Changes whenever any active configuration may have changed, here or through another connection. */
+    generation: () => `${localWrites}:${dataVersion.get()}`,
     namespaces: (orgId: string) => namespaces.all(orgId).map((r) => r.scope),
   }
 }

@@ -11,6 +11,7 @@ import { createProviderCallStore } from './provider-calls.ts'
 import { createUsageReportStore } from './usage-report.ts'
 import { createRunStore } from './runs.ts'
 import { createIdempotencyKeyStore } from './idempotency-keys.ts'
+import { createWriteQueue } from './write-queue.ts'
 
 /** Every query module over one connection; each prepares its statements once, here. */
 export function createStore(db: Db) {
@@ -28,6 +29,8 @@ export function createStore(db: Db) {
     providerCalls: createProviderCallStore(db),
     runs: createRunStore(db),
     idempotencyKeys: createIdempotencyKeyStore(db),
+    /** Group commit for the turn path: admissions, closed blocks and settlements. */
+    writes: createWriteQueue(db),
   }
 }
 export type Store = ReturnType<typeof createStore>

@@ -1,8 +1,9 @@
-import { createHash, randomUUID } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import type { PartBody, PartKind } from '../domain/parts.ts'
 import type { DecodedMedia } from '../domain/turns/submission.ts'
 import type { Db } from './database.ts'
 import { nowIso } from './database.ts'
+import { newId } from '../domain/new-id.ts'
 
 export type PartRow = {
   ordinal: number
@@ -72,7 +73,7 @@ export function createPartStore(db: Db) {
     const now = nowIso()
     const rows = parts.map((part) => {
       const row = insert.get(
-        randomUUID(),
+        newId(),
         chatId,
         part.runId ?? null,
         part.body.type,
@@ -85,7 +86,7 @@ export function createPartStore(db: Db) {
         const sha256 = createHash('sha256').update(media.bytes).digest('hex')
         insertBlob.run(sha256, media.bytes)
         insertMedia.run({
-          media_id: randomUUID(),
+          media_id: newId(),
           part_ordinal: row.ordinal,
           position,
           sha256,

@@ -1,6 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { createContextHistory } from '../../src/actors/context-history.ts'
+import { createContextHistory, type ContextHistory, type PackableHistory } from '../../src/actors/context-history.ts'
+import type { CatalogueEntry } from '../../src/domain/catalogue/catalogue-entry.ts'
+import type { PartBody } from '../../src/domain/parts.ts'
+import { convertToProviderPrompt, promptOf } from '../../src/providers/convert-to-provider-prompt.ts'
+import { estimatePromptTokens } from '../../src/providers/estimate-prompt-tokens.ts'
 import { openTempStore } from '../helpers/temp-store.ts'
 
 describe('context history', () => {
@@ -40,7 +44,7 @@ describe('context history', () => {
     }
   }
 
-  it('reads parts added since the last read, and every ordinal, oldest first', () => {
+  it('reads parts added since the last read, oldest first', () => {
     const history = createContextHistory(temp.store)
     temp.store.parts.append(chatId, [{ body: { type: 'prompt', text: 'one' }, tokens: 3 }])
     const first = history.read(chatId)
@@ -54,7 +58,7 @@ describe('context history', () => {
       { type: 'message', text: 'two' },
     ])
     expect(second.tokens).toBe(7)
-    expect(second.ordinals).toEqual(second.parts.map((p) => p.ordinal))
+    expect(second.leftOut).toEqual([])
   })
 
   it('leaves out the output of a run that failed after its output was read, but keeps its input', () => {
@@ -69,7 +73,7 @@ describe('context history', () => {
     const after = history.read(chatId)
     expect(after.parts.map((p) => p.body.type)).toEqual(['prompt'])
     expect(after.tokens).toBe(2)
-    expect(after.ordinals).toHaveLength(2)
+    expect(after.leftOut).toEqual([after.parts[0]!.ordinal + 1])
   })
 
   it('answers the same as a fresh reader over the ledger, whatever it kept', () => {
@@ -94,5 +98,70 @@ describe('context history', () => {
       { type: 'prompt', text: 'another' },
     ])
     expect(again.tokens).toBe(7)
+  })
+
+  describe('conversion kept between turns', () => {
+    const model = { media: { user: { mime_types: ['image/png'], max_bytes_per_attachment: 1024 }, tool_result: { mime_types: [], max_bytes_per_attachment: 0 } } } as unknown as Pick<CatalogueEntry, 'media'>
+    const fresh = (packable: PackableHistory) => {
+      const whole = convertToProviderPrompt('be brief', packable.parts, model)
+      return { prompt: whole.value, warnings: whole.warnings, tokens: estimatePromptTokens(whole.value) }
+    }
+    const kept = (history: ContextHistory, packable: PackableHistory) => {
+      const conversion = history.convert(chatId, packable, model)
+      const prompt = promptOf('be brief', conversion)
+      return { prompt, warnings: [...conversion.warnings], tokens: estimatePromptTokens(prompt, []) }
+    }
+
+    it('extends the kept conversion turn by turn to exactly what converting the whole history gives', () => {
+      const history = createContextHistory(temp.store)
+      const ok = run('succeeded')
+      const turns: PartBody[][] = [
+        [{ type: 'prompt', text: 'first question, long enough to be remembered by the estimator' }],
+        [
+          { type: 'reasoning', text: 'thinking' },
+          { type: 'message', text: 'an answer' },
+          { type: 'tool_call', tool_name: 'lookup', tool_use_id: 'call_1', arguments: '{"q":1}' },
+        ],
+        [{ type: 'tool_result', tool_name: 'lookup', tool_use_id: 'call_1', text: 'found', is_error: false, trust: 'untrusted' }],
+        [{ type: 'message', text: 'with the result' }],
+        [{ type: 'tool_result', tool_name: 'ghost', tool_use_id: 'call_unknown', text: 'no call', is_error: false, trust: 'trusted' }],
+      ]
+      for (const bodies of turns) {
+        temp.store.parts.append(chatId, bodies.map((body) => ({ body, runId: ok.id, tokens: 1 })))
+        const packable = history.read(chatId)
+        const incremental = kept(history, packable)
+        const whole = fresh(packable)
+        expect(incremental.prompt).toEqual(whole.prompt)
+        expect(incremental.warnings).toEqual(whole.warnings)
+        expect(history.convert(chatId, packable, model).tokens + estimatePromptTokens([{ role: 'system', content: 'be brief' }])).toBe(whole.tokens)
+      }
+    })
+
+    it('converts afresh when a run fails after its output was kept', () => {
+      const history = createContextHistory(temp.store)
+      const failing = run('failed')
+      temp.store.parts.append(chatId, [
+        { body: { type: 'prompt', text: 'question' }, runId: failing.id, tokens: 1 },
+        { body: { type: 'message', text: 'doomed answer' }, runId: failing.id, tokens: 1 },
+      ])
+      const before = history.read(chatId)
+      expect(kept(history, before).prompt.map((m) => m.role)).toEqual(['system', 'user', 'assistant'])
+      failing.end()
+      temp.store.parts.append(chatId, [{ body: { type: 'prompt', text: 'again' }, tokens: 1 }])
+      const after = history.read(chatId)
+      expect(kept(history, after).prompt).toEqual(fresh(after).prompt)
+      expect(kept(history, after).prompt.map((m) => m.role)).toEqual(['system', 'user', 'user'])
+    })
+
+    it('never changes a conversion it handed out when the next turn extends it', () => {
+      const history = createContextHistory(temp.store)
+      temp.store.parts.append(chatId, [{ body: { type: 'message', text: 'one' }, tokens: 1 }])
+      const first = history.convert(chatId, history.read(chatId), model)
+      const snapshot = structuredClone(first.messages)
+      temp.store.parts.append(chatId, [{ body: { type: 'message', text: 'two' }, tokens: 1 }])
+      const second = history.convert(chatId, history.read(chatId), model)
+      expect(first.messages).toEqual(snapshot)
+      expect(second.messages).toEqual([{ role: 'assistant', content: [{ type: 'text', text: 'one' }, { type: 'text', text: 'two' }] }])
+    })
   })
 })

@@ -4,6 +4,7 @@ import * as configuration from './0002-configuration.ts'
 import * as usageLedger from './0003-usage-ledger.ts'
 import * as runs from './0004-runs.ts'
 import * as balanceTotals from './0005-balance-totals.ts'
+import * as failedRunsIndex from './0006-failed-runs-index.ts'
 
 export type Migration = { name: string; up: (db: Database) => void }
 
@@ -14,4 +15,5 @@ export const migrations: Migration[] = [
   { name: '0003-usage-ledger', up: usageLedger.up },
   { name: '0004-runs', up: runs.up },
   { name: '0005-balance-totals', up: balanceTotals.up },
+  { name: '0006-failed-runs-index', up: failedRunsIndex.up },
 ]

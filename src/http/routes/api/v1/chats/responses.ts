@@ -57,7 +57,11 @@ export const responseRoutes =
         const admission = await deps.host.submit(submission)
         // A provider that fails before its first byte is an HTTP error, not a stream (spec §4.2 rule 1).
         const opening = await admission.channel.opening
-        if (!opening.ok) throw opening.error
+        if (!opening.ok) {
+          // Answered once the run's failure is committed: a GET of the run then reads it failed.
+          await admission.channel.settled
+          throw opening.error
+        }
         writeRunStream(reply, admission, streams)
         return reply
       },
