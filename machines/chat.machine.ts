@@ -5,6 +5,7 @@ import type { Admission, RunResult } from '../src/actors/turn-types.ts'
 import type {
   AdmitTurnInput,
   ChatContext,
+  CompactHistoryInput,
   ChatEvent,
   ChatInput,
   SettleRunInput,
@@ -29,6 +30,21 @@ const brokenRun = (admission: Admission | null): RunResult => ({
   streamOpened: true,
 })
 
+/** A run cancelled, or whose compaction failed, before its provider call: nothing was streamed or emitted. */
+const endedBeforeStreaming = (admission: Admission | null, status: 'cancelled' | 'failed', error: RunResult['error']): RunResult => ({
+  status,
+  stopReason: null,
+  error,
+  usage: { ...ZERO_USAGE },
+  providerResponseId: null,
+  modelServed: null,
+  pendingToolCalls: [],
+  latencyMs: admission ? Math.max(0, Date.now() - admission.startedAtMs) : 0,
+  firstDeltaMs: null,
+  // The customer is answered with an SSE stream ending in an `error` frame: the run was admitted.
+  streamOpened: true,
+})
+
 const mustBeProvided = (name: string) => async (): Promise<never> => {
   throw new Error(`chat machine: the actor "${name}" must be provided (src/actors/chat-actor-host.ts)`)
 }
@@ -46,11 +62,13 @@ export const chatMachine = setup({
   },
   actors: {
     admitTurn: fromPromise<Admission, AdmitTurnInput>(mustBeProvided('admitTurn')),
+    compactHistory: fromPromise<Admission, CompactHistoryInput>(mustBeProvided('compactHistory')),
     streamRun: fromPromise<RunResult, StreamRunInput>(mustBeProvided('streamRun')),
     settleRun: fromPromise<SettleRunOutput, SettleRunInput>(mustBeProvided('settleRun')),
   },
   guards: {
     hasPendingCalls: ({ context }) => context.pendingCalls.length > 0,
+    needsCompaction: (_, admission: Admission) => (admission.compaction?.blocks ?? 0) > 0,
     cancelsThisRun: ({ context, event }) => event.type === 'CANCEL' && context.admission?.runId === event.runId,
   },
   actions: {
@@ -75,6 +93,15 @@ export const chatMachine = setup({
     forgetSubmission: assign({ queued: () => null }),
     abortRun: ({ context }) => context.abort?.abort(),
     recordResult: assign({ result: (_, result: RunResult) => result }),
+    applyCompaction: assign({ admission: (_, admission: Admission) => admission }),
+    recordCancelledBeforeStreaming: assign({ result: ({ context }) => endedBeforeStreaming(context.admission, 'cancelled', null) }),
+    recordFailedCompaction: assign({
+      result: ({ context }, error: unknown) =>
+        endedBeforeStreaming(context.admission, 'failed', {
+          code: 'compaction_failed',
+          message: `the history could not be summarised: ${error instanceof Error ? error.message : String(error)}`,
+        }),
+    }),
     recordBrokenRun: assign({ result: ({ context }) => brokenRun(context.admission) }),
     closeRun: assign(({ context }) => {
       const { admission, result } = context
@@ -122,18 +149,44 @@ export const chatMachine = setup({
               facts: { pendingCalls: context.pendingCalls, latestCustomerRun: context.latestCustomerRun },
               submission: context.queued!.submission,
             }),
-            onDone: {
-              target: 'streaming',
-              actions: [
-                { type: 'startRun', params: ({ event }) => event.output },
-                { type: 'announceRun', params: ({ event }) => event.output },
-                'forgetSubmission',
-              ],
-            },
+            onDone: [
+              {
+                guard: { type: 'needsCompaction', params: ({ event }) => event.output },
+                target: 'compacting',
+                actions: [
+                  { type: 'startRun', params: ({ event }) => event.output },
+                  { type: 'announceRun', params: ({ event }) => event.output },
+                  'forgetSubmission',
+                ],
+              },
+              {
+                target: 'streaming',
+                actions: [
+                  { type: 'startRun', params: ({ event }) => event.output },
+                  { type: 'announceRun', params: ({ event }) => event.output },
+                  'forgetSubmission',
+                ],
+              },
+            ],
             onError: {
               target: '#chat.ready',
               actions: [{ type: 'rejectSubmission', params: ({ event }: { event: { error: unknown } }) => event.error }, 'forgetSubmission'],
             },
+          },
+        },
+        // The run is admitted and its stream open; it waits while the oldest history is summarised.
+        compacting: {
+          invoke: {
+            src: 'compactHistory',
+            input: ({ context }) => ({ admission: context.admission!, signal: context.abort!.signal }),
+            onDone: { target: 'streaming', actions: [{ type: 'applyCompaction', params: ({ event }) => event.output }] },
+            onError: {
+              target: 'settling',
+              actions: [{ type: 'recordFailedCompaction', params: ({ event }: { event: { error: unknown } }) => event.error }],
+            },
+          },
+          on: {
+            CANCEL: { guard: 'cancelsThisRun', target: 'settling', actions: ['abortRun', 'recordCancelledBeforeStreaming'] },
           },
         },
         streaming: {

@@ -27,5 +27,7 @@ export type ChatInput = { chatId: string } & ChatFacts
 
 export type AdmitTurnInput = { facts: ChatFacts; submission: Submission }
 export type StreamRunInput = { admission: Admission; signal: AbortSignal }
+/** The admitted run and the blocks to summarise; resolves with the run re-packed over the summaries. */
+export type CompactHistoryInput = { admission: Admission; signal: AbortSignal }
 export type SettleRunInput = { admission: Admission; result: RunResult }
 export type SettleRunOutput = { cost: string | null }

@@ -160,6 +160,8 @@ export async function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Subm
     markupPercent,
     startedAtMs: Date.now(),
     createdAt: now.toISOString(),
+    // The whole history fits or admission refused it above: nothing to summarise.
+    compaction: null,
   }
 }
 

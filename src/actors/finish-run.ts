@@ -47,6 +47,8 @@ export async function finishRun(deps: RunDeps, admission: Admission, result: Run
       channel.open()
       channel.end('error', { code: 'cancelled', message: 'the run was cancelled; its output so far is kept', details: { run_id: admission.runId } })
     } else if (result.streamOpened) {
+      // Opened already unless the run failed while compacting, before its provider call.
+      channel.open()
       channel.end('error', {
         code: result.error?.code ?? 'upstream_error',
         message: result.error?.message ?? 'the run failed',

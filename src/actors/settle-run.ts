@@ -24,14 +24,15 @@ export type Settlement = {
 }
 
 /**
- * Ends a run in one transaction: its status, usage and cost, and the `usage` balance entry.
+ * Ends a run in one transaction (the caller's, when it holds one): its status, usage and cost,
+ * and the `usage` balance entry.
  * Only the first ending counts: a run already ended elsewhere is not charged again.
  * Returns the cost charged, or null when the run had already ended.
  */
 export function settleRun(deps: RunDeps, s: Settlement): string | null {
   const { store } = deps
   const now = deps.now().toISOString()
-  const settle = store.db.transaction(() => {
+  const settle = () => {
     const finished = store.runs.finish(s.runId, {
       status: s.status,
       completedAt: now,
@@ -60,6 +61,7 @@ export function settleRun(deps: RunDeps, s: Settlement): string | null {
       store.providerCalls.record({ modelId: s.model.id, startedAt: s.sample.startedAt, succeeded: s.status === 'succeeded', firstDeltaMs: s.sample.firstDeltaMs })
     }
     return cost
-  })
-  return settle.immediate()
+  }
+  // Inside the turn path's group commit already; the start-up sweep gives it a transaction of its own.
+  return store.db.inTransaction ? settle() : store.db.transaction(settle).immediate()
 }

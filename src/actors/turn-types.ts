@@ -46,7 +46,15 @@ export type Admission = {
   startedAtMs: number
   /** When the run was created, by the service's clock. */
   createdAt: string
+  /**
+   * Ledger blocks packing wants summarised before this context fits; null when it fits as packed.
+   * Whole-history packing never asks: retention and compaction bring the packer that does.
+   */
+  compaction: CompactionRequest | null
 }
+
+/** What a run waits for before it can stream: blocks to summarise (the `compacting` event's `blocks`). */
+export type CompactionRequest = { blocks: number }
 
 export type PendingToolCall = { tool_name: string; tool_use_id: string }
 

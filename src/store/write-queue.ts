@@ -16,25 +16,49 @@ const nextCheckPhase = globalThis.setImmediate
  */
 export function createWriteQueue(db: Db) {
   let queued: Queued[] = []
+  // Prepared once: a flush runs per tick under load, and wrapping each write in db.transaction()
+  // would build a new transaction function every time.
+  const begin = db.prepare('BEGIN IMMEDIATE')
+  const commit = db.prepare('COMMIT')
+  const rollback = db.prepare('ROLLBACK')
+  const savepoint = db.prepare('SAVEPOINT queued_write')
+  const release = db.prepare('RELEASE queued_write')
+  const rollbackTo = db.prepare('ROLLBACK TO queued_write')
+
+  const rejectAll = (batch: Queued[], error: unknown) => {
+    if (db.inTransaction) rollback.run()
+    for (const item of batch) item.reject(error)
+  }
 
   function flush() {
     const batch = queued
     queued = []
     const outcomes: Outcome[] = []
     try {
-      db.transaction(() => {
-        for (const item of batch) {
-          try {
-            outcomes.push({ ok: true, value: db.transaction(item.fn)() })
-          } catch (error) {
-            outcomes.push({ ok: false, error })
-          }
-        }
-      }).immediate()
+      begin.run()
     } catch (error) {
-      // BEGIN or COMMIT failed: none of the batch was written.
-      for (const item of batch) item.reject(error)
-      return
+      return rejectAll(batch, error)
+    }
+    for (const item of batch) {
+      savepoint.run()
+      try {
+        const value = item.fn()
+        // Whatever an async write did after its first await would run outside this transaction.
+        if (typeof (value as { then?: unknown } | null)?.then === 'function') throw new TypeError('a queued write must be synchronous')
+        release.run()
+        outcomes.push({ ok: true, value })
+      } catch (error) {
+        // Some errors (a full disk, I/O) end the whole transaction: then none of the batch stands.
+        if (!db.inTransaction) return rejectAll(batch, error)
+        rollbackTo.run()
+        release.run()
+        outcomes.push({ ok: false, error })
+      }
+    }
+    try {
+      commit.run()
+    } catch (error) {
+      return rejectAll(batch, error)
     }
     batch.forEach((item, i) => {
       const outcome = outcomes[i]!

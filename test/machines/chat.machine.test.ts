@@ -1,7 +1,15 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createActor, fromPromise, waitFor, type Actor } from 'xstate'
 import { chatMachine } from '../../machines/chat.machine.ts'
-import type { AdmitTurnInput, ChatInput, SettleRunInput, SettleRunOutput, StreamRunInput, SubmitOutcome } from '../../machines/chat.types.ts'
+import type {
+  AdmitTurnInput,
+  ChatInput,
+  CompactHistoryInput,
+  SettleRunInput,
+  SettleRunOutput,
+  StreamRunInput,
+  SubmitOutcome,
+} from '../../machines/chat.types.ts'
 import type { Admission, RunResult, Submission } from '../../src/actors/turn-types.ts'
 import { RunInProgressError, UnknownToolUseIdError } from '../../src/domain/errors.ts'
 import { ZERO_USAGE } from '../../src/domain/pricing/usage.ts'
@@ -54,8 +62,14 @@ function harness(input: Partial<ChatInput> = {}) {
   const admits: { input: AdmitTurnInput; d: ReturnType<typeof deferred<Admission>> }[] = []
   const streams: { input: StreamRunInput; d: ReturnType<typeof deferred<RunResult>> }[] = []
   const settles: { input: SettleRunInput; d: ReturnType<typeof deferred<SettleRunOutput>> }[] = []
+  const compacts: { input: CompactHistoryInput; d: ReturnType<typeof deferred<Admission>> }[] = []
   const machine = chatMachine.provide({
     actors: {
+      compactHistory: fromPromise<Admission, CompactHistoryInput>(({ input }) => {
+        const d = deferred<Admission>()
+        compacts.push({ input, d })
+        return d.promise
+      }),
       admitTurn: fromPromise<Admission, AdmitTurnInput>(({ input }) => {
         const d = deferred<Admission>()
         admits.push({ input, d })
@@ -87,7 +101,7 @@ function harness(input: Partial<ChatInput> = {}) {
   const state = () => actor.getSnapshot().value
   const context = () => actor.getSnapshot().context
   const at = (value: Parameters<ReturnType<typeof actor.getSnapshot>['matches']>[0]) => waitFor(actor, (s) => s.matches(value), { timeout: 2_000 })
-  return { actor, admits, streams, settles, submit, state, context, at, errors }
+  return { actor, admits, streams, settles, compacts, submit, state, context, at, errors }
 }
 
 /** Drives a fresh harness to running.streaming for run `runId`. */
@@ -396,5 +410,86 @@ describe('chat machine: settling', () => {
     // A fresh abort controller: the first run's cancel cannot touch the second.
     expect(h.streams[1]!.input.signal).not.toBe(h.streams[0]!.input.signal)
     expect(h.streams[1]!.input.signal.aborted).toBe(false)
+  })
+})
+
+describe('chat machine: compacting', () => {
+  const needing = (runId: string, blocks: number): Admission => ({ ...admission(runId), compaction: { blocks } }) as Admission
+
+  async function compacting(runId = 'run-c', blocks = 2) {
+    const h = harness()
+    const respond = h.submit()
+    await h.at({ running: 'packing' })
+    h.admits[0]!.d.resolve(needing(runId, blocks))
+    await h.at({ running: 'compacting' })
+    return { ...h, respond }
+  }
+
+  it('packing → compacting when the admitted run needs summaries: the caller is answered, compactHistory gets the run and a live signal', async () => {
+    const h = await compacting('run-c', 3)
+    expect(h.respond).toHaveBeenCalledWith({ kind: 'admitted', admission: expect.objectContaining({ runId: 'run-c' }) })
+    expect(h.compacts).toHaveLength(1)
+    expect(h.compacts[0]!.input.admission.compaction).toEqual({ blocks: 3 })
+    expect(h.compacts[0]!.input.signal.aborted).toBe(false)
+    expect(h.streams).toHaveLength(0)
+  })
+
+  it('packing → streaming when compaction asks for no blocks', async () => {
+    const h = harness()
+    h.submit()
+    await h.at({ running: 'packing' })
+    h.admits[0]!.d.resolve(needing('run-0', 0))
+    await h.at({ running: { streaming: 'live' } })
+    expect(h.compacts).toHaveLength(0)
+  })
+
+  it('compacting → streaming with the re-packed run: streamRun gets what compactHistory returned', async () => {
+    const h = await compacting()
+    const repacked = { ...admission('run-c'), compaction: null, estimatedInputTokens: 42 } as Admission
+    h.compacts[0]!.d.resolve(repacked)
+    await h.at({ running: { streaming: 'live' } })
+    expect(h.streams[0]!.input.admission).toBe(repacked)
+    expect(h.context().admission).toBe(repacked)
+  })
+
+  it('compacting → settling when compaction fails: the run is settled failed with compaction_failed, then ready', async () => {
+    const h = await compacting()
+    h.compacts[0]!.d.reject(new Error('summariser down'))
+    await h.at({ running: 'settling' })
+    const settled = h.settles[0]!.input.result
+    expect(settled.status).toBe('failed')
+    expect(settled.error).toEqual({ code: 'compaction_failed', message: 'the history could not be summarised: summariser down' })
+    expect(settled.usage).toEqual(ZERO_USAGE)
+    expect(h.streams).toHaveLength(0)
+    h.settles[0]!.d.resolve({ cost: '0' })
+    await h.at('idle')
+    expect(h.context().latestCustomerRun).toEqual({ id: 'run-c', status: 'failed' })
+  })
+
+  it('CANCEL while compacting → settling as cancelled; the abort signal fires and no provider call starts', async () => {
+    const h = await compacting('run-x')
+    const signal = h.compacts[0]!.input.signal
+    h.actor.send({ type: 'CANCEL', runId: 'run-x' })
+    await h.at({ running: 'settling' })
+    expect(signal.aborted).toBe(true)
+    expect(h.settles[0]!.input.result.status).toBe('cancelled')
+    expect(h.streams).toHaveLength(0)
+  })
+
+  it('CANCEL naming another run while compacting is ignored', async () => {
+    const h = await compacting('run-x')
+    h.actor.send({ type: 'CANCEL', runId: 'someone-else' })
+    expect(h.state()).toEqual({ running: 'compacting' })
+    expect(h.compacts[0]!.input.signal.aborted).toBe(false)
+  })
+
+  it('a SUBMIT while compacting is rejected with run_in_progress naming the run', async () => {
+    const h = await compacting('run-c')
+    const other = h.submit(submission('other'))
+    const outcome = other.mock.calls[0]![0] as { kind: string; error: unknown }
+    expect(outcome.kind).toBe('rejected')
+    expect(outcome.error).toBeInstanceOf(RunInProgressError)
+    expect((outcome.error as RunInProgressError).details).toEqual({ run_id: 'run-c' })
+    expect(h.state()).toEqual({ running: 'compacting' })
   })
 })

@@ -6,15 +6,27 @@ type RateKind = 'input' | 'output' | 'cache_read' | 'cache_write'
 type RateCard = Partial<Record<RateKind, string | null>>
 
 const PER_MILLION = new Money(1_000_000)
+const ZERO = new Money(0)
+
+// Rates are a few dozen catalogue strings; decimals are immutable, so each is parsed once.
+const parsedRates = new Map<string, InstanceType<typeof Money>>()
+const parseRate = (rate: string) => {
+  let parsed = parsedRates.get(rate)
+  if (!parsed) {
+    parsed = new Money(rate)
+    if (parsedRates.size < 10_000) parsedRates.set(rate, parsed)
+  }
+  return parsed
+}
 
 /** A tier's rate where it states one, else the base rate (a tier may reprice only some kinds). */
 function rateIn(card: RateCard, base: Rates, kind: RateKind): InstanceType<typeof Money> {
   const rate = card[kind] ?? base[kind]
   // A kind the provider does not meter costs nothing.
-  return rate === null || rate === undefined ? new Money(0) : new Money(rate)
+  return rate === null || rate === undefined ? ZERO : parseRate(rate)
 }
 
-const charge = (tokens: number, rate: InstanceType<typeof Money>) => rate.mul(tokens).div(PER_MILLION)
+const charge = (tokens: number, rate: InstanceType<typeof Money>) => (tokens === 0 ? ZERO : rate.mul(tokens).div(PER_MILLION))
 
 /** Whether a context size lies in a tier: above its threshold, and not above its ceiling. */
 const inTier = (tier: Tier, context: number) => context > tier.min && (tier.max === null || tier.max === undefined || context <= tier.max)
@@ -68,7 +80,7 @@ function graduatedCost(usage: Usage, base: Rates, tiers: Tier[]) {
     position += count
   }
 
-  let cost = new Money(0)
+  let cost = ZERO
   for (const segment of segments) {
     for (const band of bands) {
       const overlap = Math.min(segment.to, band.to) - Math.max(segment.from, band.from)

@@ -31,18 +31,33 @@ export function writeRunStream(reply: FastifyReply, admission: Admission, stream
     'x-accel-buffering': 'no',
     'x-request-id': String(reply.request.id),
   })
-  res.write(frame('run', { chat_id: admission.chatId, run_id: admission.runId, closed_tool_calls: admission.closedToolCalls }))
-  res.write(frame('config_warnings', { warnings: admission.configWarnings }))
-  res.write(frame('translation_warnings', { warnings: admission.translationWarnings }))
+  // Frames that come in the same tick (the opening ones, a replayed backlog, a provider's burst)
+  // leave in one write; each is on the wire before the event loop moves on.
+  let corked = false
+  const uncork = () => {
+    corked = false
+    res.uncork()
+  }
+  const write = (chunk: string) => {
+    if (!corked) {
+      corked = true
+      res.cork()
+      process.nextTick(uncork)
+    }
+    res.write(chunk)
+  }
+  write(frame('run', { chat_id: admission.chatId, run_id: admission.runId, closed_tool_calls: admission.closedToolCalls }))
+  write(frame('config_warnings', { warnings: admission.configWarnings }))
+  write(frame('translation_warnings', { warnings: admission.translationWarnings }))
 
-  const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), HEARTBEAT_MS)
+  const heartbeat = setInterval(() => write(': heartbeat\n\n'), HEARTBEAT_MS)
   let unsubscribe = () => {}
   // Shutdown: the run stops with the server and is settled as interrupted by the next start
   // (decisions §4); spec §4.2 rule 1 makes that an `error` event on an open stream.
   const shutDown = () =>
     new Promise<void>((resolve) => {
       if (res.writableEnded || res.destroyed) return resolve()
-      res.write(
+      write(
         frame('error', {
           code: 'unavailable',
           message: 'the server is shutting down; this run stops here and is settled as interrupted',
@@ -62,7 +77,7 @@ export function writeRunStream(reply: FastifyReply, admission: Admission, stream
   res.on('close', finish)
   unsubscribe = admission.channel.subscribe((f) => {
     if (res.writableEnded || res.destroyed) return
-    res.write(frame(f.event, f.data))
+    write(frame(f.event, f.data))
     if (f.event === 'done' || f.event === 'error') {
       finish()
       res.end()
