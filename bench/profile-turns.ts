@@ -11,6 +11,7 @@ import { join } from 'node:path'
 import { openDatabase } from '../src/store/database.ts'
 import { createStore } from '../src/store/index.ts'
 import { startServer } from '../test/e2e/server-process.ts'
+import { procCpuSeconds } from './lib.ts'
 import { sse } from './sse-client.ts'
 
 const SECONDS = Number(process.argv[2] ?? 8)
@@ -29,10 +30,16 @@ store.balance.add(org.id, 'topup', '1000000')
 const chats = Array.from({ length: CONCURRENCY }, (_, i) => store.chats.create({ orgId: org.id, namespace: 'profile', title: `c${i}`, description: null, userMetadata: {} }).id)
 db.close()
 
-const server = await startServer({ args: ['--cpu-prof', `--cpu-prof-dir=${profDir}`, '--import', 'tsx', 'src/main.ts'], env: { DATA_DIR: dataDir } })
+// PROFILE_OFF=1: no profiler, just turns/s and the server's CPU per turn (to compare two versions).
+const profiling = process.env.PROFILE_OFF !== '1'
+const server = await startServer({
+  args: [...(profiling ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), '--import', 'tsx', 'src/main.ts'],
+  env: { DATA_DIR: dataDir },
+})
 const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY })
 const headers = { authorization: `Bearer ${key}` }
 let turns = 0
+const cpuBefore = await procCpuSeconds(server.child.pid!)
 const deadline = performance.now() + SECONDS * 1000
 await Promise.all(
   chats.map(async (chat) => {
@@ -43,8 +50,10 @@ await Promise.all(
   }),
 )
 agent.destroy()
+const cpuPerTurnUs = (((await procCpuSeconds(server.child.pid!)) - cpuBefore) * 1e6) / turns
 await server.stop(10_000)
-console.log(`${turns} turns in ${SECONDS} s (${(turns / SECONDS).toFixed(0)}/s under the profiler)`)
+console.log(`${turns} turns in ${SECONDS} s: ${(turns / SECONDS).toFixed(0)}/s, server CPU ${cpuPerTurnUs.toFixed(0)} µs/turn${profiling ? ' (under the profiler)' : ''}`)
+if (!profiling) process.exit(0)
 
 const file = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'))!
 const profile = JSON.parse(readFileSync(join(profDir, file), 'utf8')) as { nodes: Node[]; samples: number[]; timeDeltas: number[] }

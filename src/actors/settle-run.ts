@@ -33,17 +33,21 @@ export function settleRun(deps: RunDeps, s: Settlement): string | null {
   const { store } = deps
   const now = deps.now().toISOString()
   const settle = () => {
-    const finished = store.runs.finish(s.runId, {
-      status: s.status,
-      completedAt: now,
-      error: s.error,
-      stopReason: s.stopReason,
-      latencyMs: s.latencyMs,
-      providerRequestId: s.providerResponseId,
-      usage: s.usage,
-    })
-    if (!finished) return null
     const cost = customerCost(s.usage, s.model, s.markupPercent)
+    const finished = store.runs.finish(
+      s.runId,
+      {
+        status: s.status,
+        completedAt: now,
+        error: s.error,
+        stopReason: s.stopReason,
+        latencyMs: s.latencyMs,
+        providerRequestId: s.providerResponseId,
+        usage: s.usage,
+      },
+      { costUnits: moneyToUnits(cost), settledAt: now },
+    )
+    if (!finished) return null
     store.balance.charge({
       orgId: s.orgId,
       type: 'usage',
@@ -56,7 +60,6 @@ export function settleRun(deps: RunDeps, s: Settlement): string | null {
       cost,
       occurredAt: now,
     })
-    store.runs.settle(s.runId, moneyToUnits(cost), now)
     if (s.sample) {
       store.providerCalls.record({ modelId: s.model.id, startedAt: s.sample.startedAt, succeeded: s.status === 'succeeded', firstDeltaMs: s.sample.firstDeltaMs })
     }

@@ -121,7 +121,7 @@ export function createBalanceStore(db: Db) {
     }),
   )
 
-  const charge = db.transaction((c: RunCharge) => {
+  const chargeRun = (c: RunCharge) => {
     // A run is billed at most once: a second settlement of the same run changes nothing.
     if (chargeOfRun.get(c.runId)) return null
     return write({
@@ -137,14 +137,18 @@ export function createBalanceStore(db: Db) {
       namespace: c.namespace,
       ...c.usage,
     })
-  })
+  }
+  const charge = db.transaction(chargeRun)
 
   return {
     /** A credit or correction; writes and reads the new balance in one immediate transaction. */
     add: (orgId: string, type: CreditType, amount: string, occurredAt = nowIso()) =>
       credit.immediate(orgId, type, amount, occurredAt),
-    /** Debits one run's spend; null when the run was already charged. Joins the caller's transaction if any. */
-    charge: (c: RunCharge) => (db.inTransaction ? charge(c) : charge.immediate(c)),
+    /**
+     * Debits one run's spend; null when the run was already charged. Joins the caller's transaction
+     * if any (its rollback undoes a charge that failed half-way).
+     */
+    charge: (c: RunCharge) => (db.inTransaction ? chargeRun(c) : charge.immediate(c)),
     balanceOf: (orgId: string) => unitsToMoney(sum.get(orgId)!.total),
   }
 }

@@ -69,7 +69,7 @@ export function createPartStore(db: Db) {
   const ofRun = db.prepare<[string], PartRow>('SELECT * FROM parts WHERE run_id = ? ORDER BY ordinal')
   const after = db.prepare<[string, number], PartRow>('SELECT * FROM parts WHERE chat_id = ? AND ordinal > ? ORDER BY ordinal')
 
-  const append = db.transaction((chatId: string, parts: NewPart[]): PartRow[] => {
+  const appendRows = (chatId: string, parts: NewPart[]): PartRow[] => {
     const now = nowIso()
     const rows = parts.map((part) => {
       const row = insert.get(
@@ -102,7 +102,8 @@ export function createPartStore(db: Db) {
     })
     bumpChat.run(parts.length, now, chatId)
     return rows
-  })
+  }
+  const append = db.transaction(appendRows)
 
   const groupMedia = (rows: MediaRow[]) => {
     const byPart = new Map<number, MediaRow[]>()
@@ -111,8 +112,8 @@ export function createPartStore(db: Db) {
   }
 
   return {
-    /** Appends in one transaction (a savepoint when the caller already holds one). */
-    append: (chatId: string, parts: NewPart[]) => append(chatId, parts),
+    /** Appends in one transaction, or in the caller's when it holds one (its rollback undoes a failed append). */
+    append: (chatId: string, parts: NewPart[]) => (db.inTransaction ? appendRows(chatId, parts) : append(chatId, parts)),
     page(query: PartPageQuery): PartPage {
       const forward = query.afterOrdinal !== undefined
       const rows = forward

@@ -61,13 +61,13 @@ export function createRunStore(db: Db) {
   const running = db
     .prepare<[string], RunRow>(`SELECT * FROM runs WHERE chat_id = ? AND status = 'running' LIMIT 1`)
     .safeIntegers(true)
+  // Settling ends the run and records its cost in one statement; a run ended already is left alone.
   const finish = db.prepare(
     `UPDATE runs SET status = @status, completed_at = @completedAt, error = @error, stop_reason = @stopReason,
        latency_ms = @latencyMs, provider_request_id = @providerRequestId, usage = @usage,
-       lease_owner = NULL, lease_expires_at = NULL
+       lease_owner = NULL, lease_expires_at = NULL, cost_units = @costUnits, settled_at = @settledAt
      WHERE id = @id AND status = 'running'`,
   )
-  const settle = db.prepare<[bigint, string, string]>('UPDATE runs SET cost_units = ?, settled_at = ? WHERE id = ? AND settled_at IS NULL')
   const renew = db.prepare<[string, string]>(
     `UPDATE runs SET lease_expires_at = ? WHERE lease_owner = ? AND status = 'running'`,
   )
@@ -84,10 +84,18 @@ export function createRunStore(db: Db) {
     getById: (id: string) => byId.get(id),
     latestCustomerRun: (chatId: string) => latestCustomer.get(chatId),
     runningRun: (chatId: string) => running.get(chatId),
-    /** Marks a running run finished; false when it had already finished (the first outcome stands). */
-    finish: (id: string, o: RunOutcome) =>
-      finish.run({ id, ...o, usage: o.usage === null ? null : JSON.stringify(o.usage) }).changes > 0,
-    settle: (id: string, costUnits: bigint, settledAt: string) => settle.run(costUnits, settledAt, id).changes > 0,
+    /**
+     * Marks a running run finished and, with its cost, settled; false when it had already finished
+     * (the first outcome stands, and nothing may be charged again).
+     */
+    finish: (id: string, o: RunOutcome, settlement: { costUnits: bigint; settledAt: string } | null = null) =>
+      finish.run({
+        id,
+        ...o,
+        usage: o.usage === null ? null : JSON.stringify(o.usage),
+        costUnits: settlement?.costUnits ?? null,
+        settledAt: settlement?.settledAt ?? null,
+      }).changes > 0,
     renewLeases: (owner: string, expiresAt: string) => renew.run(expiresAt, owner).changes,
     /** Running runs nobody can be streaming: an expired lease, or a lease of this node's previous life. */
     abandoned: (now: string, previousSelf: string) => abandoned.all(now, previousSelf),

@@ -32,19 +32,22 @@ export function writeRunStream(reply: FastifyReply, admission: Admission, stream
     'x-request-id': String(reply.request.id),
   })
   // Frames that come in the same tick (the opening ones, a replayed backlog, a provider's burst)
-  // leave in one write; each is on the wire before the event loop moves on.
-  let corked = false
-  const uncork = () => {
-    corked = false
-    res.uncork()
+  // leave as one string in one write; each is on the wire before the event loop moves on.
+  let pending = ''
+  const flush = () => {
+    const chunk = pending
+    pending = ''
+    if (chunk !== '' && !res.writableEnded && !res.destroyed) res.write(chunk)
   }
   const write = (chunk: string) => {
-    if (!corked) {
-      corked = true
-      res.cork()
-      process.nextTick(uncork)
-    }
-    res.write(chunk)
+    if (pending === '') process.nextTick(flush)
+    pending += chunk
+  }
+  /** The last frames go with the end of the response. */
+  const end = (then?: () => void) => {
+    const chunk = pending
+    pending = ''
+    res.end(chunk, then)
   }
   write(frame('run', { chat_id: admission.chatId, run_id: admission.runId, closed_tool_calls: admission.closedToolCalls }))
   write(frame('config_warnings', { warnings: admission.configWarnings }))
@@ -66,7 +69,7 @@ export function writeRunStream(reply: FastifyReply, admission: Admission, stream
         }),
       )
       finish()
-      res.end(resolve)
+      end(resolve)
     })
   const finish = () => {
     clearInterval(heartbeat)
@@ -80,7 +83,7 @@ export function writeRunStream(reply: FastifyReply, admission: Admission, stream
     write(frame(f.event, f.data))
     if (f.event === 'done' || f.event === 'error') {
       finish()
-      res.end()
+      end()
     }
   })
 }
