@@ -51,7 +51,7 @@ const PARLEY_RUNS = 2
 const LATENCY_ROUNDS = 5
 const LATENCY_TURNS_PER_ROUND = 40
 const LATENCY_CHATS = 10
-/** Prior turns of the chat whose latency shows what a long history costs each turn (every turn packs it all). */
+/** Prior turns of the chat whose latency shows what a long history costs a turn (packing keeps its conversion between turns). */
 const LONG_HISTORY_TURNS = 1_000
 /** Streams being opened at once while the 2,000 are opened; an open stream no longer counts. */
 const OPENING = 64
@@ -278,7 +278,7 @@ async function main(): Promise<void> {
   removeLater(dataDir)
 
   // Seed through the store before the server starts: an organisation with a key and enough credit
-  // (whole-history packing makes later turns dearer), and every chat the runs below use.
+  // for every turn of the run, and every chat the runs below use.
   const db = openDatabase(join(dataDir, 'parley.db'))
   const store = createStore(db)
   const org = store.organisations.create('Benchmark', 'bench')
@@ -469,7 +469,7 @@ async function main(): Promise<void> {
       `${(cpuPerTurn(burstRuns) / cpuPerTurn(parleyRuns)).toFixed(3)}× in the ratio's terms. "CPU server / client" is each process's CPU use over the`,
     '  run (1.00 = one core busy); the machine has ' + `${cpus().length} cores shared by the client, the server and anything else running.`,
     `- Within each Parley run, turns/s over the first and second half: ${parleyRuns.map((r) => `${fmt(r.halves[0])} → ${fmt(r.halves[1])}`).join('; ')}` +
-      ` (every turn packs the chat's whole history, so a chat's turns get dearer as it grows: ~${fmt(parleyRuns[0]!.turns / CONCURRENCY)} turns per chat by the end of a run).`,
+      ` (~${fmt(parleyRuns[0]!.turns / CONCURRENCY)} turns per chat by the end of a run; packing keeps each chat's converted history between turns, so a turn's cost should not grow with its chat).`,
     `- 409 \`run_in_progress\` answers (a chat's next turn arriving before its actor was idle again): ${parleyRuns.map((r) => r.conflicts).join(', ')}.`,
     '',
     '### Latency to the first delta',
@@ -481,10 +481,10 @@ async function main(): Promise<void> {
     "  throughput runs (means of the runs' percentiles).",
     '- "p50 added over the bare route" is the server-added latency: admission (validation, configuration, packing, the transaction',
     '  writing the input, the run and its idempotency record), the actor and the provider call, before the first byte of the answer.',
-    '  Parley\'s whole turn ends as its first delta arrives: the sandbox answers at once, so all frames reach the client together.',
+    '  Parley\'s whole turn ends two group commits after its first delta: `block_stop` waits for its part\'s commit, `done` for the settlement\'s.',
     `- History: the same turn on a chat with ${fmt(LONG_HISTORY_TURNS)} prior turns (${fmt(2 * LONG_HISTORY_TURNS)} parts, seeded through the store) takes ` +
       `${ms(longCase.p50)} to its first delta against ${ms(shortCase.p50)} on short chats (p50),`,
-    `  ${fmt(((longCase.p50 - shortCase.p50) / LONG_HISTORY_TURNS) * 1000, 1)} µs more per prior turn: every turn packs the whole history into the prompt and estimates its tokens (packing, for now).`,
+    `  ${fmt(((longCase.p50 - shortCase.p50) / LONG_HISTORY_TURNS) * 1000, 1)} µs more per prior turn: packing converts and estimates only the parts added since the chat's previous turn (decision 008).`,
     '',
     '### Memory',
     '',
@@ -508,7 +508,7 @@ async function main(): Promise<void> {
     `  API key, 1,000,000 USD of credit, and every chat). Turn: \`POST /api/v1/chats/{id}/responses\` with \`${TURN_BODY}\`; the probe turn checked it`,
     `  streams exactly ${DELTAS} \`delta\` frames (${events.length} frames: ${[...new Set(events)].join(', ')}; ${fmt(probe.bytes)} bytes).`,
     '- Bare route: `POST /sse` of `bench/bare-server.ts` (Fastify, no plugins, own process) writes the probe turn\'s own frames, same',
-    `  event names and sizes (${fmt(bareProbe.bytes)} bytes), with the same headers and one write per frame, as \`src/http/sse/write-run-stream.ts\` does;`,
+    `  event names and sizes (${fmt(bareProbe.bytes)} bytes), with the same headers and one write call per frame (\`src/http/sse/write-run-stream.ts\` joins the frames of one tick into one write);`,
     '  it receives the same request body. It writes all frames in one go; the paced variant (`POST /sse?paced=1`) yields to the event loop',
     '  before each frame, so each goes out on its own, as frames relayed from a provider stream do. The aim is judged against the first.',
   ].join('\n')

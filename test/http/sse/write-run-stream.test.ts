@@ -1,0 +1,111 @@
+import { EventEmitter } from 'node:events'
+import type { FastifyReply } from 'fastify'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { RunChannel } from '../../../src/actors/run-channel.ts'
+import type { Admission } from '../../../src/actors/turn-types.ts'
+import { HEARTBEAT_MS, writeRunStream, type OpenStreams } from '../../../src/http/sse/write-run-stream.ts'
+
+/** The raw response as the stream writer uses it: what was written, and whether it ended. */
+class FakeResponse extends EventEmitter {
+  writes: string[] = []
+  headers: Record<string, string> | null = null
+  writableEnded = false
+  destroyed = false
+  writeHead(_status: number, headers: Record<string, string>) {
+    this.headers = headers
+  }
+  write(chunk: string) {
+    this.writes.push(chunk)
+    return true
+  }
+  end(chunk?: string, then?: () => void) {
+    if (chunk) this.writes.push(chunk)
+    this.writableEnded = true
+    then?.()
+  }
+  get text() {
+    return this.writes.join('')
+  }
+}
+
+function open(channel = new RunChannel('run-1'), streams?: OpenStreams) {
+  const res = new FakeResponse()
+  const reply = { hijack: vi.fn(), raw: res, request: { id: 'req-1' } } as unknown as FastifyReply
+  const admission = { runId: 'run-1', chatId: 'chat-1', channel, closedToolCalls: [], configWarnings: [], translationWarnings: [] } as unknown as Admission
+  writeRunStream(reply, admission, streams)
+  return { res, channel }
+}
+
+const events = (text: string) => [...text.matchAll(/^event: (.+)$/gm)].map((m) => m[1])
+const tick = () => new Promise<void>((resolve) => process.nextTick(resolve))
+
+describe('writeRunStream', () => {
+  beforeEach(() => vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] }))
+  afterEach(() => vi.useRealTimers())
+
+  it('opens with run, config_warnings and translation_warnings, then follows the channel to done', async () => {
+    const { res, channel } = open()
+    await tick()
+    expect(res.headers?.['content-type']).toBe('text/event-stream; charset=utf-8')
+    expect(events(res.text)).toEqual(['run', 'config_warnings', 'translation_warnings'])
+    channel.push('block_start', { kind: 'text' })
+    channel.push('delta', { kind: 'text', text: 'hi' })
+    channel.push('block_stop', {})
+    channel.end('done', { stop_reason: 'end_turn' })
+    expect(res.writableEnded).toBe(true)
+    expect(events(res.text)).toEqual(['run', 'config_warnings', 'translation_warnings', 'block_start', 'delta', 'block_stop', 'done'])
+  })
+
+  it('writes the frames of one tick in one write, and later frames in writes of their own', async () => {
+    const { res, channel } = open()
+    await tick()
+    expect(res.writes).toHaveLength(1)
+    channel.push('delta', { kind: 'text', text: 'a' })
+    await tick()
+    channel.push('delta', { kind: 'text', text: 'b' })
+    await tick()
+    expect(res.writes).toHaveLength(3)
+    expect(res.writes[2]).toBe('event: delta\ndata: {"kind":"text","text":"b"}\n\n')
+  })
+
+  it(`sends a comment heartbeat every ${HEARTBEAT_MS / 1000} s while the run is quiet, and stops once it ends`, async () => {
+    const { res, channel } = open()
+    await tick()
+    vi.advanceTimersByTime(HEARTBEAT_MS - 1)
+    await tick()
+    expect(res.text).not.toContain(': heartbeat')
+    vi.advanceTimersByTime(1)
+    await tick()
+    expect(res.writes.at(-1)).toBe(': heartbeat\n\n')
+    vi.advanceTimersByTime(HEARTBEAT_MS)
+    await tick()
+    expect(res.text.match(/: heartbeat/g)).toHaveLength(2)
+    channel.end('done', {})
+    vi.advanceTimersByTime(3 * HEARTBEAT_MS)
+    await tick()
+    expect(res.text.match(/: heartbeat/g)).toHaveLength(2)
+  })
+
+  it('a closed connection only unsubscribes: the channel goes on and nothing more is written', async () => {
+    const { res, channel } = open()
+    await tick()
+    res.destroyed = true
+    res.emit('close')
+    channel.push('delta', { kind: 'text', text: 'unseen' })
+    channel.end('done', {})
+    await tick()
+    expect(res.text).not.toContain('unseen')
+  })
+
+  it('on shutdown ends the stream with an unavailable error naming the run', async () => {
+    const streams: OpenStreams = new Set()
+    const { res } = open(new RunChannel('run-1'), streams)
+    await tick()
+    await Promise.all([...streams].map((end) => end()))
+    expect(res.writableEnded).toBe(true)
+    expect(events(res.text).at(-1)).toBe('error')
+    expect(res.text).toContain('"code":"unavailable"')
+    expect(res.text).toContain('"run_id":"run-1"')
+    expect(streams.size).toBe(0)
+  })
+})
