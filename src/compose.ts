@@ -9,6 +9,7 @@ import type { LoadedCatalogue } from './providers/catalogue/load-catalogue.ts'
 import { createLanguageModels, type LanguageModelFor } from './providers/language-models.ts'
 import { createConfigResolver } from './store/config-resolution.ts'
 import type { Store } from './store/index.ts'
+import { ALWAYS_PRIMARY, type ReplicationRoleSource } from './store/replication-role.ts'
 
 export type Composition = {
   store: Store
@@ -20,12 +21,15 @@ export type Composition = {
   now?: () => Date
   languageModelFor?: LanguageModelFor
   hostOptions?: ActorHostOptions
+  /** LiteFS's view of this node; without it, the node is the primary. */
+  role?: ReplicationRoleSource
 }
 
 /** Wires the services the HTTP layer is given; main and the tests build the app the same way. */
 export function composeApp(c: Composition): AppDeps {
   const env = c.env ?? process.env
   const now = c.now ?? (() => new Date())
+  const role = c.role ?? ALWAYS_PRIMARY
   const runDeps: RunDeps = {
     store: c.store,
     resolver: createConfigResolver(c.store),
@@ -36,6 +40,6 @@ export function composeApp(c: Composition): AppDeps {
     nodeId: env.NODE_ID ?? env.FLY_MACHINE_ID ?? hostname(),
     leaseTtlMs: LEASE_TTL_MS,
   }
-  const host = createChatActorHost(runDeps, { inspect: createInspection(env), ...c.hostOptions })
-  return { store: c.store, catalogue: c.catalogue, build: c.build, now, host }
+  const host = createChatActorHost(runDeps, { inspect: createInspection(env), role, ...c.hostOptions })
+  return { store: c.store, catalogue: c.catalogue, build: c.build, now, host, role, nodeId: runDeps.nodeId }
 }

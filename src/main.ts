@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { readBuildInfo } from './build-info.ts'
 import { composeApp } from './compose.ts'
@@ -10,9 +10,12 @@ import { activeProviders } from './providers/catalogue/active-providers.ts'
 import { createCatalogueService } from './providers/catalogue/catalogue-service.ts'
 import { loadCatalogue } from './providers/catalogue/load-catalogue.ts'
 import { readSettings } from './settings.ts'
+import { ALWAYS_PRIMARY, litefsRole } from './store/replication-role.ts'
 
 const settings = readSettings()
-const db = openDatabase(settings.databaseFile)
+const role = settings.litefs ? litefsRole(settings.litefs.primaryFile, settings.litefs.primaryPort) : ALWAYS_PRIMARY
+const startedAsPrimary = role.current().kind === 'primary'
+const db = openDatabase(settings.databaseFile, { replica: !startedAsPrimary })
 const store = createStore(db)
 
 const loaded = loadCatalogue()
@@ -23,7 +26,7 @@ const catalogue = createCatalogueService(
 )
 const stopStats = catalogue.start()
 
-const deps = composeApp({ store, catalogue, allModels: loaded.entries, build: readBuildInfo() })
+const deps = composeApp({ store, catalogue, allModels: loaded.entries, build: readBuildInfo(), role })
 const stopHost = deps.host.start()
 const app = await buildApp(
   deps,
@@ -31,9 +34,14 @@ const app = await buildApp(
 )
 
 // Bootstrap before listening, so the key file exists by the time the server answers.
-const dev = settings.production ? null : bootstrapDevOrganisation(store)
+// Only the primary writes; a replica's first start finds the primary's organisation replicated.
+const dev = settings.production || !startedAsPrimary ? null : bootstrapDevOrganisation(store)
 const keyFile = resolve(settings.dataDir, 'dev-api-key.txt')
-if (dev) writeFileSync(keyFile, `${dev.key}\n`, { mode: 0o600 })
+if (dev) {
+  // With LiteFS the database lives in the mount, and DATA_DIR may not exist yet.
+  mkdirSync(settings.dataDir, { recursive: true })
+  writeFileSync(keyFile, `${dev.key}\n`, { mode: 0o600 })
+}
 
 const address = await app.listen({ port: settings.port, host: settings.host })
 
@@ -47,15 +55,29 @@ if (dev) {
   )
 }
 
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    app.log.info({ signal }, 'shutting down')
-    stopStats()
-    stopHost()
-    deps.host.stopAll()
-    void app.close().finally(() => {
-      db.close()
-      process.exit(0)
-    })
+let stopping = false
+function shutDown(why: Record<string, unknown>, exitCode: number) {
+  if (stopping) return
+  stopping = true
+  app.log.info(why, 'shutting down')
+  stopStats()
+  stopHost()
+  clearInterval(roleWatch)
+  deps.host.stopAll()
+  void app.close().finally(() => {
+    db.close()
+    process.exit(exitCode)
   })
 }
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => shutDown({ signal }, 0))
+
+// A replica's connection never writes; promoted (or demoted), the process ends with EX_TEMPFAIL so
+// its supervisor (litefs mount, then Fly) starts it again in its new role (decision 009).
+const ROLE_CHANGED_EXIT_CODE = 75
+app.log.info({ role: role.current(), node: deps.nodeId }, 'replication role')
+const roleWatch = setInterval(() => {
+  const current = role.current()
+  if ((current.kind === 'primary') !== startedAsPrimary) shutDown({ role: current, was: startedAsPrimary ? 'primary' : 'replica' }, ROLE_CHANGED_EXIT_CODE)
+}, 1_000)
+roleWatch.unref()

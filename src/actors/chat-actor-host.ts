@@ -3,6 +3,7 @@ import { chatMachine } from '../../machines/chat.machine.ts'
 import type { ChatInput } from '../../machines/chat.types.ts'
 import { UnavailableError } from '../domain/errors.ts'
 import type { PartBody } from '../domain/parts.ts'
+import { ALWAYS_PRIMARY, type ReplicationRoleSource } from '../store/replication-role.ts'
 import { admitTurn } from './admit-turn.ts'
 import { executeRun } from './execute-run.ts'
 import { finishRun } from './finish-run.ts'
@@ -18,12 +19,18 @@ export type ActorHostOptions = {
   maxIdleActors?: number
   leaseRenewMs?: number
   inspect?: Observer<InspectionEvent>
+  /** LiteFS's view of this node (decision 009); without it, the node is the primary. */
+  role?: ReplicationRoleSource
 }
 
-/** Where a chat's actor lives. One node today; the LiteFS issue answers with the primary. */
-export type ChatOwner = { kind: 'local' } | { kind: 'remote'; url: string }
+/**
+ * Where a chat's actor lives: on the LiteFS primary, the only node that writes. Every chat has the
+ * same owner; the question stays per chat so that owners could be spread later.
+ */
+export type ChatOwner = { kind: 'local' } | { kind: 'remote'; url: string } | { kind: 'unknown' }
 
 export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {}) {
+  const role = options.role ?? ALWAYS_PRIMARY
   const idleEvictMs = options.idleEvictMs ?? 60_000
   const maxIdleActors = options.maxIdleActors ?? 10_000
   const actors = new Map<string, { actor: ChatActor; lastUsed: number }>()
@@ -83,7 +90,19 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
   return {
     /** Which node owns a chat's actor; turns and writes must be served there. */
     ownerOf(_chatId: string): ChatOwner {
-      return { kind: 'local' }
+      const current = role.current()
+      switch (current.kind) {
+        case 'primary':
+          return { kind: 'local' }
+        case 'replica':
+          return { kind: 'remote', url: current.primaryUrl }
+        case 'replica-without-primary':
+          return { kind: 'unknown' }
+        default: {
+          const unknown: never = current
+          throw new Error(`unknown role ${JSON.stringify(unknown)}`)
+        }
+      }
     },
 
     /** Hands a validated turn to the chat's actor; resolves once the run is admitted and written. */
@@ -128,11 +147,15 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
 
     /** Settles runs left by a crash, then keeps leases fresh and idle actors few. Returns the stop function. */
     start(): () => void {
-      sweepAbandonedRuns(deps, deps.nodeId)
+      // Only the primary writes: a replica settles nothing, and takes over once it is promoted.
+      const isPrimary = () => role.current().kind === 'primary'
+      if (isPrimary()) sweepAbandonedRuns(deps, deps.nodeId)
       const renew = setInterval(() => {
-        const now = deps.now()
-        deps.store.runs.renewLeases(deps.nodeId, new Date(now.getTime() + deps.leaseTtlMs).toISOString())
-        sweepAbandonedRuns(deps, null)
+        if (isPrimary()) {
+          const now = deps.now()
+          deps.store.runs.renewLeases(deps.nodeId, new Date(now.getTime() + deps.leaseTtlMs).toISOString())
+          sweepAbandonedRuns(deps, null)
+        }
         evictIdle()
       }, options.leaseRenewMs ?? 10_000)
       renew.unref()

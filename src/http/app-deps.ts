@@ -1,6 +1,7 @@
 import type { ChatActorHost } from '../actors/chat-actor-host.ts'
 import type { CatalogueService } from '../providers/catalogue/catalogue-service.ts'
 import type { Store } from '../store/index.ts'
+import type { ReplicationRoleSource } from '../store/replication-role.ts'
 
 /** What the HTTP layer is given to serve; built once by main (or by a test). */
 export type AppDeps = {
@@ -11,4 +12,7 @@ export type AppDeps = {
   /** The chat actors of this node: every turn and cancel goes through them. */
   host: ChatActorHost
   build: { version: string; commit: string }
+  /** Primary or replica (LiteFS): a replica relays writes to the primary. */
+  role: ReplicationRoleSource
+  nodeId: string
 }

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto'
 import type { AppDeps } from './app-deps.ts'
 import { requireApiKey } from './plugins/auth.ts'
 import { installErrorHandler } from './plugins/error-handler.ts'
+import { installPrimaryRouting } from './plugins/primary-routing.ts'
 import { installValidators } from './plugins/validation.ts'
 import { chatRoutes } from './routes/api/v1/chats/index.ts'
 import { historyRoutes } from './routes/api/v1/chats/history.ts'
@@ -82,6 +83,8 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema)
   installValidators(app, SHARED_SCHEMAS)
   installErrorHandler(app)
+  // Before any route reads a body: on a replica, writes go to the primary whole.
+  installPrimaryRouting(app, deps.role, deps.nodeId)
   // Bodies are JSON only: Fastify's default text/plain parser would hand a string to the
   // validator (a confusing 422) where decisions say an unsupported content type is 400.
   app.removeContentTypeParser('text/plain')

@@ -5,16 +5,21 @@ import { migrations, type Migration } from './migrations/index.ts'
 
 export type Db = Database.Database
 
-/** Opens (creating if needed) the database file, sets the pragmas and applies pending migrations. */
-export function openDatabase(file: string, options: { migrations?: Migration[] } = {}): Db {
+/**
+ * Opens (creating if needed) the database file, sets the pragmas and applies pending migrations.
+ * A LiteFS replica (`replica: true`) only reads its copy: the primary creates the file, sets the
+ * journal mode and migrates, and replication brings all of it.
+ */
+export function openDatabase(file: string, options: { migrations?: Migration[]; replica?: boolean } = {}): Db {
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true })
-  const db = new Database(file)
-  db.pragma('journal_mode = WAL')
+  // LiteFS keeps a replica's file read-only; opening it so makes a stray write fail here, loudly.
+  const db = new Database(file, options.replica ? { readonly: true, fileMustExist: true } : {})
+  if (!options.replica) db.pragma('journal_mode = WAL')
   db.pragma('synchronous = NORMAL')
   db.pragma('foreign_keys = ON')
   // The admin CLI writes while the server runs: wait for the lock instead of failing.
   db.pragma('busy_timeout = 5000')
-  migrate(db, options.migrations ?? migrations)
+  if (!options.replica) migrate(db, options.migrations ?? migrations)
   return db
 }
 

@@ -4,11 +4,12 @@ import { createChatActorHost, type ChatActorHost } from '../../src/actors/chat-a
 import { createContextHistory } from '../../src/actors/context-history.ts'
 import { LEASE_TTL_MS, type RunDeps } from '../../src/actors/run-deps.ts'
 import type { Admission } from '../../src/actors/turn-types.ts'
-import { RunInProgressError } from '../../src/domain/errors.ts'
+import { RunInProgressError, UnavailableError } from '../../src/domain/errors.ts'
 import { estimateTokens } from '../../src/domain/tokens/estimate-tokens.ts'
 import type { TurnRequest } from '../../src/domain/turns/submission.ts'
 import { prepareSubmission } from '../../src/http/prepare-submission.ts'
 import { createConfigResolver } from '../../src/store/config-resolution.ts'
+import type { ReplicationRoleSource } from '../../src/store/replication-role.ts'
 import { openTempStore } from '../helpers/temp-store.ts'
 import { deferred, echo, sandboxCatalogue, scriptedModel, untilAborted, usageEntries, withFakes } from '../helpers/turns.ts'
 
@@ -213,8 +214,35 @@ describe('one actor per chat', () => {
     expect(temp.store.runs.getById(again.runId)!.status).toBe('succeeded')
   })
 
-  it('answers "which node owns this chat?" in one place (this node, for now)', () => {
+  it('answers "which node owns this chat?" in one place: this node when it is the primary', () => {
     const host = startHost()
     expect(host.ownerOf(newChat())).toEqual({ kind: 'local' })
+  })
+})
+
+describe('on a LiteFS replica', () => {
+  const replicaOf = (primaryUrl: string): ReplicationRoleSource => ({ current: () => ({ kind: 'replica', primaryUrl }) })
+
+  it('says the primary owns every chat, or that no owner is known, and refuses turns', async () => {
+    const host = startHost({ role: replicaOf('http://primary.internal:8080') })
+    const chatId = newChat()
+    expect(host.ownerOf(chatId)).toEqual({ kind: 'remote', url: 'http://primary.internal:8080' })
+    await expect(host.submit(submission(chatId))).rejects.toBeInstanceOf(UnavailableError)
+    expect(temp.store.runs.latestCustomerRun(chatId)).toBeUndefined()
+    const orphan = startHost({ role: { current: () => ({ kind: 'replica-without-primary' }) } })
+    expect(orphan.ownerOf(chatId)).toEqual({ kind: 'unknown' })
+  })
+
+  it('neither sweeps nor renews: stranded runs wait for the primary, and are settled once this node is promoted', async () => {
+    const chatId = newChat()
+    // The old primary's run, its lease run out.
+    const runId = strandedRun(chatId, 'node-old-primary', new Date(Date.now() - 1_000).toISOString())
+    let role: ReturnType<ReplicationRoleSource['current']> = { kind: 'replica', primaryUrl: 'http://primary.internal:8080' }
+    startHost({ role: { current: () => role }, leaseRenewMs: 5 })
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(temp.store.runs.getById(runId)!.status).toBe('running')
+    role = { kind: 'primary' }
+    await vi.waitFor(() => expect(temp.store.runs.getById(runId)!.status).toBe('failed'), { timeout: 5_000 })
+    expect(usageEntries(temp.store, runId)).toHaveLength(1)
   })
 })

@@ -1,0 +1,19 @@
+# The image fly.toml deploys: Node 24 LTS, LiteFS, and the server run from its TypeScript sources.
+FROM node:24-bookworm-slim AS build
+WORKDIR /app
+# better-sqlite3 compiles from source.
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev
+
+FROM node:24-bookworm-slim
+RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates fuse3 && rm -rf /var/lib/apt/lists/*
+COPY --from=flyio/litefs:0.5 /usr/local/bin/litefs /usr/local/bin/litefs
+WORKDIR /app
+COPY --from=build /app/node_modules ./node_modules
+COPY package.json litefs.yml ./
+COPY catalogue ./catalogue
+COPY machines ./machines
+COPY src ./src
+# LiteFS mounts /litefs, waits to join the cluster, then runs the server (litefs.yml `exec`).
+ENTRYPOINT ["litefs", "mount", "-config", "/app/litefs.yml"]

@@ -1,0 +1,60 @@
+import { readFileSync } from 'node:fs'
+
+/**
+ * This node's part in LiteFS replication. Only the primary writes; a replica serves reads from its
+ * copy and hands every write to the primary.
+ */
+export type ReplicationRole =
+  | { kind: 'primary' }
+  | { kind: 'replica'; primaryUrl: string }
+  /** A replica that knows no primary (an election in progress): writes get 503. */
+  | { kind: 'replica-without-primary' }
+
+export type ReplicationRoleSource = { current: () => ReplicationRole }
+
+/** Without LiteFS (one laptop, one process) this node is the primary. */
+export const ALWAYS_PRIMARY: ReplicationRoleSource = { current: () => ({ kind: 'primary' }) }
+
+/**
+ * Reads LiteFS's `.primary` file: absent on the primary; on a replica it holds the primary's
+ * host name (its lease's advertised host). The primary's API is at that host on `primaryPort`,
+ * unless the file names a port itself (`host:port`). Read at most once per `ttlMs`, since every
+ * write asks.
+ */
+export function litefsRole(primaryFile: string, primaryPort: number, ttlMs = 1_000, clock = () => Date.now()): ReplicationRoleSource {
+  let known: ReplicationRole = { kind: 'primary' }
+  let readAt = Number.NEGATIVE_INFINITY
+  return {
+    current() {
+      const now = clock()
+      if (now - readAt < ttlMs) return known
+      readAt = now
+      known = roleFrom(readPrimaryFile(primaryFile), primaryPort)
+      return known
+    },
+  }
+}
+
+function readPrimaryFile(file: string): string | null {
+  try {
+    return readFileSync(file, 'utf8')
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
+    throw error
+  }
+}
+
+/** What a `.primary` file's content (null when there is none) says of this node. */
+export function roleFrom(content: string | null, primaryPort: number): ReplicationRole {
+  if (content === null) return { kind: 'primary' }
+  const host = content.trim()
+  if (host === '') return { kind: 'replica-without-primary' }
+  let url: URL
+  try {
+    url = new URL(`http://${host}`)
+  } catch {
+    return { kind: 'replica-without-primary' }
+  }
+  if (url.port === '') url.port = String(primaryPort)
+  return { kind: 'replica', primaryUrl: url.origin }
+}

@@ -1,0 +1,145 @@
+import { mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { startServer, waitFor, type ServerProcess } from './server-process.ts'
+import { postTurn, readDatabase, request } from './turn-client.ts'
+
+/**
+ * Two real server processes over one SQLite file, standing in for a LiteFS primary and a replica
+ * (decision 009): the replica's `.primary` file names the primary, as LiteFS's does. The replica
+ * opens the file read-only, so a write it made itself would fail; every write it is sent must reach
+ * the primary, turns and cancels included, and come back whole.
+ */
+describe('a LiteFS replica relays writes to the primary', () => {
+  const shared = mkdtempSync(join(tmpdir(), 'parley-e2e-litefs-'))
+  const dbFile = join(shared, 'parley.db')
+  const replicaPrimaryFile = join(shared, 'replica.primary')
+  let primary: ServerProcess
+  let replica: ServerProcess
+  let key = ''
+
+  const env = (node: string, primaryFile: string) => ({
+    DATA_DIR: join(shared, node),
+    LITEFS_DIR: shared,
+    LITEFS_PRIMARY_FILE: primaryFile,
+    NODE_ID: node,
+  })
+  const on = (server: ServerProcess, path: string, init: { method?: string; body?: unknown } = {}) => request(server.url, path, { key, ...init })
+
+  beforeAll(async () => {
+    // The primary has no .primary file; it creates the database and the dev organisation.
+    primary = await startServer({ env: env('node-a', join(shared, 'primary.primary')) })
+    key = readFileSync(join(shared, 'node-a', 'dev-api-key.txt'), 'utf8').trim()
+    writeFileSync(replicaPrimaryFile, `127.0.0.1:${primary.port}`)
+    replica = await startServer({ env: env('node-b', replicaPrimaryFile) })
+  }, 60_000)
+
+  afterAll(async () => {
+    await Promise.all([replica?.stop(), primary?.stop()])
+    rmSync(shared, { recursive: true, force: true })
+  })
+
+  test('the replica starts read-only: no dev organisation of its own, no key file', () => {
+    expect(replica.stdout()).not.toMatch(/pk_/)
+    expect(() => readFileSync(join(shared, 'node-b', 'dev-api-key.txt'))).toThrow()
+    expect(readDatabase(dbFile, (db) => db.prepare('SELECT count(*) AS n FROM organisations').get())).toEqual({ n: 1 })
+  })
+
+  test('a chat created through the replica is written by the primary and readable on both', async () => {
+    const created = await on(replica, '/api/v1/chats', { method: 'POST', body: { title: 'via the replica', namespace: 'acme/eu' } })
+    expect(created.status, created.text).toBe(201)
+    const id = created.json().id
+    for (const server of [primary, replica]) {
+      const read = await on(server, `/api/v1/chats/${id}`)
+      expect(read.status, read.text).toBe(200)
+      expect(read.json()).toMatchObject({ id, title: 'via the replica', namespace: 'acme/eu' })
+    }
+  })
+
+  test('a turn sent to the replica streams from the primary, frame by frame, and is written there', async () => {
+    const chat = (await on(replica, '/api/v1/chats', { method: 'POST', body: {} })).json().id
+    const answer = await postTurn(replica.url, key, chat, { model: 'sandbox/echo', input: [{ type: 'prompt', text: '/slow 150\n/long 3' }] })
+    if (!answer.ok) throw new Error(`HTTP ${answer.status}: ${answer.text}`)
+    expect(answer.headers.get('content-type')).toMatch(/^text\/event-stream/)
+    expect(await answer.closed).toBe('end')
+    const events = answer.frames.map((f) => f.event)
+    expect(events).toEqual(['run', 'config_warnings', 'translation_warnings', 'block_start', 'delta', 'delta', 'delta', 'block_stop', 'done'])
+    // Relayed as they came: 150 ms apart at the source, so not all in one read.
+    const deltas = answer.frames.filter((f) => f.event === 'delta')
+    expect(deltas.at(-1)!.read).toBeGreaterThan(deltas[0]!.read)
+
+    const runId = answer.frames[0]!.data.run_id
+    const run = await on(replica, `/api/v1/runs/${runId}`)
+    expect(run.status, run.text).toBe(200)
+    expect(run.json()).toMatchObject({ status: 'succeeded', chat_id: chat })
+    const parts = (await on(replica, `/api/v1/chats/${chat}/history`)).json().data.map((p: { part: { type: string } }) => p.part.type)
+    expect(parts).toEqual(['prompt', 'message'])
+  })
+
+  test('a cancel sent to the replica reaches the run on the primary', async () => {
+    const chat = (await on(replica, '/api/v1/chats', { method: 'POST', body: {} })).json().id
+    const answer = await postTurn(replica.url, key, chat, { model: 'sandbox/echo', input: [{ type: 'prompt', text: '/slow 400\n/long 50' }] })
+    if (!answer.ok) throw new Error(`HTTP ${answer.status}: ${answer.text}`)
+    const runId = (await answer.frame('run', () => true)).data.run_id
+    await answer.frame('delta', () => true)
+    const cancelled = await on(replica, `/api/v1/runs/${runId}/cancel`, { method: 'POST' })
+    expect(cancelled.status, cancelled.text).toBe(200)
+    expect(cancelled.json()).toMatchObject({ id: runId, status: 'cancelled' })
+    expect(await answer.closed).toBe('end')
+    expect(answer.frames.at(-1)).toMatchObject({ event: 'error', data: { code: 'cancelled' } })
+  })
+
+  test('errors come back as the primary gave them, status and envelope', async () => {
+    const missing = await on(replica, '/api/v1/chats/00000000-0000-4000-8000-000000000000/responses', {
+      method: 'POST',
+      body: { model: 'sandbox/echo', input: [{ type: 'prompt', text: 'hi' }] },
+    })
+    expect(missing.status).toBe(404)
+    expect(missing.json().error.code).toBe('not_found')
+    const invalid = await on(replica, '/api/v1/chats', { method: 'POST', body: { title: 42 } })
+    expect(invalid.status).toBe(422)
+    expect(invalid.json().error.details.problems).toEqual([expect.objectContaining({ in: 'body', pointer: '/title' })])
+  })
+
+  test('a write already relayed once is refused by a node that is not the primary (no relay loops)', async () => {
+    const res = await fetch(`${replica.url}/api/v1/chats`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-parley-forwarded-by': 'node-c' },
+      body: '{}',
+    })
+    expect(res.status).toBe(503)
+    expect((await res.json()).error.code).toBe('unavailable')
+  })
+
+  test('with no primary known, writes are 503 unavailable and reads still answer', async () => {
+    writeFileSync(replicaPrimaryFile, '')
+    try {
+      const write = await waitFor('the replica to see that no primary is known', async () => {
+        const res = await on(replica, '/api/v1/chats', { method: 'POST', body: {} })
+        return res.status === 503 ? res : undefined
+      })
+      expect(write.json().error).toMatchObject({ code: 'unavailable', message: expect.stringContaining('no primary is known') })
+      expect((await on(replica, '/api/v1/chats')).status).toBe(200)
+    } finally {
+      writeFileSync(replicaPrimaryFile, `127.0.0.1:${primary.port}`)
+    }
+    await waitFor('writes through the replica again', async () => (await on(replica, '/api/v1/chats', { method: 'POST', body: {} })).status === 201)
+  })
+
+  test('a replica whose primary is down answers writes 503 and keeps serving reads', async () => {
+    writeFileSync(replicaPrimaryFile, '127.0.0.1:1')
+    const write = await waitFor('the replica to relay to the unreachable primary', async () => {
+      const res = await on(replica, '/api/v1/chats', { method: 'POST', body: {} })
+      return res.status === 503 && /did not answer/.test(res.text) ? res : undefined
+    })
+    expect(write.json().error.code).toBe('unavailable')
+    expect((await on(replica, '/api/v1/chats')).status).toBe(200)
+  })
+
+  test('promoted (its .primary file gone), the replica exits so that it restarts as the primary', async () => {
+    unlinkSync(replicaPrimaryFile)
+    const code = await waitFor('the replica to exit', () => (replica.child.exitCode !== null ? replica.child.exitCode : undefined), 10_000)
+    expect(code).toBe(75)
+  })
+})
