@@ -26,7 +26,11 @@ export function createWriteQueue(db: Db) {
   const rollbackTo = db.prepare('ROLLBACK TO queued_write')
 
   const rejectAll = (batch: Queued[], error: unknown) => {
-    if (db.inTransaction) rollback.run()
+    try {
+      if (db.inTransaction) rollback.run()
+    } catch {
+      // The connection ended the transaction itself; the batch's error is what callers need.
+    }
     for (const item of batch) item.reject(error)
   }
 
