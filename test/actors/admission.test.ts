@@ -82,6 +82,24 @@ describe('idempotency', () => {
     expect(error.details).toEqual({ run_id: failed })
   })
 
+  it('submitted at once on several chats, one key admits exactly one turn; the others are 409 naming it, with nothing written', async () => {
+    const chats = [chatId, ...(await Promise.all(Array.from({ length: 5 }, () => newChat(ctx, org.auth))))]
+    const before = snapshotRows(ctx.store)
+    // Sent together, so the admissions share one group commit: the key must still hold across them.
+    const answers = await Promise.all(chats.map((chat) => submit({ input: [prompt('same key')], idempotency_key: 'together' }, chat)))
+    const admitted = answers.filter((res) => res.statusCode === 200)
+    expect(admitted).toHaveLength(1)
+    const winner = /"run_id":"([^"]+)"/.exec(admitted[0]!.body)![1]
+    for (const res of answers.filter((r) => r.statusCode !== 200)) {
+      expect(expectError(res, 409, 'idempotency_key_reused').details).toEqual({ run_id: winner })
+    }
+    const after = snapshotRows(ctx.store)
+    expect(after.runs - before.runs).toBe(1)
+    expect(after.idempotency_keys - before.idempotency_keys).toBe(1)
+    // The winner's prompt and answer; no other chat got a part.
+    expect(after.parts - before.parts).toBe(2)
+  })
+
   it('is organisation-scoped and spans chats', async () => {
     const first = await turn(ctx, org.auth, chatId, { input: [prompt('a')], idempotency_key: 'shared' })
     const otherChat = await newChat(ctx, org.auth)
