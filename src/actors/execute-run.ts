@@ -1,4 +1,4 @@
-import { APICallError, type LanguageModelV3StreamPart } from '@ai-sdk/provider'
+import type { LanguageModelV3StreamPart } from '@ai-sdk/provider'
 import { estimatePartTokens } from '../domain/context/estimate-part-tokens.ts'
 import { UpstreamError } from '../domain/errors.ts'
 import type { PartBody } from '../domain/parts.ts'
@@ -12,7 +12,13 @@ type OpenBlock =
   | { kind: 'text' | 'refusal' | 'reasoning'; id: string; text: string }
   | { kind: 'tool_call'; id: string; toolName: string; text: string }
 
-const describe = (error: unknown) => (error instanceof Error ? error.message : String(error))
+const describe = (error: unknown) =>
+  error instanceof Error
+    ? error.message
+    : // Some providers pass the vendor's own error object through, e.g. Anthropic's `{ type, message }`.
+      typeof (error as { message?: unknown } | null)?.message === 'string'
+      ? (error as { message: string }).message
+      : String(error)
 
 /**
  * Calls the provider and relays its stream: one frame per delta, each closed block written to the
@@ -37,8 +43,21 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
     await deps.store.writes.write(() => deps.store.parts.append(admission.chatId, [part]))
   }
 
-  const closeBlock = async (block: OpenBlock) => {
-    open.delete(block.id)
+  // The wire carries one block at a time, but a provider may overlap its blocks (DeepSeek starts its
+  // text before it ends its reasoning; parallel tool calls). Blocks go out in the order they started:
+  // each waits, gathering its deltas, until the blocks before it have stopped, and is announced with
+  // its first text.
+  const wire: OpenBlock[] = []
+  const ended = new Set<OpenBlock>()
+  let announced: OpenBlock | null = null
+
+  const announce = (block: OpenBlock) => {
+    announced = block
+    channel.push('block_start', block.kind === 'tool_call' ? { kind: 'tool_call', tool_name: block.toolName, tool_use_id: block.id } : { kind: block.kind })
+    if (block.text !== '') channel.push('delta', { kind: block.kind === 'tool_call' ? 'tool_input' : block.kind, text: block.text })
+  }
+
+  const persistBlock = async (block: OpenBlock) => {
     switch (block.kind) {
       case 'text':
         await persist({ type: 'message', text: block.text })
@@ -58,12 +77,30 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
         throw new Error(`unknown block ${JSON.stringify(unknown)}`)
       }
     }
-    channel.push('block_stop', {})
+  }
+
+  /** Stops the ended blocks at the head of the wire, in order, then announces the next one if it has text. */
+  const drain = async () => {
+    while (wire[0] && ended.has(wire[0])) {
+      const block = wire.shift()!
+      ended.delete(block)
+      if (announced !== block) announce(block)
+      await persistBlock(block)
+      channel.push('block_stop', {})
+      announced = null
+    }
+    if (wire[0] && announced !== wire[0] && wire[0].text !== '') announce(wire[0])
+  }
+
+  const closeBlock = async (block: OpenBlock) => {
+    open.delete(block.id)
+    ended.add(block)
+    await drain()
   }
 
   const startBlock = (block: OpenBlock) => {
     open.set(block.id, block)
-    channel.push('block_start', block.kind === 'tool_call' ? { kind: 'tool_call', tool_name: block.toolName, tool_use_id: block.id } : { kind: block.kind })
+    wire.push(block)
   }
 
   const delta = (id: string, text: string) => {
@@ -72,12 +109,20 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
     if (firstDeltaMs === null) firstDeltaMs = Date.now() - started
     block.text += text
     emitted += text
-    channel.push('delta', { kind: block.kind === 'tool_call' ? 'tool_input' : block.kind, text })
+    if (block !== wire[0]) return
+    if (announced === block) channel.push('delta', { kind: block.kind === 'tool_call' ? 'tool_input' : block.kind, text })
+    else announce(block)
   }
 
   const result = async (status: RunResult['status'], error: RunResult['error'], streamOpened: boolean): Promise<RunResult> => {
-    // Whatever was open when the stream ended is kept: the customer saw it streamed.
-    for (const block of [...open.values()]) if (block.text !== '') await closeBlock(block)
+    // Whatever was open when the stream ended is kept: the customer saw it streamed, or it was
+    // waiting its turn. A block with nothing in it was never announced and is dropped.
+    for (const block of [...open.values()]) {
+      open.delete(block.id)
+      if (block.text !== '') ended.add(block)
+      else wire.splice(wire.indexOf(block), 1)
+    }
+    await drain()
     return {
       status,
       stopReason: status === 'succeeded' ? stopReason ?? 'end_turn' : stopReason,
@@ -165,7 +210,8 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
           break
         case 'error': {
           const message = `the provider failed mid-stream: ${describe(part.error)}`
-          return result('failed', { code: APICallError.isInstance(part.error) ? 'upstream_error' : 'provider_error', message }, true)
+          // decisions §3 has one code for a provider that failed: the SSE error carries it too.
+          return result('failed', { code: 'upstream_error', message }, true)
         }
         default:
           break

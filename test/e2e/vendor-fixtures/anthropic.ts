@@ -1,0 +1,137 @@
+import { namedEvent, pieces, type ReplayResponse, type VendorFixture } from './wire.ts'
+
+/**
+ * Anthropic Messages API, streamed (POST {base}/v1/messages with "stream": true): named events
+ * message_start, content_block_start / content_block_delta / content_block_stop per block, ping,
+ * message_delta (stop_reason and final usage), message_stop. Shapes as the API sends them.
+ */
+
+const MODEL = 'claude-sonnet-4-5-20250929'
+
+const headers = (requestId: string) => ({
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache',
+  'request-id': requestId,
+  'anthropic-organization-id': '2f8c1c52-3c6e-4d1b-9a0e-5f3b7d2a6c41',
+})
+
+const messageStart = (id: string, usage: Record<string, unknown>) =>
+  namedEvent('message_start', {
+    type: 'message_start',
+    message: {
+      model: MODEL,
+      id,
+      type: 'message',
+      role: 'assistant',
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage,
+    },
+  })
+
+const textBlock = (index: number, parts: string[]) => [
+  namedEvent('content_block_start', { type: 'content_block_start', index, content_block: { type: 'text', text: '' } }),
+  ...parts.map((text) => namedEvent('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'text_delta', text } })),
+  namedEvent('content_block_stop', { type: 'content_block_stop', index }),
+]
+
+const ping = namedEvent('ping', { type: 'ping' })
+
+const end = (stopReason: string, usage: Record<string, unknown>) => [
+  namedEvent('message_delta', { type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: null }, usage }),
+  namedEvent('message_stop', { type: 'message_stop' }),
+]
+
+const answer = pieces('The capital', ' of Norway is Oslo', ', on the Oslofjord.')
+const [answerStart, ...answerRest] = textBlock(0, answer.parts)
+export const ANTHROPIC_TEXT_ID = 'msg_01XFDUDYJgAACzvnptvVoYEL'
+/** Prompt caching in play: 19 fresh input tokens, 2104 written to the cache, 1536 read from it. */
+const text: ReplayResponse = {
+  kind: 'stream',
+  headers: headers('req_011CUAbX8mFqkLJ2uQ6aGcWp'),
+  events: [
+    messageStart(ANTHROPIC_TEXT_ID, {
+      input_tokens: 19,
+      cache_creation_input_tokens: 2104,
+      cache_read_input_tokens: 1536,
+      cache_creation: { ephemeral_5m_input_tokens: 2104, ephemeral_1h_input_tokens: 0 },
+      output_tokens: 1,
+      service_tier: 'standard',
+    }),
+    answerStart!,
+    ping,
+    ...answerRest,
+    ...end('end_turn', { input_tokens: 19, cache_creation_input_tokens: 2104, cache_read_input_tokens: 1536, output_tokens: 14 }),
+  ],
+}
+
+const preamble = pieces("I'll check the current weather", ' in Oslo for you.')
+const toolArguments = ['', '{"city": "Os', 'lo"}']
+export const ANTHROPIC_TOOL_USE_ID = 'toolu_01T1x1fJ34qAmk2tNTrN7Up6'
+const toolCall: ReplayResponse = {
+  kind: 'stream',
+  headers: headers('req_011CUAbYqv3wK1Fz9dHnR2Ts'),
+  events: [
+    messageStart('msg_014p7gG3wDgGV9EUtLvnow3U', { input_tokens: 402, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 2, service_tier: 'standard' }),
+    ...textBlock(0, preamble.parts),
+    namedEvent('content_block_start', {
+      type: 'content_block_start',
+      index: 1,
+      content_block: { type: 'tool_use', id: ANTHROPIC_TOOL_USE_ID, name: 'get_weather', input: {} },
+    }),
+    ping,
+    ...toolArguments.map((partial_json) =>
+      namedEvent('content_block_delta', { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json } }),
+    ),
+    namedEvent('content_block_stop', { type: 'content_block_stop', index: 1 }),
+    ...end('tool_use', { output_tokens: 71 }),
+  ],
+}
+
+const weather = pieces("It's sunny in Oslo", ' right now, at 21 °C.')
+const afterToolResult: ReplayResponse = {
+  kind: 'stream',
+  headers: headers('req_011CUAbZ4sPq7YhVbL1xN9Ke'),
+  events: [
+    messageStart('msg_01Aq9w8LmN4bTdUv5yXz3cPe', { input_tokens: 496, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 1, service_tier: 'standard' }),
+    ...textBlock(0, weather.parts),
+    ...end('end_turn', { output_tokens: 16 }),
+  ],
+}
+
+export const anthropic: VendorFixture = {
+  vendor: 'anthropic',
+  basePath: '/anthropic/v1',
+  isStreamPath: (path) => path === '/anthropic/v1/messages',
+  text: { response: text, text: answer.text, reasoning: '' },
+  toolCall: { response: toolCall, text: preamble.text, reasoning: '', toolName: 'get_weather', toolCallId: ANTHROPIC_TOOL_USE_ID, arguments: toolArguments.join('') },
+  afterToolResult: { response: afterToolResult, text: weather.text, reasoning: '' },
+  serverError: {
+    kind: 'json',
+    status: 529,
+    headers: { 'content-type': 'application/json', 'request-id': 'req_011CUAbaG1c2yT5nP8wQeJrD', 'x-should-retry': 'true' },
+    body: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' }, request_id: 'req_011CUAbaG1c2yT5nP8wQeJrD' },
+  },
+}
+
+/** The API overloaded before saying anything: a 200 stream whose first event is an error. */
+export const ANTHROPIC_OVERLOADED_FIRST: ReplayResponse = {
+  kind: 'stream',
+  headers: headers('req_011CUAbb7TqH3nWc2eLp9ZxF'),
+  events: [namedEvent('error', { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } })],
+}
+
+/** Overloaded mid-answer: some text, then an error event, and the stream ends. */
+export const ANTHROPIC_OVERLOADED_MID = {
+  partialText: answer.parts.slice(0, 2).join(''),
+  response: {
+    kind: 'stream',
+    headers: headers('req_011CUAbcM5vR8sKd4fYq1WuG'),
+    events: [
+      messageStart('msg_01Hn6Tb2Vc8Wd4Xe0Yf6Zg2A', { input_tokens: 19, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 1, service_tier: 'standard' }),
+      ...textBlock(0, answer.parts.slice(0, 2)).slice(0, -1),
+      namedEvent('error', { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }),
+    ],
+  } satisfies ReplayResponse,
+}

@@ -1,0 +1,560 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
+import { customerCost } from '../../src/domain/pricing/customer-cost.ts'
+import type { Usage } from '../../src/domain/pricing/usage.ts'
+import { REPO_ROOT, startServer, type ServerProcess } from './server-process.ts'
+import { completedBlocks, deltaText, moneyUnits, postTurn, request, type SseFrame, type TurnStream } from './turn-client.ts'
+import { ANTHROPIC_OVERLOADED_FIRST, ANTHROPIC_OVERLOADED_MID, ANTHROPIC_TEXT_ID } from './vendor-fixtures/anthropic.ts'
+import { DEEPSEEK_COMPLETION_ID, DEEPSEEK_PARALLEL_CALLS } from './vendor-fixtures/deepseek.ts'
+import { GOOGLE_RESPONSE_ID } from './vendor-fixtures/google.ts'
+import { FIXTURES, type Vendor } from './vendor-fixtures/index.ts'
+import { MISTRAL_COMPLETION_ID } from './vendor-fixtures/mistral.ts'
+import { OPENAI_RESPONSE_ID } from './vendor-fixtures/openai.ts'
+import { XAI_COMPLETION_ID } from './vendor-fixtures/xai.ts'
+import { startReplayServer, type RecordedRequest, type ReplayServer } from './vendor-replay-server.ts'
+
+/**
+ * The six vendors end to end: the real server process, configured with every vendor's key and a
+ * base URL on a loopback replay server that answers with each vendor's streaming wire format. The
+ * real @ai-sdk provider packages build the vendor requests and parse the replayed bytes; nothing is
+ * mocked. Each case checks what Parley streams, bills and stores, and what the vendor was sent.
+ */
+
+const KEYS: Record<Vendor, string> = {
+  anthropic: 'sk-ant-api03-replay-anthropic-key',
+  openai: 'sk-proj-replay-openai-key',
+  google: 'AIzaSyReplay-google-key',
+  mistral: 'replay-mistral-key',
+  xai: 'xai-replay-key',
+  deepseek: 'sk-replay-deepseek-key',
+}
+const KEY_VARIABLES: Record<Vendor, string> = {
+  anthropic: 'ANTHROPIC_API_KEY',
+  openai: 'OPENAI_API_KEY',
+  google: 'GOOGLE_GENERATIVE_AI_API_KEY',
+  mistral: 'MISTRAL_API_KEY',
+  xai: 'XAI_API_KEY',
+  deepseek: 'DEEPSEEK_API_KEY',
+}
+
+const PROMPT = 'What is the capital of Norway? One sentence, please.'
+const TOOL_PROMPT = 'What is the weather in Oslo right now?'
+const TOOL_RESULT = 'sunny, 21 °C, light breeze'
+const TOOLS = [
+  {
+    name: 'get_weather',
+    description: 'Current weather for a city.',
+    input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  },
+]
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+const DECIMAL = /^\d+(\.\d+)?$/
+const DELTA_KIND: Record<string, string> = { text: 'text', reasoning: 'reasoning', refusal: 'refusal', tool_call: 'tool_input' }
+
+type ToolCallSeen = { id: string; name: string; input: unknown }
+type ToolResultSeen = { id: string; content: unknown }
+
+/** One vendor: which model to call, how its request looks, and what Parley must make of its fixtures. */
+type VendorCase = {
+  vendor: Vendor
+  /** Catalogue name and the vendor's id for it. */
+  model: string
+  vendorModelId: string
+  /** The exact streaming endpoint the SDK must call. */
+  path: string
+  /** Headers the vendor must receive (the API key in the vendor's auth header). */
+  auth: Record<string, string>
+  /** The request asked for a stream. */
+  streamed: (r: RecordedRequest) => boolean
+  /** The conversation in the vendor's shape, and one user message with `text` in that shape. */
+  conversation: (body: any) => unknown[]
+  userMessage: (text: string) => unknown
+  maxTokens: (body: any) => unknown
+  toolNames: (body: any) => string[]
+  /** The assistant's earlier tool call and the tool's result, read from a request's conversation. */
+  toolCall: (body: any) => ToolCallSeen
+  toolResult: (body: any) => ToolResultSeen
+  /** The plain answer: Parley's blocks, its Usage, and the ids the SDK surfaces. */
+  blocks: string[]
+  usage: Usage
+  modelServed: string | null
+  responseId: string
+  /** Parley's blocks for the tool-call answer. */
+  toolBlocks: string[]
+  /** The message the vendor's error JSON carries. */
+  errorMessage: string
+}
+
+const bearer = (vendor: Vendor) => ({ authorization: `Bearer ${KEYS[vendor]}` })
+const only = <T>(items: T[], what: string): T => {
+  expect(items, what).toHaveLength(1)
+  return items[0]!
+}
+
+/** The chat-completions request shape shared by Mistral, xAI and DeepSeek. */
+const chatCompletions = {
+  conversation: (body: any) => body.messages,
+  toolNames: (body: any) => body.tools.map((t: any) => t.function.name),
+  toolCall: (body: any): ToolCallSeen => {
+    const call = only(body.messages.flatMap((m: any) => (m.role === 'assistant' ? m.tool_calls ?? [] : [])), 'assistant tool calls') as any
+    expect(call.type).toBe('function')
+    // `arguments` is a JSON-encoded arguments object.
+    return { id: call.id, name: call.function.name, input: JSON.parse(call.function.arguments) }
+  },
+  toolResult: (body: any): ToolResultSeen => {
+    const message = body.messages.at(-1)
+    expect(message.role).toBe('tool')
+    return { id: message.tool_call_id, content: message.content }
+  },
+}
+
+const CASES: VendorCase[] = [
+  {
+    vendor: 'anthropic',
+    model: 'anthropic/claude-sonnet-4.5',
+    vendorModelId: 'claude-sonnet-4-5-20250929',
+    path: '/anthropic/v1/messages',
+    auth: { 'x-api-key': KEYS.anthropic, 'anthropic-version': '2023-06-01' },
+    streamed: (r) => r.body.stream === true,
+    conversation: (body) => body.messages,
+    userMessage: (text) => ({ role: 'user', content: [{ type: 'text', text }] }),
+    maxTokens: (body) => body.max_tokens,
+    toolNames: (body) => body.tools.map((t: any) => t.name),
+    toolCall: (body) => {
+      const block = only(
+        body.messages.flatMap((m: any) => (m.role === 'assistant' ? m.content.filter((c: any) => c.type === 'tool_use') : [])),
+        'tool_use blocks',
+      ) as any
+      return { id: block.id, name: block.name, input: block.input }
+    },
+    toolResult: (body) => {
+      // The result is a tool_result content block of the last (user) message.
+      const message = body.messages.at(-1)
+      expect(message.role).toBe('user')
+      const block = only(message.content, 'the last message') as any
+      expect(block.type).toBe('tool_result')
+      return { id: block.tool_use_id, content: block.content }
+    },
+    blocks: ['text'],
+    // Fresh input excludes the 1536 cache-read and 2104 cache-write tokens.
+    usage: { input_tokens: 19, output_tokens: 14, reasoning_tokens: 0, cache_read_tokens: 1536, cache_write_tokens: 2104 },
+    modelServed: 'claude-sonnet-4-5-20250929',
+    responseId: ANTHROPIC_TEXT_ID,
+    toolBlocks: ['text', 'tool_call'],
+    errorMessage: 'Overloaded',
+  },
+  {
+    vendor: 'openai',
+    model: 'openai/gpt-5',
+    vendorModelId: 'gpt-5',
+    path: '/openai/v1/responses',
+    auth: bearer('openai'),
+    streamed: (r) => r.body.stream === true,
+    conversation: (body) => body.input,
+    userMessage: (text) => ({ role: 'user', content: [{ type: 'input_text', text }] }),
+    maxTokens: (body) => body.max_output_tokens,
+    toolNames: (body) => body.tools.map((t: any) => t.name),
+    toolCall: (body) => {
+      const item = only(body.input.filter((i: any) => i.type === 'function_call'), 'function_call items') as any
+      return { id: item.call_id, name: item.name, input: JSON.parse(item.arguments) }
+    },
+    toolResult: (body) => {
+      const item = body.input.at(-1)
+      expect(item.type).toBe('function_call_output')
+      return { id: item.call_id, content: item.output }
+    },
+    // The reasoning item carries no summary: an empty reasoning block (spec §2.4: hidden reasoning).
+    blocks: ['reasoning', 'text'],
+    // 1320 input, 1152 of them cached; 204 output, 192 of them reasoning.
+    usage: { input_tokens: 168, output_tokens: 204, reasoning_tokens: 192, cache_read_tokens: 1152, cache_write_tokens: 0 },
+    modelServed: 'gpt-5-2025-08-07',
+    responseId: OPENAI_RESPONSE_ID,
+    toolBlocks: ['reasoning', 'tool_call'],
+    errorMessage: 'The server had an error while processing your request. Sorry about that!',
+  },
+  {
+    vendor: 'google',
+    model: 'google/gemini-2.5-flash',
+    vendorModelId: 'gemini-2.5-flash',
+    path: '/google/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse',
+    auth: { 'x-goog-api-key': KEYS.google },
+    streamed: (r) => r.path.endsWith(':streamGenerateContent?alt=sse'),
+    conversation: (body) => body.contents,
+    userMessage: (text) => ({ role: 'user', parts: [{ text }] }),
+    maxTokens: (body) => body.generationConfig.maxOutputTokens,
+    toolNames: (body) => body.tools.flatMap((t: any) => t.functionDeclarations.map((f: any) => f.name)),
+    toolCall: (body) => {
+      const part = only(
+        body.contents.flatMap((c: any) => (c.role === 'model' ? c.parts.filter((p: any) => p.functionCall) : [])),
+        'functionCall parts',
+      ) as any
+      return { id: part.functionCall.id, name: part.functionCall.name, input: part.functionCall.args }
+    },
+    toolResult: (body) => {
+      const content = body.contents.at(-1)
+      expect(content.role).toBe('user')
+      const part = only(content.parts, 'the last content') as any
+      return { id: part.functionResponse.id, content: part.functionResponse.response.content }
+    },
+    blocks: ['text'],
+    // 1290 prompt tokens, 1024 cached; output is 16 answer tokens plus 437 thinking.
+    usage: { input_tokens: 266, output_tokens: 453, reasoning_tokens: 437, cache_read_tokens: 1024, cache_write_tokens: 0 },
+    // @ai-sdk/google reports responseId but not modelVersion.
+    modelServed: null,
+    responseId: GOOGLE_RESPONSE_ID,
+    toolBlocks: ['tool_call'],
+    errorMessage: 'The model is overloaded. Please try again later.',
+  },
+  {
+    vendor: 'mistral',
+    model: 'mistral/mistral-medium-3.1',
+    vendorModelId: 'mistral-medium-2508',
+    path: '/mistral/v1/chat/completions',
+    auth: bearer('mistral'),
+    streamed: (r) => r.body.stream === true,
+    ...chatCompletions,
+    userMessage: (text) => ({ role: 'user', content: [{ type: 'text', text }] }),
+    maxTokens: (body) => body.max_tokens,
+    blocks: ['text'],
+    usage: { input_tokens: 14, output_tokens: 9, reasoning_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0 },
+    modelServed: 'mistral-medium-2508',
+    responseId: MISTRAL_COMPLETION_ID,
+    toolBlocks: ['tool_call'],
+    errorMessage: 'Internal server error',
+  },
+  {
+    vendor: 'xai',
+    model: 'xai/grok-4-fast',
+    vendorModelId: 'grok-4-fast-reasoning',
+    path: '/xai/v1/chat/completions',
+    auth: bearer('xai'),
+    streamed: (r) => r.body.stream === true && r.body.stream_options?.include_usage === true,
+    ...chatCompletions,
+    userMessage: (text) => ({ role: 'user', content: text }),
+    maxTokens: (body) => body.max_completion_tokens,
+    blocks: ['text'],
+    // 180 prompt tokens, 128 cached; 8 answer tokens plus 223 reasoning.
+    usage: { input_tokens: 52, output_tokens: 231, reasoning_tokens: 223, cache_read_tokens: 128, cache_write_tokens: 0 },
+    modelServed: 'grok-4-fast-reasoning',
+    responseId: XAI_COMPLETION_ID,
+    toolBlocks: ['tool_call'],
+    errorMessage: 'Service temporarily unavailable. The model is at capacity',
+  },
+  {
+    vendor: 'deepseek',
+    model: 'deepseek/deepseek-reasoner',
+    vendorModelId: 'deepseek-reasoner',
+    path: '/deepseek/chat/completions',
+    auth: bearer('deepseek'),
+    streamed: (r) => r.body.stream === true && r.body.stream_options?.include_usage === true,
+    ...chatCompletions,
+    userMessage: (text) => ({ role: 'user', content: text }),
+    maxTokens: (body) => body.max_tokens,
+    blocks: ['reasoning', 'text'],
+    // 1046 prompt tokens, 1024 cache hits; 62 completion tokens, 48 of them reasoning.
+    usage: { input_tokens: 22, output_tokens: 62, reasoning_tokens: 48, cache_read_tokens: 1024, cache_write_tokens: 0 },
+    modelServed: 'deepseek-reasoner',
+    responseId: DEEPSEEK_COMPLETION_ID,
+    toolBlocks: ['reasoning', 'tool_call'],
+    errorMessage: 'Server overloaded, please try again later.',
+  },
+]
+
+/** The catalogue as shipped: rates to price the fixtures' usage with. */
+const CATALOGUE = JSON.parse(readFileSync(join(REPO_ROOT, 'catalogue/models.json'), 'utf8')) as { models: any[] }
+const catalogueEntry = (name: string) => {
+  const entry = CATALOGUE.models.find((m) => m.name === name)
+  if (!entry) throw new Error(`no catalogue model ${name}`)
+  return entry
+}
+
+/**
+ * Spec §6 as a grammar: `run`, `config_warnings`, `translation_warnings`, then blocks (block_start,
+ * its deltas, block_stop), one at a time, then exactly one `done` or `error`. Only an `error` may cut
+ * a block short.
+ */
+function expectWellFormed(frames: SseFrame[]): void {
+  const events = frames.map((f) => f.event)
+  const trace = events.join(',')
+  expect(events.slice(0, 3), trace).toEqual(['run', 'config_warnings', 'translation_warnings'])
+  expect(['done', 'error'], trace).toContain(events.at(-1))
+  let open: string | null = null
+  for (const f of frames.slice(3, -1)) {
+    if (f.event === 'block_start') {
+      expect(open, `block_start inside an open ${open} block: ${trace}`).toBeNull()
+      open = f.data.kind
+    } else if (f.event === 'delta') {
+      expect(open, `delta outside a block: ${trace}`).not.toBeNull()
+      expect(f.data.kind, trace).toBe(DELTA_KIND[open!])
+      expect(typeof f.data.text).toBe('string')
+    } else if (f.event === 'block_stop') {
+      expect(open, `block_stop without a block: ${trace}`).not.toBeNull()
+      open = null
+    } else {
+      throw new Error(`unexpected ${f.event} frame inside the stream: ${trace}`)
+    }
+  }
+  if (events.at(-1) === 'done') expect(open, trace).toBeNull()
+  expect(frames[0]!.data).toMatchObject({ run_id: expect.stringMatching(UUID), chat_id: expect.stringMatching(UUID) })
+}
+
+const blockKinds = (frames: SseFrame[]) => frames.filter((f) => f.event === 'block_start').map((f) => f.data.kind as string)
+
+describe('the six vendors through the real server process, replayed from their streaming wire formats', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'parley-e2e-vendors-'))
+  let replay: ReplayServer
+  let server: ServerProcess | undefined
+  let devKey = ''
+
+  const api = (path: string, init: { method?: string; body?: unknown } = {}) => request(server!.url, path, { key: devKey, ...init })
+
+  const newChat = async (): Promise<string> => {
+    const res = await api('/api/v1/chats', { method: 'POST', body: {} })
+    expect(res.status, res.text).toBe(201)
+    return res.json().id
+  }
+
+  /**
+   * One turn that must stream to its end, well formed, with the vendor requests it caused. The
+   * vendor answers with what `replay.respondNext` queued, else with its plain text fixture.
+   */
+  const turn = async (c: VendorCase, chatId: string, body: Record<string, unknown>) => {
+    const before = replay.requestsTo(c.vendor).length
+    const answer = await postTurn(server!.url, devKey, chatId, { model: c.model, ...body })
+    if (!answer.ok) throw new Error(`expected a stream, got HTTP ${answer.status}: ${answer.text}\n${server!.stderr()}`)
+    expect(answer.headers.get('content-type')).toMatch(/^text\/event-stream/)
+    const stream: TurnStream = answer
+    expect(await stream.closed).toBe('end')
+    expectWellFormed(stream.frames)
+    return {
+      frames: stream.frames,
+      runId: stream.frames[0]!.data.run_id as string,
+      /** The terminal frame: `done` or `error`. */
+      last: stream.frames.at(-1)!,
+      vendorRequests: replay.requestsTo(c.vendor).slice(before),
+    }
+  }
+
+  const getRun = async (runId: string) => {
+    const res = await api(`/api/v1/runs/${runId}`)
+    expect(res.status, res.text).toBe(200)
+    return res.json()
+  }
+
+  const historyParts = async (chatId: string) => {
+    const res = await api(`/api/v1/chats/${chatId}/history`)
+    expect(res.status, res.text).toBe(200)
+    return (res.json().data as any[]).map((p) => p.part)
+  }
+
+  /** What went to the vendor on every call: endpoint, key, model and a stream. */
+  const expectVendorCall = (c: VendorCase, r: RecordedRequest) => {
+    expect(r.method).toBe('POST')
+    expect(r.path).toBe(c.path)
+    expect(r.headers['content-type']).toMatch(/^application\/json/)
+    for (const [header, value] of Object.entries(c.auth)) expect(r.headers[header], header).toBe(value)
+    if (c.vendor !== 'google') expect(r.body.model).toBe(c.vendorModelId)
+    expect(c.streamed(r), JSON.stringify(r.body)).toBe(true)
+  }
+
+  beforeAll(async () => {
+    replay = await startReplayServer()
+    const env: Record<string, string> = { DATA_DIR: dataDir, NODE_ID: 'e2e-vendors', SANDBOX: 'on' }
+    for (const vendor of Object.keys(FIXTURES) as Vendor[]) {
+      env[KEY_VARIABLES[vendor]] = KEYS[vendor]
+      env[`${vendor.toUpperCase()}_BASE_URL`] = replay.baseUrl(vendor)
+    }
+    server = await startServer({ env, timeoutMs: 25_000 })
+    devKey = readFileSync(join(dataDir, 'dev-api-key.txt'), 'utf8').trim()
+  })
+
+  afterEach(() => replay.clearQueues())
+
+  afterAll(async () => {
+    await server?.stop()
+    await replay?.close()
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  test('every vendor key activates its models; the sandbox stays on', async () => {
+    const res = await api('/api/v1/models')
+    expect(res.status, res.text).toBe(200)
+    const names = (res.json() as any[]).map((m) => m.name)
+    for (const c of CASES) expect(names).toContain(c.model)
+    expect(names).toContain('sandbox/echo')
+  })
+
+  describe.each(CASES)('$vendor ($model)', (c) => {
+    const fixture = FIXTURES[c.vendor]
+
+    test('a plain prompt: streamed, billed, stored; the vendor got the prompt, the key and the model', async () => {
+      const chatId = await newChat()
+      const t = await turn(c, chatId, { input: [{ type: 'prompt', text: PROMPT }] })
+
+      // The stream: the fixture's blocks, its text and reasoning, nothing lost or reordered.
+      expect(blockKinds(t.frames)).toEqual(c.blocks)
+      expect(deltaText(t.frames, 'text')).toBe(fixture.text.text)
+      expect(deltaText(t.frames, 'reasoning')).toBe(fixture.text.reasoning)
+      expect(t.frames.filter((f) => f.event === 'delta').length).toBeGreaterThan(1)
+
+      // done: the vendor's stop reason, usage, ids; a cost from the catalogue rates.
+      expect(t.last.event).toBe('done')
+      const run = await getRun(t.runId)
+      const cost = customerCost(c.usage, catalogueEntry(c.model), run.manifest.markup_percent)
+      expect(t.last.data).toEqual({
+        compaction: null,
+        cost,
+        cost_currency: 'USD',
+        model_served: c.modelServed,
+        pending_tool_calls: [],
+        provider_response_id: c.responseId,
+        server_tools: null,
+        stop_reason: 'end_turn',
+        usage: c.usage,
+      })
+      expect(cost).toMatch(DECIMAL)
+      expect(moneyUnits(cost)).toBeGreaterThan(0n)
+
+      // The vendor: one call (no retry), to its streaming endpoint, with the key, model, prompt and max tokens.
+      const call = only(t.vendorRequests, 'vendor calls')
+      expectVendorCall(c, call)
+      expect(c.conversation(call.body)).toEqual([c.userMessage(PROMPT)])
+      expect(c.maxTokens(call.body)).toBe(run.manifest.max_tokens)
+
+      // The run and the history agree with the stream.
+      expect(run).toMatchObject({
+        id: t.runId,
+        chat_id: chatId,
+        model: c.model,
+        status: 'succeeded',
+        is_live: false,
+        error: null,
+        cost,
+        usage: c.usage,
+        provider_request_id: c.responseId,
+      })
+      expect(run.manifest.vendor_model_id).toBe(c.vendorModelId)
+      expect(run.settled_at).not.toBeNull()
+      expect(await historyParts(chatId)).toEqual([
+        { type: 'prompt', text: PROMPT },
+        ...c.blocks.map((kind) => (kind === 'reasoning' ? { type: 'reasoning', text: fixture.text.reasoning } : { type: 'message', text: fixture.text.text })),
+      ])
+    })
+
+    test('a tool call round trip: tool_call block and tool_use stop; the tool_result reaches the vendor answering that call', async () => {
+      const chatId = await newChat()
+      replay.respondNext(c.vendor, fixture.toolCall.response)
+      const call = await turn(c, chatId, { input: [{ type: 'prompt', text: TOOL_PROMPT }], tools: TOOLS })
+
+      expect(blockKinds(call.frames)).toEqual(c.toolBlocks)
+      const start = call.frames.find((f) => f.event === 'block_start' && f.data.kind === 'tool_call')!
+      expect(start.data).toEqual({ kind: 'tool_call', tool_name: 'get_weather', tool_use_id: fixture.toolCall.toolCallId ?? expect.any(String) })
+      const toolUseId = start.data.tool_use_id as string
+      expect(deltaText(call.frames, 'tool_input')).toBe(fixture.toolCall.arguments)
+      expect(deltaText(call.frames, 'text')).toBe(fixture.toolCall.text)
+      expect(deltaText(call.frames, 'reasoning')).toBe(fixture.toolCall.reasoning)
+      expect(call.last.data).toMatchObject({ stop_reason: 'tool_use', pending_tool_calls: [{ tool_name: 'get_weather', tool_use_id: toolUseId }] })
+      const first = only(call.vendorRequests, 'vendor calls for the tool call')
+      expectVendorCall(c, first)
+      expect(c.toolNames(first.body)).toEqual(['get_weather'])
+      expect((await getRun(call.runId)).status).toBe('succeeded')
+
+      replay.respondNext(c.vendor, fixture.afterToolResult.response)
+      const answer = await turn(c, chatId, {
+        input: [{ type: 'tool_result', tool_use_id: toolUseId, tool_name: 'get_weather', text: TOOL_RESULT }],
+        tools: TOOLS,
+      })
+      expect(answer.frames[0]!.data.closed_tool_calls).toEqual([toolUseId])
+      expect(deltaText(answer.frames, 'text')).toBe(fixture.afterToolResult.text)
+      expect(answer.last.data).toMatchObject({ stop_reason: 'end_turn', pending_tool_calls: [] })
+
+      // The vendor sees its own call (the JSON arguments object) and the result answering it.
+      const second = only(answer.vendorRequests, 'vendor calls for the tool result')
+      expectVendorCall(c, second)
+      expect(c.conversation(second.body)[0]).toEqual(c.userMessage(TOOL_PROMPT))
+      expect(c.toolCall(second.body)).toEqual({ id: toolUseId, name: 'get_weather', input: { city: 'Oslo' } })
+      expect(c.toolResult(second.body)).toEqual({ id: toolUseId, content: TOOL_RESULT })
+
+      const parts = await historyParts(chatId)
+      expect(parts[0]).toEqual({ type: 'prompt', text: TOOL_PROMPT })
+      expect(parts).toContainEqual({ type: 'tool_call', arguments: fixture.toolCall.arguments, tool_name: 'get_weather', tool_use_id: toolUseId })
+      expect(parts).toContainEqual({ type: 'tool_result', text: TOOL_RESULT, is_error: false, tool_name: 'get_weather', tool_use_id: toolUseId, trust: 'customer_data' })
+      expect(parts.at(-1)).toEqual({ type: 'message', text: fixture.afterToolResult.text })
+    })
+
+    test(`an HTTP ${fixture.serverError.status} before the stream: 502 upstream_error naming the failed run, not retried, billed nothing`, async () => {
+      const chatId = await newChat()
+      replay.respondNext(c.vendor, fixture.serverError)
+      const before = replay.requestsTo(c.vendor).length
+      const answer = await postTurn(server!.url, devKey, chatId, { model: c.model, input: [{ type: 'prompt', text: PROMPT }] })
+      if (answer.ok) throw new Error(`expected HTTP 502, got a stream: ${answer.frames.map((f) => f.event).join(',')}`)
+      expect(answer.status, answer.text).toBe(502)
+      const error = answer.json().error
+      expect(error).toMatchObject({ code: 'upstream_error', details: { run_id: expect.stringMatching(UUID) } })
+      expect(error.message).toContain(c.errorMessage)
+      expect(replay.requestsTo(c.vendor).length - before).toBe(1)
+
+      const run = await getRun(error.details.run_id)
+      expect(run).toMatchObject({ chat_id: chatId, status: 'failed', is_live: false })
+      expect(run.error).toContain(c.errorMessage)
+      expect(moneyUnits(run.cost)).toBe(0n)
+      expect(await historyParts(chatId)).toEqual([{ type: 'prompt', text: PROMPT }])
+    })
+  })
+
+  test('DeepSeek parallel tool calls overlap in the SDK stream; Parley sends their blocks one after the other', async () => {
+    const c = CASES.find((x) => x.vendor === 'deepseek')!
+    const chatId = await newChat()
+    replay.respondNext('deepseek', DEEPSEEK_PARALLEL_CALLS.response)
+    const t = await turn(c, chatId, { input: [{ type: 'prompt', text: 'Weather in Oslo and in Bergen?' }], tools: TOOLS })
+    expect(completedBlocks(t.frames)).toEqual([
+      { kind: 'reasoning', text: DEEPSEEK_PARALLEL_CALLS.reasoning },
+      ...DEEPSEEK_PARALLEL_CALLS.calls.map((call) => ({ kind: 'tool_call', tool_name: 'get_weather', tool_use_id: call.id, text: call.arguments })),
+    ])
+    expect(t.last.data).toMatchObject({
+      stop_reason: 'tool_use',
+      pending_tool_calls: DEEPSEEK_PARALLEL_CALLS.calls.map((call) => ({ tool_name: 'get_weather', tool_use_id: call.id })),
+    })
+    expect((await historyParts(chatId)).slice(1)).toEqual([
+      { type: 'reasoning', text: DEEPSEEK_PARALLEL_CALLS.reasoning },
+      ...DEEPSEEK_PARALLEL_CALLS.calls.map((call) => ({ type: 'tool_call', arguments: call.arguments, tool_name: 'get_weather', tool_use_id: call.id })),
+    ])
+  })
+
+  describe('Anthropic errors inside a 200 stream', () => {
+    const c = CASES.find((x) => x.vendor === 'anthropic')!
+
+    test('an overloaded_error as the first event: 502 upstream_error, the run failed', async () => {
+      const chatId = await newChat()
+      replay.respondNext('anthropic', ANTHROPIC_OVERLOADED_FIRST)
+      const answer = await postTurn(server!.url, devKey, chatId, { model: c.model, input: [{ type: 'prompt', text: PROMPT }] })
+      if (answer.ok) throw new Error(`expected HTTP 502, got a stream: ${answer.frames.map((f) => f.event).join(',')}`)
+      expect(answer.status, answer.text).toBe(502)
+      const error = answer.json().error
+      expect(error).toMatchObject({ code: 'upstream_error', details: { run_id: expect.stringMatching(UUID) } })
+      expect(error.message).toContain('Overloaded')
+      expect((await getRun(error.details.run_id)).status).toBe('failed')
+    })
+
+    test('an overloaded_error mid-answer: an SSE error naming the run, the partial text kept, the run failed', async () => {
+      const chatId = await newChat()
+      replay.respondNext('anthropic', ANTHROPIC_OVERLOADED_MID.response)
+      const t = await turn(c, chatId, { input: [{ type: 'prompt', text: PROMPT }] })
+      expect(t.last.event).toBe('error')
+      expect(t.last.data).toMatchObject({ details: { run_id: t.runId } })
+      // The SDK hands Parley Anthropic's error object itself, not an APICallError.
+      expect(t.last.data.code).toBe('upstream_error')
+      expect(t.last.data.message).toContain('Overloaded')
+      expect(deltaText(t.frames, 'text')).toBe(ANTHROPIC_OVERLOADED_MID.partialText)
+      const run = await getRun(t.runId)
+      expect(run).toMatchObject({ status: 'failed', is_live: false })
+      expect(run.error).toContain('Overloaded')
+      expect(await historyParts(chatId)).toEqual([
+        { type: 'prompt', text: PROMPT },
+        { type: 'message', text: ANTHROPIC_OVERLOADED_MID.partialText },
+      ])
+    })
+  })
+})
