@@ -20,6 +20,7 @@ import { saturatingAdd } from '../domain/tokens/estimate-tokens.ts'
 import type { ContextPart } from '../providers/context-part.ts'
 import { extendConversion, promptOf } from '../providers/convert-to-provider-prompt.ts'
 import { rememberPromptEstimate } from '../providers/estimate-prompt-tokens.ts'
+import { mapReasoningEffort } from '../providers/map-reasoning-effort.ts'
 import type { NewPart } from '../store/parts.ts'
 import type { ResolvedConfiguration } from '../store/config-resolution.ts'
 import type { RunStatus } from '../store/runs.ts'
@@ -92,6 +93,8 @@ export async function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Subm
   const translationWarnings: TranslationWarning[] = [...effort.warnings, ...converted.warnings]
   const markupPercent = store.organisations.get(orgId)?.markup_percent ?? PLATFORM_MARKUP_PERCENT
   const maxTokens = affordableMaxTokens(deps, submission, estimatedInputTokens, markupPercent, translationWarnings)
+  const vendorReasoning = mapReasoningEffort(model, effort.value, maxTokens)
+  translationWarnings.push(...vendorReasoning.warnings)
 
   const runId = submission.runId
   await store.writes.write(() => {
@@ -131,6 +134,7 @@ export async function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Subm
         estimated_input_tokens: estimatedInputTokens,
         max_tokens: maxTokens,
         reasoning_effort: effort.value,
+        vendor_reasoning: vendorReasoning.value.providerOptions,
         markup_percent: markupPercent,
         retry_of: request.retry_of ?? null,
         warnings: { config: [...config.warnings, ...budget.warnings], translation: translationWarnings },
@@ -154,6 +158,7 @@ export async function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Subm
     tools,
     maxTokens,
     reasoningEffort: effort.value,
+    vendorReasoning: vendorReasoning.value,
     estimatedInputTokens,
     isRetry: Boolean(request.retry_of),
     userMetadata,

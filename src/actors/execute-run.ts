@@ -143,12 +143,9 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
     const call = await model.doStream({
       prompt: admission.prompt,
       tools: admission.tools.length > 0 ? admission.tools : undefined,
-      maxOutputTokens: admission.maxTokens,
+      maxOutputTokens: admission.vendorReasoning.maxOutputTokens,
       abortSignal: signal,
-      providerOptions: {
-        sandbox: { retry: admission.isRetry },
-        ...(admission.reasoningEffort ? { parley: { reasoningEffort: admission.reasoningEffort } } : {}),
-      },
+      providerOptions: { ...admission.vendorReasoning.providerOptions, sandbox: { retry: admission.isRetry } },
     })
     stream = call.stream
   } catch (error) {

@@ -1,10 +1,11 @@
-import type { LanguageModelV3FunctionTool, LanguageModelV3Prompt } from '@ai-sdk/provider'
+import type { LanguageModelV3FunctionTool, LanguageModelV3Prompt, SharedV3ProviderOptions } from '@ai-sdk/provider'
 import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
 import type { ConfigWarning } from '../domain/config/config-types.ts'
 import type { PartBody } from '../domain/parts.ts'
 import type { Usage } from '../domain/pricing/usage.ts'
 import type { TranslationWarning } from '../domain/turns/coerce-reasoning-effort.ts'
 import type { DecodedMedia, ReasoningEffort, TurnRequest } from '../domain/turns/submission.ts'
+import type { VendorReasoning } from '../providers/map-reasoning-effort.ts'
 import type { RunChannel } from './run-channel.ts'
 
 /** A new input part after validation, hygiene and decoding, ready to write. */
@@ -37,8 +38,11 @@ export type Admission = {
   translationWarnings: TranslationWarning[]
   prompt: LanguageModelV3Prompt
   tools: LanguageModelV3FunctionTool[]
+  /** The effective max_tokens: what the answer and any thinking may spend together. */
   maxTokens: number
   reasoningEffort: ReasoningEffort | null
+  /** The effort as the vendor's package takes it, and the answer's share of maxTokens (decision 010). */
+  vendorReasoning: VendorReasoning
   estimatedInputTokens: number
   isRetry: boolean
   userMetadata: Record<string, unknown>

@@ -557,4 +557,41 @@ describe('the six vendors through the real server process, replayed from their s
       ])
     })
   })
+
+  describe('reasoning_effort reaches each vendor as its package takes it (decision 010)', () => {
+    // What `reasoning_effort: high` must become in the vendor's request, and the warnings it gives.
+    const HIGH: Record<Vendor, { sent: (body: any) => unknown; expected: unknown; warnings: string[] }> = {
+      anthropic: { sent: (b) => b.thinking, expected: { type: 'enabled', budget_tokens: 16_384 }, warnings: [] },
+      openai: { sent: (b) => b.reasoning, expected: { effort: 'high' }, warnings: [] },
+      google: { sent: (b) => b.generationConfig.thinkingConfig, expected: { thinkingBudget: 24_576, includeThoughts: true }, warnings: [] },
+      // Mistral Medium does not reason: the effort is coerced off before any vendor call.
+      mistral: { sent: (b) => b.reasoning_effort ?? null, expected: null, warnings: ['reasoning_effort_coerced'] },
+      xai: { sent: (b) => b.reasoning_effort ?? null, expected: null, warnings: ['reasoning_effort_fixed'] },
+      deepseek: { sent: (b) => b.reasoning_effort ?? null, expected: null, warnings: ['reasoning_effort_fixed'] },
+    }
+
+    test.each(CASES)('$vendor: high', async (c) => {
+      const t = await turn(c, await newChat(), { input: [{ type: 'prompt', text: PROMPT }], reasoning_effort: 'high', max_tokens: 30_000 })
+      expect(t.last.event).toBe('done')
+      const body = only(t.vendorRequests, 'vendor requests').body
+      expect(HIGH[c.vendor].sent(body)).toEqual(HIGH[c.vendor].expected)
+      const warnings = t.frames.find((f) => f.event === 'translation_warnings')!.data.warnings.map((w: { code: string }) => w.code)
+      expect(warnings).toEqual(HIGH[c.vendor].warnings)
+      // Thinking is spent from max_tokens: answer and thinking together stay within what was asked.
+      const manifest = (await getRun(t.runId)).manifest
+      expect(manifest.max_tokens).toBe(30_000)
+      if (c.vendor === 'anthropic') expect(c.maxTokens(body)).toBe(30_000)
+      if (c.vendor === 'google') expect(c.maxTokens(body)).toBe(30_000 - 24_576)
+    })
+
+    test('anthropic: off disables thinking; a max_tokens too small for the least budget turns thinking off with a warning', async () => {
+      const c = CASES.find((x) => x.vendor === 'anthropic')!
+      const off = await turn(c, await newChat(), { input: [{ type: 'prompt', text: PROMPT }], reasoning_effort: 'off' })
+      expect(only(off.vendorRequests, 'vendor requests').body.thinking).toEqual({ type: 'disabled' })
+      const small = await turn(c, await newChat(), { input: [{ type: 'prompt', text: PROMPT }], reasoning_effort: 'low', max_tokens: 800 })
+      expect(only(small.vendorRequests, 'vendor requests').body.thinking).toEqual({ type: 'disabled' })
+      const warning = small.frames.find((f) => f.event === 'translation_warnings')!.data.warnings[0]
+      expect(warning).toMatchObject({ code: 'reasoning_effort_coerced', details: { requested: 'low', applied: 'off' } })
+    })
+  })
 })
