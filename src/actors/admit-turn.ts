@@ -97,6 +97,9 @@ export async function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Subm
   translationWarnings.push(...vendorReasoning.warnings)
 
   const runId = submission.runId
+  // Taken now: the history's lists are the kept ones, good until the chat's next read.
+  const historySpan = { count: history.parts.length, first: history.parts[0]?.ordinal ?? null, last: history.parts.at(-1)?.ordinal ?? null }
+  const leftOut = history.leftOut.slice()
   await store.writes.write(() => {
     // Checked again where it is written: another chat's turn may have taken the key since.
     if (request.idempotency_key) {
@@ -107,9 +110,9 @@ export async function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Subm
       ...tombstones.map((body): NewPart => ({ body, runId, userMetadata })),
       ...submission.input.map((p): NewPart => ({ body: p.body, runId, userMetadata, tokens: p.tokens, media: p.media })),
     ])
-    const packedCount = history.parts.length + written.length
-    const firstPacked = history.parts[0]?.ordinal ?? written[0]?.ordinal ?? null
-    const lastPacked = written.at(-1)?.ordinal ?? history.parts.at(-1)?.ordinal ?? null
+    const packedCount = historySpan.count + written.length
+    const firstPacked = historySpan.first ?? written[0]?.ordinal ?? null
+    const lastPacked = written.at(-1)?.ordinal ?? historySpan.last
     const createdAt = now.toISOString()
     store.runs.insert({
       id: runId,
@@ -130,7 +133,7 @@ export async function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Subm
         vendor_model_id: model.vendor_model_id,
         config_versions: config.versions,
         budget: { ...budget, input_budget: window },
-        packed_ordinals: describePackedOrdinals(packedCount, firstPacked, lastPacked, history.leftOut),
+        packed_ordinals: describePackedOrdinals(packedCount, firstPacked, lastPacked, leftOut),
         estimated_input_tokens: estimatedInputTokens,
         max_tokens: maxTokens,
         reasoning_effort: effort.value,

@@ -20,11 +20,12 @@ type ChatHistory = {
 const OUTPUT_KINDS = new Set<PartKind>(['message', 'reasoning', 'tool_call'])
 const DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
+/** One read of a chat's history. Its lists are the kept ones: read them before the chat's next read. */
 export type PackableHistory = {
-  parts: ContextPart[]
+  parts: readonly ContextPart[]
   tokens: number
   /** Ordinals of the chat's parts that are not packable: the output of failed runs. */
-  leftOut: number[]
+  leftOut: readonly number[]
   /** The failed runs whose output was left out, as one comparable string. */
   failedKey: string
 }
@@ -53,7 +54,7 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs'>, maxBy
       const history = chats.get(chatId) ?? { parts: [], ordinals: [], lastOrdinal: 0, bytes: 0, packable: null, conversion: null }
       drop(chatId)
       const rows = store.parts.after(chatId, history.lastOrdinal)
-      const media = store.parts.mediaOf(rows.map((r) => r.ordinal), true)
+      const media = store.parts.mediaOf(rows.flatMap((r) => (r.has_media ? [r.ordinal] : [])), true)
       for (const row of rows) {
         const attachments = (media.get(row.ordinal) ?? []).map((m) => ({ mime: m.mime, bytes: m.bytes!, filename: m.filename }))
         const bytes = row.body.length + attachments.reduce((sum, m) => sum + m.bytes.length, 0)
@@ -88,8 +89,8 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs'>, maxBy
       }
       kept.from = history.parts.length
       history.packable = kept
-      // Copies: the kept lists grow with the next turn's read.
-      return { parts: kept.parts.slice(), tokens: kept.tokens, leftOut: kept.leftOut.slice(), failedKey }
+      // Shared, not copied (a long chat's turns would each copy it): good until this chat's next read.
+      return { parts: kept.parts, tokens: kept.tokens, leftOut: kept.leftOut, failedKey }
     },
 
     /**

@@ -64,7 +64,7 @@ function accepts(policy: MediaPolicy, media: Media): string | null {
  */
 export function convertToProviderPrompt(
   instructions: string | null,
-  parts: ContextPart[],
+  parts: readonly ContextPart[],
   model: Pick<CatalogueEntry, 'media'>,
 ): { value: LanguageModelV3Prompt; warnings: TranslationWarning[] } {
   const conversion = extendConversion(EMPTY_CONVERSION, parts, model)

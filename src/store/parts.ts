@@ -67,7 +67,11 @@ export function createPartStore(db: Db) {
      WHERE m.part_ordinal IN (SELECT value FROM json_each(?)) ORDER BY m.part_ordinal, m.position`,
   )
   const ofRun = db.prepare<[string], PartRow>('SELECT * FROM parts WHERE run_id = ? ORDER BY ordinal')
-  const after = db.prepare<[string, number], PartRow>('SELECT * FROM parts WHERE chat_id = ? AND ordinal > ? ORDER BY ordinal')
+  // has_media spares a second query for the attachments of parts that have none (most of them).
+  const after = db.prepare<[string, number], PartRow & { has_media: 0 | 1 }>(
+    `SELECT p.*, EXISTS (SELECT 1 FROM part_media m WHERE m.part_ordinal = p.ordinal) AS has_media
+     FROM parts p WHERE p.chat_id = ? AND p.ordinal > ? ORDER BY p.ordinal`,
+  )
 
   const appendRows = (chatId: string, parts: NewPart[]): PartRow[] => {
     const now = nowIso()
@@ -130,7 +134,7 @@ export function createPartStore(db: Db) {
       return groupMedia((withBytes ? mediaFull : mediaStubs).all(JSON.stringify(ordinals)))
     },
     ofRun: (runId: string) => ofRun.all(runId),
-    /** The chat's parts newer than an ordinal, oldest first. */
+    /** The chat's parts newer than an ordinal, oldest first, each saying whether it has attachments. */
     after: (chatId: string, ordinal: number) => after.all(chatId, ordinal),
   }
 }
