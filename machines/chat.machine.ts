@@ -14,14 +14,15 @@ import type {
 } from './chat.types.ts'
 
 /**
- * What a streamRun that threw (it is written never to) ends as: a failed run, billed for its packed
- * input and settled like any other, so the chat is never left running with nobody streaming.
+ * How a run ends when its provider stream never delivered a result: it answers the customer with an
+ * SSE `error` frame (the run was admitted, so its stream is theirs) and is settled like any other,
+ * so the chat is never left running with nobody streaming.
  */
-const brokenRun = (admission: Admission | null): RunResult => ({
-  status: 'failed',
+const endedWithoutResult = (admission: Admission | null, status: 'cancelled' | 'failed', error: RunResult['error'], inputTokens = 0): RunResult => ({
+  status,
   stopReason: null,
-  error: { code: 'internal', message: 'the run failed unexpectedly' },
-  usage: { ...ZERO_USAGE, input_tokens: admission?.estimatedInputTokens ?? 0 },
+  error,
+  usage: { ...ZERO_USAGE, input_tokens: inputTokens },
   providerResponseId: null,
   modelServed: null,
   pendingToolCalls: [],
@@ -30,20 +31,9 @@ const brokenRun = (admission: Admission | null): RunResult => ({
   streamOpened: true,
 })
 
-/** A run cancelled, or whose compaction failed, before its provider call: nothing was streamed or emitted. */
-const endedBeforeStreaming = (admission: Admission | null, status: 'cancelled' | 'failed', error: RunResult['error']): RunResult => ({
-  status,
-  stopReason: null,
-  error,
-  usage: { ...ZERO_USAGE },
-  providerResponseId: null,
-  modelServed: null,
-  pendingToolCalls: [],
-  latencyMs: admission ? Math.max(0, Date.now() - admission.startedAtMs) : 0,
-  firstDeltaMs: null,
-  // The customer is answered with an SSE stream ending in an `error` frame: the run was admitted.
-  streamOpened: true,
-})
+/** A streamRun that threw (it is written never to): failed, and billed for its packed input. */
+const brokenRun = (admission: Admission | null) =>
+  endedWithoutResult(admission, 'failed', { code: 'internal', message: 'the run failed unexpectedly' }, admission?.estimatedInputTokens ?? 0)
 
 const mustBeProvided = (name: string) => async (): Promise<never> => {
   throw new Error(`chat machine: the actor "${name}" must be provided (src/actors/chat-actor-host.ts)`)
@@ -94,10 +84,10 @@ export const chatMachine = setup({
     abortRun: ({ context }) => context.abort?.abort(),
     recordResult: assign({ result: (_, result: RunResult) => result }),
     applyCompaction: assign({ admission: (_, admission: Admission) => admission }),
-    recordCancelledBeforeStreaming: assign({ result: ({ context }) => endedBeforeStreaming(context.admission, 'cancelled', null) }),
+    recordCancelledBeforeStreaming: assign({ result: ({ context }) => endedWithoutResult(context.admission, 'cancelled', null) }),
     recordFailedCompaction: assign({
       result: ({ context }, error: unknown) =>
-        endedBeforeStreaming(context.admission, 'failed', {
+        endedWithoutResult(context.admission, 'failed', {
           code: 'compaction_failed',
           message: `the history could not be summarised: ${error instanceof Error ? error.message : String(error)}`,
         }),
