@@ -15,5 +15,8 @@ COPY package.json litefs.yml ./
 COPY catalogue ./catalogue
 COPY machines ./machines
 COPY src ./src
+# /api/v1/version reports it (there is no .git in the image): fly deploy --build-arg PARLEY_COMMIT=$(git rev-parse HEAD)
+ARG PARLEY_COMMIT=unknown
+ENV PARLEY_COMMIT=$PARLEY_COMMIT
 # LiteFS mounts /litefs, waits to join the cluster, then runs the server (litefs.yml `exec`).
 ENTRYPOINT ["litefs", "mount", "-config", "/app/litefs.yml"]

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { startServer, waitFor, type ServerProcess } from './server-process.ts'
+import { runAdmin, startServer, waitFor, type ServerProcess } from './server-process.ts'
 import { postTurn, readDatabase, request } from './turn-client.ts'
 
 /**
@@ -100,6 +100,19 @@ describe('a LiteFS replica relays writes to the primary', () => {
     const invalid = await on(replica, '/api/v1/chats', { method: 'POST', body: { title: 42 } })
     expect(invalid.status).toBe(422)
     expect(invalid.json().error.details.problems).toEqual([expect.objectContaining({ in: 'body', pointer: '/title' })])
+  })
+
+  test('the admin CLI writes on the primary only: on the replica it says where the primary is, and writes nothing', async () => {
+    const count = () => readDatabase(dbFile, (db) => db.prepare('SELECT count(*) AS n FROM organisations').get())
+    const before = count()
+    const onReplica = await runAdmin(join(shared, 'node-b'), ['org', 'create', '--name', 'Nope'], 30_000, env('node-b', replicaPrimaryFile))
+    expect(onReplica.code).toBe(1)
+    expect(onReplica.stderr).toContain('read replica')
+    expect(onReplica.stderr).toContain(`http://127.0.0.1:${primary.port}`)
+    expect(count()).toEqual(before)
+    const onPrimary = await runAdmin(join(shared, 'node-a'), ['org', 'create', '--name', 'Acme'], 30_000, env('node-a', join(shared, 'primary.primary')))
+    expect(onPrimary.code, onPrimary.stderr).toBe(0)
+    expect(JSON.parse(onPrimary.stdout)).toMatchObject({ name: 'Acme' })
   })
 
   test('a write already relayed once is refused by a node that is not the primary (no relay loops)', async () => {

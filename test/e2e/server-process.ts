@@ -141,10 +141,10 @@ export async function startServer(options: StartOptions = {}): Promise<ServerPro
 
 export type CliResult = { code: number | null; stdout: string; stderr: string }
 
-/** Runs `npm run -s admin -- ...args` against `dataDir`, bounded by `timeoutMs`. */
-export function runAdmin(dataDir: string, args: string[], timeoutMs = 15_000): Promise<CliResult> {
+/** Runs `npm run -s admin -- ...args` against `dataDir` (and `extraEnv`), bounded by `timeoutMs`. */
+export function runAdmin(dataDir: string, args: string[], timeoutMs = 15_000, extraEnv: Record<string, string> = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir }
+    const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, ...extraEnv }
     delete env.NODE_ENV
     const child = spawn('npm', ['run', '-s', 'admin', '--', ...args], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
