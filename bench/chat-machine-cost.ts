@@ -1,0 +1,54 @@
+/**
+ * What the chat machine alone costs a turn: 32 actors of machines/chat.machine.ts looping turns in
+ * this process, with admitTurn / streamRun / settleRun provided as promises that resolve at once
+ * (no SQLite, no HTTP, no provider). Not part of `npm run bench`; a note for BENCHMARKS.md.
+ *   node --import tsx bench/chat-machine-cost.ts [turns]
+ */
+import { createActor, fromPromise, waitFor } from 'xstate'
+import { chatMachine } from '../machines/chat.machine.ts'
+import type { SettleRunOutput } from '../machines/chat.types.ts'
+import type { Admission, RunResult, Submission } from '../src/actors/turn-types.ts'
+
+const TURNS = Number(process.argv[2] ?? 50_000)
+const ACTORS = 32
+
+const admission = (runId: string) => ({ runId, chatId: 'chat', startedAtMs: Date.now(), createdAt: '', compaction: null }) as unknown as Admission
+const result: RunResult = {
+  status: 'succeeded',
+  stopReason: 'end_turn',
+  error: null,
+  usage: { input_tokens: 1, output_tokens: 1, reasoning_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0 },
+  providerResponseId: null,
+  modelServed: null,
+  pendingToolCalls: [],
+  latencyMs: 1,
+  firstDeltaMs: 1,
+  streamOpened: true,
+}
+const machine = chatMachine.provide({
+  actors: {
+    admitTurn: fromPromise(async ({ input }) => admission(input.submission.runId)),
+    streamRun: fromPromise(async () => result),
+    settleRun: fromPromise(async (): Promise<SettleRunOutput> => ({ cost: '0' })),
+  },
+})
+
+const actors = Array.from({ length: ACTORS }, () => createActor(machine, { input: { chatId: 'chat', pendingCalls: [], latestCustomerRun: null } }).start())
+let runs = 0
+async function loop(actor: (typeof actors)[number], turns: number) {
+  for (let i = 0; i < turns; i++) {
+    actor.send({ type: 'SUBMIT', submission: { runId: `run-${runs++}` } as Submission, respond: () => {} })
+    await waitFor(actor, (s) => s.matches('idle'))
+  }
+}
+
+await Promise.all(actors.map((a) => loop(a, 200))) // warm-up
+const cpu = process.cpuUsage()
+const start = performance.now()
+await Promise.all(actors.map((a) => loop(a, Math.ceil(TURNS / ACTORS))))
+const used = process.cpuUsage(cpu)
+const turns = Math.ceil(TURNS / ACTORS) * ACTORS
+console.log(
+  `${turns} turns through ${ACTORS} chat machines: ${((used.user + used.system) / turns).toFixed(1)} µs of CPU and ` +
+    `${(((performance.now() - start) * 1000) / turns).toFixed(1)} µs of wall time per turn`,
+)
