@@ -9,6 +9,7 @@ import type { LoadedCatalogue } from './providers/catalogue/load-catalogue.ts'
 import { createLanguageModels, type LanguageModelFor } from './providers/language-models.ts'
 import { createConfigResolver } from './store/config-resolution.ts'
 import type { Store } from './store/index.ts'
+import { NO_POSITION, type ReplicationPosition } from './store/replication-position.ts'
 import { ALWAYS_PRIMARY, type ReplicationRoleSource } from './store/replication-role.ts'
 
 export type Composition = {
@@ -23,6 +24,7 @@ export type Composition = {
   hostOptions?: ActorHostOptions
   /** LiteFS's view of this node; without it, the node is the primary. */
   role?: ReplicationRoleSource
+  position?: ReplicationPosition
 }
 
 /** Wires the services the HTTP layer is given; main and the tests build the app the same way. */
@@ -41,5 +43,5 @@ export function composeApp(c: Composition): AppDeps {
     leaseTtlMs: LEASE_TTL_MS,
   }
   const host = createChatActorHost(runDeps, { inspect: createInspection(env), role, ...c.hostOptions })
-  return { store: c.store, catalogue: c.catalogue, build: c.build, now, host, role, nodeId: runDeps.nodeId }
+  return { store: c.store, catalogue: c.catalogue, build: c.build, now, host, role, position: c.position ?? NO_POSITION, nodeId: runDeps.nodeId }
 }

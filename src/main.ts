@@ -10,6 +10,7 @@ import { activeProviders } from './providers/catalogue/active-providers.ts'
 import { createCatalogueService } from './providers/catalogue/catalogue-service.ts'
 import { loadCatalogue } from './providers/catalogue/load-catalogue.ts'
 import { readSettings } from './settings.ts'
+import { litefsPosition, NO_POSITION } from './store/replication-position.ts'
 import { ALWAYS_PRIMARY, litefsRole } from './store/replication-role.ts'
 
 const settings = readSettings()
@@ -26,7 +27,8 @@ const catalogue = createCatalogueService(
 )
 const stopStats = catalogue.start()
 
-const deps = composeApp({ store, catalogue, allModels: loaded.entries, build: readBuildInfo(), role })
+const position = settings.litefs ? litefsPosition(settings.litefs.positionFile) : NO_POSITION
+const deps = composeApp({ store, catalogue, allModels: loaded.entries, build: readBuildInfo(), role, position })
 const stopHost = deps.host.start()
 const app = await buildApp(
   deps,

@@ -13,7 +13,7 @@ export type Settings = {
    * LiteFS (decision 009): the mount holding the database, and the file that names the primary
    * (present on replicas only). Null without LiteFS: the one process is the primary.
    */
-  litefs: { dir: string; primaryFile: string; primaryPort: number } | null
+  litefs: { dir: string; primaryFile: string; primaryPort: number; positionFile: string } | null
 }
 
 export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
@@ -36,7 +36,12 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     production,
     sandbox,
     litefs: litefsDir
-      ? { dir: litefsDir, primaryFile: resolve(env.LITEFS_PRIMARY_FILE ?? resolve(litefsDir, '.primary')), primaryPort }
+      ? {
+          dir: litefsDir,
+          primaryFile: resolve(env.LITEFS_PRIMARY_FILE ?? resolve(litefsDir, '.primary')),
+          primaryPort,
+          positionFile: resolve(env.LITEFS_POSITION_FILE ?? resolve(litefsDir, 'parley.db-pos')),
+        }
       : null,
   }
 }

@@ -1,6 +1,7 @@
 import type { ChatActorHost } from '../actors/chat-actor-host.ts'
 import type { CatalogueService } from '../providers/catalogue/catalogue-service.ts'
 import type { Store } from '../store/index.ts'
+import type { ReplicationPosition } from '../store/replication-position.ts'
 import type { ReplicationRoleSource } from '../store/replication-role.ts'
 
 /** What the HTTP layer is given to serve; built once by main (or by a test). */
@@ -14,5 +15,7 @@ export type AppDeps = {
   build: { version: string; commit: string }
   /** Primary or replica (LiteFS): a replica relays writes to the primary. */
   role: ReplicationRoleSource
+  /** Where this node's copy stands in LiteFS's log: a replica answers a relayed write once it has it. */
+  position: ReplicationPosition
   nodeId: string
 }

@@ -84,7 +84,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
   installValidators(app, SHARED_SCHEMAS)
   installErrorHandler(app)
   // Before any route reads a body: on a replica, writes go to the primary whole.
-  installPrimaryRouting(app, deps.role, deps.nodeId)
+  installPrimaryRouting(app, deps.role, deps.position, deps.nodeId)
   // Bodies are JSON only: Fastify's default text/plain parser would hand a string to the
   // validator (a confusing 422) where decisions say an unsupported content type is 400.
   app.removeContentTypeParser('text/plain')

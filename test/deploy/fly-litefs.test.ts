@@ -22,7 +22,12 @@ describe('deployment files', () => {
     const settings = readSettings(env)
     expect(one(litefs, /fuse:\n\s+dir: "(.+)"/, 'fuse.dir')).toBe(env.LITEFS_DIR)
     expect(settings.databaseFile).toBe(join(env.LITEFS_DIR!, 'parley.db'))
-    expect(settings.litefs).toEqual({ dir: env.LITEFS_DIR, primaryFile: join(env.LITEFS_DIR!, '.primary'), primaryPort: 8080 })
+    expect(settings.litefs).toEqual({
+      dir: env.LITEFS_DIR,
+      primaryFile: join(env.LITEFS_DIR!, '.primary'),
+      primaryPort: 8080,
+      positionFile: join(env.LITEFS_DIR!, 'parley.db-pos'),
+    })
   })
 
   it('replicas reach the primary where it listens: the 6PN name LiteFS writes, the port Fly routes to, on IPv6', () => {

@@ -23,8 +23,13 @@ describe('a LiteFS replica relays writes to the primary', () => {
     DATA_DIR: join(shared, node),
     LITEFS_DIR: shared,
     LITEFS_PRIMARY_FILE: primaryFile,
+    // Each node's own LiteFS position file, as each LiteFS mount has one; absent: no position known.
+    LITEFS_POSITION_FILE: join(shared, `${node}.pos`),
     NODE_ID: node,
   })
+  const setPosition = (node: string, txid: number) => writeFileSync(join(shared, `${node}.pos`), `${txid.toString(16).padStart(16, '0')}/00000000deadbeef\n`)
+  const settlesWithin = async (promise: Promise<unknown>, ms: number) =>
+    Promise.race([promise.then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), ms))])
   const on = (server: ServerProcess, path: string, init: { method?: string; body?: unknown } = {}) => request(server.url, path, { key, ...init })
 
   beforeAll(async () => {
@@ -142,12 +147,60 @@ describe('a LiteFS replica relays writes to the primary', () => {
 
   test('a replica whose primary is down answers writes 503 and keeps serving reads', async () => {
     writeFileSync(replicaPrimaryFile, '127.0.0.1:1')
-    const write = await waitFor('the replica to relay to the unreachable primary', async () => {
-      const res = await on(replica, '/api/v1/chats', { method: 'POST', body: {} })
-      return res.status === 503 && /did not answer/.test(res.text) ? res : undefined
+    try {
+      const write = await waitFor('the replica to relay to the unreachable primary', async () => {
+        const res = await on(replica, '/api/v1/chats', { method: 'POST', body: {} })
+        return res.status === 503 && /did not answer/.test(res.text) ? res : undefined
+      })
+      expect(write.json().error.code).toBe('unavailable')
+      expect((await on(replica, '/api/v1/chats')).status).toBe(200)
+    } finally {
+      writeFileSync(replicaPrimaryFile, `127.0.0.1:${primary.port}`)
+    }
+    await waitFor('writes through the replica again', async () => (await on(replica, '/api/v1/chats', { method: 'POST', body: {} })).status === 201)
+  })
+
+  describe('read your writes: a relayed write is answered once the replica has it', () => {
+    afterAll(() => {
+      for (const node of ['node-a', 'node-b']) rmSync(join(shared, `${node}.pos`), { force: true })
     })
-    expect(write.json().error.code).toBe('unavailable')
-    expect((await on(replica, '/api/v1/chats')).status).toBe(200)
+
+    test('a JSON answer waits for the TXID the primary reports in its header', async () => {
+      setPosition('node-a', 100)
+      setPosition('node-b', 99)
+      const created = on(replica, '/api/v1/chats', { method: 'POST', body: { title: 'lagging' } })
+      expect(await settlesWithin(created, 400)).toBe(false)
+      setPosition('node-b', 100)
+      const res = await created
+      expect(res.status, res.text).toBe(201)
+      expect(res.headers.get('x-parley-txid')).toBe('0000000000000064')
+      // Read on the same replica right after: there.
+      expect((await on(replica, `/api/v1/chats/${res.json().id}`)).status).toBe(200)
+    })
+
+    test("a turn streams at once; its terminal frame waits for the primary's position after the run (a trailer)", async () => {
+      setPosition('node-a', 200)
+      setPosition('node-b', 200)
+      const chat = (await on(replica, '/api/v1/chats', { method: 'POST', body: {} })).json().id
+      setPosition('node-a', 300)
+      const answer = await postTurn(replica.url, key, chat, { model: 'sandbox/echo', input: [{ type: 'prompt', text: '/long 3' }] })
+      if (!answer.ok) throw new Error(`HTTP ${answer.status}: ${answer.text}`)
+      await answer.frame('block_stop', () => true)
+      expect(await settlesWithin(answer.closed, 400)).toBe(false)
+      expect(answer.frames.map((f) => f.event)).not.toContain('done')
+      setPosition('node-b', 300)
+      expect(await answer.closed).toBe('end')
+      expect(answer.frames.at(-1)!.event).toBe('done')
+    })
+
+    test('a replica that does not catch up answers anyway after a while, rather than never', async () => {
+      setPosition('node-a', 500)
+      setPosition('node-b', 400)
+      const started = Date.now()
+      const res = await on(replica, '/api/v1/chats', { method: 'POST', body: {} })
+      expect(res.status).toBe(201)
+      expect(Date.now() - started).toBeGreaterThanOrEqual(4_500)
+    }, 15_000)
   })
 
   test('promoted (its .primary file gone), the replica exits so that it restarts as the primary', async () => {

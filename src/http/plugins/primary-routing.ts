@@ -2,14 +2,21 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { IncomingHttpHeaders } from 'node:http'
 import { Agent, request as forward } from 'undici'
 import { UnavailableError } from '../../domain/errors.ts'
+import { formatTxid, type ReplicationPosition } from '../../store/replication-position.ts'
 import type { ReplicationRoleSource } from '../../store/replication-role.ts'
 
 /** Set on a request a replica hands to the primary; a node that is not the primary refuses it rather than pass it on. */
 export const FORWARDED_BY = 'x-parley-forwarded-by'
+/** The primary's LiteFS TXID once a write's answer is complete: a header, or a trailer after a stream. */
+export const TXID = 'x-parley-txid'
+/** How long a replica waits for its copy to catch up with a relayed write before answering anyway. */
+const CATCH_UP_MS = 5_000
 
 const READS = new Set(['GET', 'HEAD', 'OPTIONS'])
 // Headers about this hop only (RFC 9110 §7.6.1), and the ones undici sets itself.
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'host'])
+// The end of a turn's stream: its terminal frame.
+const TERMINAL_FRAME = /(^|\n)event: (done|error)\n/
 
 function endToEnd(headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>) {
   const kept: Record<string, string | string[]> = {}
@@ -17,15 +24,34 @@ function endToEnd(headers: IncomingHttpHeaders | Record<string, string | string[
   return kept
 }
 
+const txidOf = (value: unknown): bigint | null => (typeof value === 'string' && /^[0-9a-f]{16}$/i.test(value) ? BigInt(`0x${value}`) : null)
+
 /**
  * Only the primary writes (LiteFS). On a replica every write, turns and cancels included, is
  * relayed to the primary before Fastify reads its body: the body streams through, and so does the
  * answer (a turn's server-sent events as they come). The chat's actor lives on the primary, which
- * `host.ownerOf` says too. Reads are served from the local copy.
+ * `host.ownerOf` says too. Reads are served from the local copy; so that the caller's next read
+ * sees its write, a relayed answer is completed only once this node's copy has that write: the
+ * primary tells its position (TXID) in a header, or in a trailer after a stream, and the replica
+ * holds the answer (a stream's terminal frame) until its own position is there (decision 009).
  */
-export function installPrimaryRouting(app: FastifyInstance, role: ReplicationRoleSource, nodeId: string): void {
+export function installPrimaryRouting(app: FastifyInstance, role: ReplicationRoleSource, position: ReplicationPosition, nodeId: string): void {
   const agent = new Agent({ keepAliveTimeout: 10_000, connect: { timeout: 5_000 } })
   app.addHook('onClose', async () => agent.close())
+
+  // On the primary: a write's answer carries the position it left the database at.
+  app.addHook('onSend', async (request, reply) => {
+    if (READS.has(request.method) || role.current().kind !== 'primary') return
+    const txid = position.current()
+    if (txid !== null) reply.header(TXID, formatTxid(txid))
+  })
+
+  const catchUp = async (request: FastifyRequest, txid: bigint | null) => {
+    if (txid === null) return
+    if (!(await position.waitFor(txid, CATCH_UP_MS))) {
+      request.log.warn({ txid: formatTxid(txid), here: position.current()?.toString(16) }, 'this replica did not catch up with a relayed write in time')
+    }
+  }
 
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     if (READS.has(request.method)) return
@@ -53,12 +79,29 @@ export function installPrimaryRouting(app: FastifyInstance, role: ReplicationRol
       request.log.warn({ err: error, primary: current.primaryUrl }, 'relaying a write to the primary failed')
       throw new UnavailableError(`the primary (${current.primaryUrl}) did not answer`, undefined, 'try again shortly')
     }
+    await catchUp(request, txidOf(answer.headers[TXID]))
+
     reply.hijack()
     const res = reply.raw
     res.writeHead(answer.statusCode, endToEnd(answer.headers))
     // A client that goes away stops the relay only: on the primary the turn runs on (spec §4.2).
     res.on('close', () => answer.body.destroy())
+    const streamsPosition = String(answer.headers.trailer ?? '').toLowerCase().includes(TXID)
+    let held: Buffer[] = []
+    answer.body.on('data', (chunk: Buffer) => {
+      // From a stream's terminal frame on, the answer waits for the primary's final position.
+      if (streamsPosition && (held.length > 0 || TERMINAL_FRAME.test(chunk.toString('utf8')))) held.push(chunk)
+      else if (!res.write(chunk)) {
+        answer.body.pause()
+        res.once('drain', () => answer.body.resume())
+      }
+    })
     answer.body.on('error', () => res.destroy())
-    answer.body.pipe(res)
+    answer.body.on('end', () => {
+      void catchUp(request, txidOf(answer.trailers[TXID])).then(() => {
+        res.end(held.length > 0 ? Buffer.concat(held) : undefined)
+        held = []
+      })
+    })
   })
 }

@@ -1,5 +1,7 @@
 import type { FastifyReply } from 'fastify'
 import type { Admission } from '../../actors/turn-types.ts'
+import { formatTxid, type ReplicationPosition } from '../../store/replication-position.ts'
+import { TXID as TXID_TRAILER } from '../plugins/primary-routing.ts'
 
 export const HEARTBEAT_MS = 15_000
 
@@ -21,15 +23,18 @@ export async function endOpenStreams(streams: OpenStreams): Promise<void> {
  * run's frames as they come, one write per frame. Closing the connection only unsubscribes: the
  * run goes on, persists and settles (spec §4.2 rule 2).
  */
-export function writeRunStream(reply: FastifyReply, admission: Admission, streams?: OpenStreams): void {
+export function writeRunStream(reply: FastifyReply, admission: Admission, streams?: OpenStreams, position?: ReplicationPosition): void {
   reply.hijack()
   const res = reply.raw
+  // The LiteFS position after the run goes out as a trailer, so a relaying replica can wait for it (decision 009).
+  const trailsPosition = position !== undefined && position.current() !== null
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache, no-transform',
     connection: 'keep-alive',
     'x-accel-buffering': 'no',
     'x-request-id': String(reply.request.id),
+    ...(trailsPosition ? { trailer: TXID_TRAILER } : {}),
   })
   // Frames that come in the same tick (the opening ones, a replayed backlog, a provider's burst)
   // leave as one string in one write; each is on the wire before the event loop moves on.
@@ -47,6 +52,8 @@ export function writeRunStream(reply: FastifyReply, admission: Admission, stream
   const end = (then?: () => void) => {
     const chunk = pending
     pending = ''
+    const txid = trailsPosition ? position!.current() : null
+    if (txid !== null) res.addTrailers({ [TXID_TRAILER]: formatTxid(txid) })
     res.end(chunk, then)
   }
   write(frame('run', { chat_id: admission.chatId, run_id: admission.runId, closed_tool_calls: admission.closedToolCalls }))

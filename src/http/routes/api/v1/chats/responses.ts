@@ -62,7 +62,7 @@ export const responseRoutes =
           await admission.channel.settled
           throw opening.error
         }
-        writeRunStream(reply, admission, streams)
+        writeRunStream(reply, admission, streams, deps.position)
         return reply
       },
     )
