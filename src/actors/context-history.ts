@@ -10,7 +10,6 @@ type CachedConversion = { media: CatalogueEntry['media']; failedKey: string; par
 type CachedPackable = { failedKey: string; from: number; parts: CachedPart[]; leftOut: number[]; tokens: number }
 type ChatHistory = {
   parts: CachedPart[]
-  ordinals: number[]
   lastOrdinal: number
   bytes: number
   packable: CachedPackable | null
@@ -51,7 +50,7 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs'>, maxBy
   return {
     /** The chat's packable parts oldest first (a failed run's output left out), their tokens, and what was left out. */
     read(chatId: string): PackableHistory {
-      const history = chats.get(chatId) ?? { parts: [], ordinals: [], lastOrdinal: 0, bytes: 0, packable: null, conversion: null }
+      const history = chats.get(chatId) ?? { parts: [], lastOrdinal: 0, bytes: 0, packable: null, conversion: null }
       drop(chatId)
       const rows = store.parts.after(chatId, history.lastOrdinal)
       const media = store.parts.mediaOf(rows.flatMap((r) => (r.has_media ? [r.ordinal] : [])), true)
@@ -67,7 +66,6 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs'>, maxBy
           tokens: row.tokens,
           bytes,
         })
-        history.ordinals.push(row.ordinal)
         history.lastOrdinal = row.ordinal
         // Tool results' attachments are held once more, base64-encoded, by the kept conversion.
         history.bytes += row.kind === 'tool_result' ? bytes + Math.ceil((bytes - row.body.length) * 4 / 3) : bytes
