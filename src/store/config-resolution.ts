@@ -25,7 +25,9 @@ type BudgetWithWarnings = ResolvedBudget & { warnings: ConfigWarning[] }
 const scopesOf = (namespace: string | null): (string | null)[] => [null, ...(namespace ? namespaceLineage(namespace) : [])]
 
 /** Loads the active versions of every level and hands them to the pure resolvers of src/domain/config. */
-export function createConfigResolver(store: Pick<Store, 'config'>) {
+export function createConfigResolver(store: Pick<Store, 'config'>, options: { keep?: boolean } = {}) {
+  // Without keeping, every call resolves afresh (bench/config-resolution.ts measures both).
+  const keep = options.keep ?? true
   const levelsOf = <T>(orgId: string, kind: ConfigKind, scopes: (string | null)[], read: (v: ConfigVersion) => T) => {
     const active = store.config.activeInScopes(orgId, kind, scopes)
     return scopes.map((namespace) => {
@@ -40,6 +42,7 @@ export function createConfigResolver(store: Pick<Store, 'config'>) {
   let keptGeneration = ''
   const kept = new Map<string, ResolvedConfiguration | BudgetWithWarnings>()
   const remembered = <T extends ResolvedConfiguration | BudgetWithWarnings>(key: string, resolve: () => T): T => {
+    if (!keep) return resolve()
     const generation = store.config.generation()
     if (generation !== keptGeneration) {
       kept.clear()
