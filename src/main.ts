@@ -32,7 +32,10 @@ const deps = composeApp({ store, catalogue, allModels: loaded.entries, build: re
 const stopHost = deps.host.start()
 const app = await buildApp(
   deps,
-  { logger: { level: settings.logLevel, redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' } } },
+  {
+    logger: { level: settings.logLevel, redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' } },
+    ...(settings.rateLimitPerMinute === null ? {} : { rateLimitPerMinute: settings.rateLimitPerMinute }),
+  },
 )
 
 // Bootstrap before listening, so the key file exists by the time the server answers.

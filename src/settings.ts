@@ -9,6 +9,8 @@ export type Settings = {
   logLevel: string
   production: boolean
   sandbox: boolean
+  /** RATE_LIMIT_PER_MINUTE: requests a minute per API key on each node (decision 011); null: no limit. */
+  rateLimitPerMinute: number | null
   /**
    * LiteFS (decision 009): the mount holding the database, and the file that names the primary
    * (present on replicas only). Null without LiteFS: the one process is the primary.
@@ -22,6 +24,10 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   const port = Number(env.PORT ?? 8080)
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, got ${env.PORT}`)
   const sandbox = (env.SANDBOX ?? (production ? 'off' : 'on')) === 'on'
+  const rateLimit = env.RATE_LIMIT_PER_MINUTE === undefined || env.RATE_LIMIT_PER_MINUTE === '' ? null : Number(env.RATE_LIMIT_PER_MINUTE)
+  if (rateLimit !== null && (!Number.isInteger(rateLimit) || rateLimit <= 0)) {
+    throw new Error(`RATE_LIMIT_PER_MINUTE must be a positive whole number, got ${env.RATE_LIMIT_PER_MINUTE}`)
+  }
   const litefsDir = env.LITEFS_DIR ? resolve(env.LITEFS_DIR) : null
   const primaryPort = Number(env.LITEFS_PRIMARY_PORT ?? port)
   if (!Number.isInteger(primaryPort) || primaryPort <= 0 || primaryPort > 65535) {
@@ -35,6 +41,7 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     logLevel: env.LOG_LEVEL ?? 'info',
     production,
     sandbox,
+    rateLimitPerMinute: rateLimit,
     litefs: litefsDir
       ? {
           dir: litefsDir,

@@ -104,3 +104,7 @@ export class UpstreamError extends DomainError {
 export class UnavailableError extends DomainError {
   readonly code = 'unavailable'
 }
+
+export class RateLimitedError extends DomainError {
+  readonly code = 'rate_limited'
+}

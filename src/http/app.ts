@@ -8,6 +8,7 @@ import type { AppDeps } from './app-deps.ts'
 import { requireApiKey } from './plugins/auth.ts'
 import { installErrorHandler } from './plugins/error-handler.ts'
 import { installPrimaryRouting } from './plugins/primary-routing.ts'
+import { installRateLimit } from './plugins/rate-limit.ts'
 import { installValidators } from './plugins/validation.ts'
 import { chatRoutes } from './routes/api/v1/chats/index.ts'
 import { historyRoutes } from './routes/api/v1/chats/history.ts'
@@ -63,7 +64,11 @@ export const REDACTED_LOG_PATHS = [
   '*.data_base64',
 ]
 
-export type BuildAppOptions = { logger?: FastifyServerOptions['logger'] }
+export type BuildAppOptions = {
+  logger?: FastifyServerOptions['logger']
+  /** Requests a minute per API key on this node (decision 011); absent: no limit. */
+  rateLimitPerMinute?: number
+}
 
 export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
   const app = Fastify({
@@ -115,6 +120,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
   await app.register(catalogueRoutes(deps))
   await app.register(async (keyed) => {
     keyed.addHook('onRequest', requireApiKey((secret) => deps.store.apiKeys.authenticate(secret)))
+    if (options.rateLimitPerMinute !== undefined) await installRateLimit(keyed, options.rateLimitPerMinute)
     await keyed.register(chatRoutes(deps))
     await keyed.register(historyRoutes(deps))
     await keyed.register(namespaceRoutes(deps))

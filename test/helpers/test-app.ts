@@ -23,7 +23,7 @@ export type TestContext = {
 
 /** A real app over a real SQLite file in a fresh temporary directory. */
 export async function createTestApp(
-  options: { catalogue?: CatalogueEntry[]; now?: () => Date; languageModelFor?: LanguageModelFor } = {},
+  options: { catalogue?: CatalogueEntry[]; now?: () => Date; languageModelFor?: LanguageModelFor; rateLimitPerMinute?: number } = {},
 ): Promise<TestContext> {
   const dir = mkdtempSync(join(tmpdir(), 'parley-test-'))
   const db = openDatabase(join(dir, 'parley.db'))
@@ -42,7 +42,7 @@ export async function createTestApp(
     env: { NODE_ID: 'test-node' },
     build: { version: '0.0.0-test', commit: 'test' },
   })
-  const app = await buildApp(deps)
+  const app = await buildApp(deps, options.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: options.rateLimitPerMinute })
   let orgs = 0
   return {
     app,

@@ -31,6 +31,8 @@ export function statusOf(error: DomainError): number {
     case 'unknown_tool_use_id':
     case 'context_too_large':
       return 422
+    case 'rate_limited':
+      return 429
     case 'upstream_error':
       return 502
     case 'unavailable':
