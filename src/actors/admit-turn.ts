@@ -1,9 +1,8 @@
 import type { LanguageModelV3FunctionTool } from '@ai-sdk/provider'
 import { PLATFORM_MARKUP_PERCENT } from '../domain/catalogue/apply-markup.ts'
-import { historyAllowance, inputBudget } from '../domain/context/input-budget.ts'
-import { describePackedOrdinals } from '../domain/context/packed-ordinals.ts'
+import { addSegment, type ContextManifest } from '../domain/context/context-manifest.ts'
+import { estimatePartTokens } from '../domain/context/estimate-part-tokens.ts'
 import {
-  ContextTooLargeError,
   IdempotencyKeyReusedError,
   NotFoundError,
   RetryNotAllowedError,
@@ -12,10 +11,7 @@ import {
 import type { PartBody } from '../domain/parts.ts'
 import { closePendingCalls, type PendingCall } from '../domain/turns/close-pending-calls.ts'
 import { coerceReasoningEffort, type TranslationWarning } from '../domain/turns/coerce-reasoning-effort.ts'
-import { saturatingAdd } from '../domain/tokens/estimate-tokens.ts'
-import type { ContextPart } from '../providers/context-part.ts'
-import { extendConversion, promptOf } from '../providers/convert-to-provider-prompt.ts'
-import { rememberPromptEstimate } from '../providers/estimate-prompt-tokens.ts'
+import { convertToProviderPrompt } from '../providers/convert-to-provider-prompt.ts'
 import { mapReasoningEffort } from '../providers/map-reasoning-effort.ts'
 import type { NewPart } from '../store/parts.ts'
 import type { ResolvedConfiguration } from '../store/config-resolution.ts'
@@ -23,7 +19,8 @@ import type { RunStatus } from '../store/runs.ts'
 import { RunChannel } from './run-channel.ts'
 import type { RunDeps } from './run-deps.ts'
 import { affordableMaxTokens } from './affordable-max-tokens.ts'
-import type { Admission, Submission } from './turn-types.ts'
+import type { PackedTurn } from './context-history.ts'
+import type { Admission, PreparedPart, Submission } from './turn-types.ts'
 
 /** What the chat actor knows of its chat when a submission arrives. */
 export type ChatFacts = {
@@ -67,49 +64,60 @@ export async function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Subm
   const budget = deps.resolver.resolveBudget(orgId, submission.namespace, model.id)
   const tools = providerToolsOf(config)
 
-  // Packing: for now the whole history when it fits (retention and compaction replace this step).
-  const newParts: ContextPart[] = [
-    ...tombstones.map((body) => ({ ordinal: Number.MAX_SAFE_INTEGER, body, media: [] })),
-    ...submission.input.map((p) => ({ ordinal: Number.MAX_SAFE_INTEGER, body: p.body, media: p.media })),
+  // Packing (decisions §5): the fixed parts whole, then as much history as the budget and the
+  // retention rules allow. The current exchange: what this submission writes, the run it retries,
+  // and the run whose calls it closes (its calls stay with their results).
+  const currentRuns = [
+    ...(request.retry_of ? [request.retry_of] : []),
+    ...(closures.length > 0 && chat.latestCustomerRun ? [chat.latestCustomerRun.id] : []),
   ]
-  const exchangeTokens = submission.input.reduce((sum, p) => sum + p.tokens, 0)
-  const allowance = historyAllowance(model.context_window, budget.budget, config.estimated_tokens + exchangeTokens)
-  const history = deps.history.read(submission.chatId)
-  const window = inputBudget(model.context_window, budget.budget)
-  if (allowance < 0 || history.tokens > allowance) throw contextTooLarge(window, config.estimated_tokens + exchangeTokens + history.tokens)
-
-  // The history's conversion is kept between turns; only this turn's parts are converted here.
-  const converted = extendConversion(deps.history.convert(submission.chatId, history, model), newParts, model)
-  const prompt = promptOf(config.instructions, converted)
-  // config.estimated_tokens counts the instructions and tools as estimatePromptTokens does.
-  const estimatedInputTokens = saturatingAdd(config.estimated_tokens, converted.tokens)
-  rememberPromptEstimate(prompt, tools, estimatedInputTokens)
-  if (estimatedInputTokens > window) throw contextTooLarge(window, estimatedInputTokens)
+  const newBodies = [
+    ...tombstones.map((body) => ({ body, media: [] as PreparedPart['media'], tokens: estimatePartTokens(body) })),
+    ...submission.input,
+  ]
+  const packed = deps.history.pack(submission.chatId, {
+    newParts: newBodies.map((p, i) => ({
+      body: p.body,
+      media: p.media.map((m, j) => ({
+        mediaId: `new:${i}:${j}`,
+        mime: m.mime,
+        byteLen: m.bytes.length,
+        filename: m.filename,
+        width: m.width,
+        height: m.height,
+        pageCount: m.page_count,
+        bytes: m.bytes,
+      })),
+    })),
+    currentRuns,
+    instructionsTokens: config.tokens.instructions,
+    toolsTokens: config.tokens.tools,
+    rules: config.retention,
+    budget: budget.budget,
+    model,
+  })
+  const prompt = convertToProviderPrompt(config.instructions, packed.parts, packed.bytesOf)
+  const estimatedInputTokens = packed.estimatedTokens
+  const configWarnings = [...config.warnings, ...budget.warnings, ...packed.warnings.config]
 
   const effort = coerceReasoningEffort(request.reasoning_effort, model)
-  const translationWarnings: TranslationWarning[] = [...effort.warnings, ...converted.warnings]
+  const translationWarnings: TranslationWarning[] = [...effort.warnings, ...packed.warnings.translation]
   const markupPercent = store.organisations.get(orgId)?.markup_percent ?? PLATFORM_MARKUP_PERCENT
   const maxTokens = affordableMaxTokens(deps, submission, estimatedInputTokens, markupPercent, translationWarnings)
   const vendorReasoning = mapReasoningEffort(model, effort.value, maxTokens)
   translationWarnings.push(...vendorReasoning.warnings)
 
   const runId = submission.runId
-  // Taken now: the history's lists are the kept ones, good until the chat's next read.
-  const historySpan = { count: history.parts.length, first: history.parts[0]?.ordinal ?? null, last: history.parts.at(-1)?.ordinal ?? null }
-  const leftOut = history.leftOut.slice()
   await store.writes.write(() => {
     // Checked again where it is written: another chat's turn may have taken the key since.
     if (request.idempotency_key) {
       const earlier = store.idempotencyKeys.runOf(orgId, request.idempotency_key, now)
       if (earlier) throw new IdempotencyKeyReusedError(earlier)
     }
-    const written = store.parts.append(submission.chatId, [
-      ...tombstones.map((body): NewPart => ({ body, runId, userMetadata })),
-      ...submission.input.map((p): NewPart => ({ body: p.body, runId, userMetadata, tokens: p.tokens, media: p.media })),
-    ])
-    const packedCount = historySpan.count + written.length
-    const firstPacked = historySpan.first ?? written[0]?.ordinal ?? null
-    const lastPacked = written.at(-1)?.ordinal ?? historySpan.last
+    const written = store.parts.append(
+      submission.chatId,
+      newBodies.map((p): NewPart => ({ body: p.body, runId, userMetadata, tokens: p.tokens, media: p.media })),
+    )
     const createdAt = now.toISOString()
     store.runs.insert({
       id: runId,
@@ -129,15 +137,15 @@ export async function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Subm
         model_id: model.id,
         vendor_model_id: model.vendor_model_id,
         config_versions: config.versions,
-        budget: { ...budget, input_budget: window },
-        packed_ordinals: describePackedOrdinals(packedCount, firstPacked, lastPacked, leftOut),
+        budget: { ...budget, input_budget: packed.context.input_budget },
+        context: withWrittenParts(packed.context, packed, written.map((row) => row.ordinal)),
         estimated_input_tokens: estimatedInputTokens,
         max_tokens: maxTokens,
         reasoning_effort: effort.value,
         vendor_reasoning: vendorReasoning.value.providerOptions,
         markup_percent: markupPercent,
         retry_of: request.retry_of ?? null,
-        warnings: { config: [...config.warnings, ...budget.warnings], translation: translationWarnings },
+        warnings: { config: configWarnings, translation: translationWarnings },
       },
     })
     if (request.idempotency_key) store.idempotencyKeys.record(orgId, request.idempotency_key, runId, now)
@@ -152,7 +160,7 @@ export async function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Subm
     model,
     channel: new RunChannel(runId),
     closedToolCalls: closures.map((c) => c.tool_use_id),
-    configWarnings: [...config.warnings, ...budget.warnings],
+    configWarnings,
     translationWarnings,
     prompt,
     tools,
@@ -165,7 +173,7 @@ export async function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Subm
     markupPercent,
     startedAtMs: Date.now(),
     createdAt: now.toISOString(),
-    // The whole history fits or admission refused it above: nothing to summarise.
+    // Summaries are not made yet: packing drops the oldest history instead (decision 012).
     compaction: null,
   }
 }
@@ -199,10 +207,13 @@ function checkRetry(deps: RunDeps, chat: ChatFacts, submission: Submission, retr
   }
 }
 
-function contextTooLarge(budget: number, needed: number) {
-  return new ContextTooLargeError(
-    `the context needs about ${needed} tokens but the model's input budget is ${budget}`,
-    { input_budget: budget, estimated_tokens: needed },
-    'shorten the input, publish a budget with less headroom, or use a model with a larger context window',
-  )
+/** The manifest's context with the parts this turn wrote, once their ordinals are known. */
+function withWrittenParts(context: ContextManifest, packed: PackedTurn, ordinals: number[]): ContextManifest {
+  const segments = context.segments.map((s) => ({ ...s }))
+  const sentNew = packed.parts.filter((p) => p.ordinal === -1)
+  let next = 0
+  ordinals.forEach((ordinal, i) => {
+    if (packed.newPartsSent[i]) addSegment(segments, ordinal, ordinal, 1, 'verbatim', sentNew[next++]!.tokens)
+  })
+  return { ...context, segments }
 }

@@ -1,40 +1,48 @@
-import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
+import type { MediaRef } from '../domain/context/context-types.ts'
+import { packContext, type PackedContext, type PackInput, type PackResult } from '../domain/context/pack-context.ts'
+import { PackingHistory, type HistoryEntry } from '../domain/context/packing-history.ts'
 import type { PartBody, PartKind } from '../domain/parts.ts'
-import type { ContextPart } from '../providers/context-part.ts'
-import { EMPTY_CONVERSION, extendConversion, type Conversion } from '../providers/convert-to-provider-prompt.ts'
+import type { MediaRow } from '../store/parts.ts'
 import type { Store } from '../store/index.ts'
 
-type CachedPart = ContextPart & { runId: string | null; kind: PartKind; tokens: number; bytes: number }
-type CachedConversion = { media: CatalogueEntry['media']; failedKey: string; partCount: number; value: Conversion }
-/** The parts packing may use (a failed run's output left out), for one set of failed runs. */
-type CachedPackable = { failedKey: string; from: number; parts: CachedPart[]; leftOut: number[]; tokens: number }
 type ChatHistory = {
-  parts: CachedPart[]
+  history: PackingHistory
   lastOrdinal: number
+  failed: Set<string>
+  /** Entries before this index may have had their bodies let go. */
+  bodiesFrom: number
   bytes: number
-  packable: CachedPackable | null
-  conversion: CachedConversion | null
+  /** Bytes of the attachments the latest turn sent: most of them are sent again next turn. */
+  media: Map<string, Buffer>
 }
+
+export type PackedTurn = PackedContext & { warnings: Extract<PackResult, { kind: 'packed' }>['warnings']; bytesOf: (mediaId: string) => Buffer }
+export type PackRequest = Omit<PackInput, 'history' | 'newParts'> & { newParts: { body: PartBody; media: (MediaRef & { bytes: Buffer })[] }[] }
 
 const OUTPUT_KINDS = new Set<PartKind>(['message', 'reasoning', 'tool_call'])
 const DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+/** What an entry costs beyond its body, roughly: kept so the bound counts long chats of short parts. */
+const ENTRY_OVERHEAD_BYTES = 160
+/** Bodies this many entries older than the oldest part a turn looked at are let go. */
+const BODY_SLACK = 64
 
-/** One read of a chat's history. Its lists are the kept ones: read them before the chat's next read. */
-export type PackableHistory = {
-  parts: readonly ContextPart[]
-  tokens: number
-  /** Ordinals of the chat's parts that are not packable: the output of failed runs. */
-  leftOut: readonly number[]
-  /** The failed runs whose output was left out, as one comparable string. */
-  failedKey: string
-}
+const toMediaRef = (m: MediaRow): MediaRef => ({
+  mediaId: m.media_id,
+  mime: m.mime,
+  byteLen: m.byte_len,
+  filename: m.filename,
+  width: m.width,
+  height: m.height,
+  pageCount: m.page_count,
+})
 
 /**
- * The ledger as packing reads it, kept per chat between turns. The ledger only grows, so each turn
- * reads the parts added since the last one instead of the whole chat; which runs failed is read
- * fresh every time, since a run's status changes after its output is written. The history's
- * conversion to a provider prompt is kept too, and extended by the new parts only. Bounded by bytes,
- * least recently used chats dropped first; the ledger stays the truth.
+ * What packing needs of each chat, kept between its turns by the chat's actor (decisions §5.3:
+ * packing costs what changed since the last turn). Each turn reads only the parts added since the
+ * last one; the entries keep their estimates, running sums and renderings. Bodies far older than what
+ * a turn sent are let go and read again only if a later turn reaches back to them, so a chat of any
+ * length costs memory in proportion to its packed window. Bounded by bytes across chats, least
+ * recently used first; the ledger stays the truth.
  */
 export function createContextHistory(store: Pick<Store, 'parts' | 'runs'>, maxBytes = DEFAULT_MAX_BYTES) {
   const chats = new Map<string, ChatHistory>()
@@ -47,75 +55,134 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs'>, maxBy
     chats.delete(chatId)
   }
 
-  return {
-    /** The chat's packable parts oldest first (a failed run's output left out), their tokens, and what was left out. */
-    read(chatId: string): PackableHistory {
-      const history = chats.get(chatId) ?? { parts: [], lastOrdinal: 0, bytes: 0, packable: null, conversion: null }
-      drop(chatId)
-      const rows = store.parts.after(chatId, history.lastOrdinal)
-      const media = store.parts.mediaOf(rows.flatMap((r) => (r.has_media ? [r.ordinal] : [])), true)
-      for (const row of rows) {
-        const attachments = (media.get(row.ordinal) ?? []).map((m) => ({ mime: m.mime, bytes: m.bytes!, filename: m.filename }))
-        const bytes = row.body.length + attachments.reduce((sum, m) => sum + m.bytes.length, 0)
-        history.parts.push({
-          ordinal: row.ordinal,
-          body: JSON.parse(row.body) as PartBody,
-          media: attachments,
-          runId: row.run_id,
-          kind: row.kind,
-          tokens: row.tokens,
-          bytes,
-        })
-        history.lastOrdinal = row.ordinal
-        // Tool results' attachments are held once more, base64-encoded, by the kept conversion.
-        history.bytes += row.kind === 'tool_result' ? bytes + Math.ceil((bytes - row.body.length) * 4 / 3) : bytes
-      }
-      keep(chatId, history)
+  const entryBytes = (entry: HistoryEntry, bodyLength: number) => ENTRY_OVERHEAD_BYTES + (entry.body === null ? 0 : bodyLength * 2)
 
-      const failedIds = store.runs.failedRunIds(chatId)
-      const failedKey = failedIds.sort().join(',')
-      // Kept while the failed runs stay the same: then only the new parts are sorted in or out.
-      const kept = history.packable?.failedKey === failedKey ? history.packable : { failedKey, from: 0, parts: [], leftOut: [], tokens: 0 }
-      const failed = new Set(failedIds)
-      for (let i = kept.from; i < history.parts.length; i++) {
-        const part = history.parts[i]!
-        if (OUTPUT_KINDS.has(part.kind) && part.runId !== null && failed.has(part.runId)) kept.leftOut.push(part.ordinal)
-        else {
-          kept.parts.push(part)
-          kept.tokens += part.tokens
-        }
+  /** Brings the kept history up to the ledger: runs that failed since, and parts added since. */
+  function refresh(chatId: string): ChatHistory {
+    const chat = chats.get(chatId) ?? {
+      history: new PackingHistory(),
+      lastOrdinal: 0,
+      failed: new Set<string>(),
+      bodiesFrom: 0,
+      bytes: 0,
+      media: new Map<string, Buffer>(),
+    }
+    drop(chatId)
+    // A failed run's output is never packed (decisions §4); a run fails after its output was kept.
+    const failedNow = store.runs.failedRunIds(chatId).filter((id) => !chat.failed.has(id))
+    const isFailedOutput = (e: { kind: PartKind; runId: string | null }) => OUTPUT_KINDS.has(e.kind) && e.runId !== null && chat.failed.has(e.runId)
+    for (const id of failedNow) chat.failed.add(id)
+    const firstFailed = Math.min(...failedNow.map((id) => chat.history.firstIndexOfRun(id)).filter((i) => i !== -1))
+    if (Number.isFinite(firstFailed)) {
+      for (const entry of chat.history.truncate(firstFailed)) {
+        if (isFailedOutput(entry)) continue
+        if (entry.kind === 'tool_result' && entry.toolUseId !== null && !chat.history.hasCall(entry.toolUseId)) continue
+        chat.history.append(entry)
       }
-      kept.from = history.parts.length
-      history.packable = kept
-      // Shared, not copied (a long chat's turns would each copy it): good until this chat's next read.
-      return { parts: kept.parts, tokens: kept.tokens, leftOut: kept.leftOut, failedKey }
-    },
+    }
 
-    /**
-     * `packable` (this chat's latest read) as provider messages for `model`: the kept conversion
-     * extended by the parts added since, or converted afresh when the model's media policy or the
-     * failed runs changed.
-     */
-    convert(chatId: string, packable: PackableHistory, model: Pick<CatalogueEntry, 'media'>): Conversion {
-      const history = chats.get(chatId)
-      const kept = history?.conversion
-      const reusable = kept && kept.media === model.media && kept.failedKey === packable.failedKey && kept.partCount <= packable.parts.length
-      const base = reusable ? kept : { partCount: 0, value: EMPTY_CONVERSION }
-      const value = extendConversion(base.value, packable.parts.slice(base.partCount), model)
-      if (history) history.conversion = { media: model.media, failedKey: packable.failedKey, partCount: packable.parts.length, value }
-      return value
-    },
-    forget: drop,
+    const rows = store.parts.after(chatId, chat.lastOrdinal)
+    const media = store.parts.mediaOf(rows.flatMap((r) => (r.has_media ? [r.ordinal] : [])), false)
+    for (const row of rows) {
+      chat.lastOrdinal = row.ordinal
+      if (isFailedOutput({ kind: row.kind, runId: row.run_id })) continue
+      const body = JSON.parse(row.body) as PartBody
+      const toolUseId = body.type === 'tool_call' || body.type === 'tool_result' ? body.tool_use_id : null
+      // A result whose call is not packable (its run failed) answers nothing the model sees.
+      if (body.type === 'tool_result' && !chat.history.hasCall(body.tool_use_id)) continue
+      const entry: HistoryEntry = {
+        ordinal: row.ordinal,
+        kind: row.kind,
+        runId: row.run_id,
+        toolUseId,
+        tokens: row.tokens,
+        media: (media.get(row.ordinal) ?? []).map(toMediaRef),
+        body,
+        renders: null,
+      }
+      chat.history.append(entry)
+      chat.bytes += entryBytes(entry, row.body.length)
+    }
+    return chat
   }
 
-  function keep(chatId: string, history: ChatHistory) {
-    if (history.bytes > maxBytes) return
-    chats.set(chatId, history)
-    totalBytes += history.bytes
+  /** Reads again the bodies of entries before `before` that were let go (a turn reaching further back). */
+  function restoreBodies(chatId: string, chat: ChatHistory, before: number) {
+    const entries = chat.history.entries
+    const from = Math.max(0, before - Math.max(256, entries.length - before))
+    const byOrdinal = new Map(store.parts.bodiesBetween(chatId, entries[from]!.ordinal, entries[before - 1]!.ordinal).map((r) => [r.ordinal, r.body]))
+    for (let i = from; i < before; i++) {
+      const entry = entries[i]!
+      const body = byOrdinal.get(entry.ordinal)
+      if (entry.body !== null || body === undefined) continue
+      entry.body = JSON.parse(body) as PartBody
+      chat.bytes += body.length * 2
+    }
+    chat.bodiesFrom = Math.min(chat.bodiesFrom, from)
+  }
+
+  /** Lets go of the bodies (and renderings) of entries well behind what this turn looked at; the anchors stay. */
+  function releaseBodies(chat: ChatHistory, oldestVisited: number, anchors: number) {
+    const entries = chat.history.entries
+    const until = oldestVisited - BODY_SLACK
+    for (let i = Math.max(chat.bodiesFrom, anchors + BODY_SLACK); i < until; i++) {
+      const entry = entries[i]!
+      if (entry.body === null) continue
+      chat.bytes -= JSON.stringify(entry.body).length * 2
+      entry.body = null
+      entry.renders = null
+    }
+    chat.bodiesFrom = Math.max(chat.bodiesFrom, until)
+  }
+
+  function keep(chatId: string, chat: ChatHistory) {
+    if (chat.bytes > maxBytes) return
+    chats.set(chatId, chat)
+    totalBytes += chat.bytes
     for (const [oldest] of chats) {
       if (totalBytes <= maxBytes) break
       drop(oldest)
     }
+  }
+
+  return {
+    /**
+     * Packs a turn of `chatId` (src/domain/context/pack-context.ts) over its kept history, and hands
+     * out the bytes of the attachments it sends. Throws ContextTooLargeError when the fixed parts do
+     * not fit.
+     */
+    pack(chatId: string, request: PackRequest): PackedTurn {
+      const chat = refresh(chatId)
+      try {
+        const input: PackInput = { ...request, history: chat.history }
+        let result = packContext(input)
+        while (result.kind === 'needs-bodies') {
+          restoreBodies(chatId, chat, result.before)
+          result = packContext(input)
+        }
+        const packed = result.value
+        releaseBodies(chat, packed.oldestVisited, request.rules.anchor_parts ?? 0)
+
+        const newBytes = new Map(request.newParts.flatMap((p) => p.media.map((m) => [m.mediaId, m.bytes] as const)))
+        const sent = packed.parts.flatMap((p) =>
+          p.content && (p.content.type === 'prompt' || p.content.type === 'tool_result')
+            ? p.content.attachments.flatMap((a) => (a.kind === 'file' && !newBytes.has(a.media.mediaId) ? [a.media.mediaId] : []))
+            : [],
+        )
+        const missing = sent.filter((id) => !chat.media.has(id))
+        const read = store.parts.mediaBytes(missing)
+        const media = new Map<string, Buffer>()
+        for (const id of sent) media.set(id, chat.media.get(id) ?? read.get(id)!)
+        const held = (m: Map<string, Buffer>) => [...m.values()].reduce((n, b) => n + b.length, 0)
+        chat.bytes += held(media) - held(chat.media)
+        chat.media = media
+        const bytesOf = (id: string) => newBytes.get(id) ?? media.get(id)!
+        return { ...packed, warnings: result.warnings, bytesOf }
+      } finally {
+        keep(chatId, chat)
+      }
+    },
+    forget: drop,
   }
 }
 

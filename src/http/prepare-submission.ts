@@ -77,7 +77,7 @@ export function prepareSubmission(
         trust,
       }
     }
-    input.push({ body, media, tokens: estimatePartTokens(body, media.map((m) => ({ ...m, byte_len: m.bytes.length }))) })
+    input.push({ body, media, tokens: estimatePartTokens(body, media.map((m) => ({ mime: m.mime, byteLen: m.bytes.length, width: m.width, height: m.height, pageCount: m.page_count }))) })
   })
   if (problems.length > 0) throw new ValidationError(problems)
 

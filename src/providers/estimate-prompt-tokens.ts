@@ -1,8 +1,4 @@
-import type {
-  LanguageModelV3FunctionTool,
-  LanguageModelV3Message,
-  LanguageModelV3Prompt,
-} from '@ai-sdk/provider'
+import type { LanguageModelV3FunctionTool, LanguageModelV3Message, LanguageModelV3Prompt } from '@ai-sdk/provider'
 import { imageSize } from 'image-size'
 import { estimateMediaTokens } from '../domain/context/estimate-part-tokens.ts'
 import { estimateToolTokens } from '../domain/tokens/estimate-tool-tokens.ts'
@@ -20,12 +16,13 @@ function dimensionsOf(bytes: Uint8Array, mime: string): { width: number | null; 
   }
 }
 
+/** An attachment's estimate from its bytes, as packing made it from the stored description. */
 export function estimateFileTokens(mime: string, data: unknown): number {
   const bytes = typeof data === 'string' ? Buffer.from(data, 'base64') : data instanceof Uint8Array ? data : new Uint8Array()
-  return estimateMediaTokens({ mime, byte_len: bytes.length, page_count: null, ...dimensionsOf(bytes, mime) })
+  return estimateMediaTokens({ mime, byteLen: bytes.length, pageCount: null, ...dimensionsOf(bytes, mime) })
 }
 
-/** One content item of a user, assistant or tool message. */
+/** One content item of a user, assistant or tool message, by the rules of src/domain/context/estimate-part-tokens.ts. */
 export function estimateContentTokens(item: ContentItem): number {
   switch (item.type) {
     case 'text':
@@ -53,27 +50,17 @@ export function estimateContentTokens(item: ContentItem): number {
 
 export function estimateToolsTokens(tools: readonly LanguageModelV3FunctionTool[]): number {
   return saturatingAdd(
-    ...tools.map((t) => estimateToolTokens({ name: t.name, description: t.description ?? null, input_schema: t.inputSchema as Record<string, unknown> })),
+    ...tools.map((t) =>
+      estimateToolTokens({ name: t.name, description: t.description ?? null, input_schema: t.inputSchema as Record<string, unknown>, strict: t.strict ?? null }),
+    ),
   )
 }
 
-/** Estimates already made for a prompt object, so its provider call does not count it again. */
-const known = new WeakMap<LanguageModelV3Prompt, { tools: readonly LanguageModelV3FunctionTool[]; tokens: number }>()
-const sameTools = (a: readonly LanguageModelV3FunctionTool[], b: readonly LanguageModelV3FunctionTool[]) =>
-  a.length === b.length && a.every((t, i) => t === b[i])
-
-/** Records that `prompt` with `tools` estimates at `tokens` (packing computed it incrementally). */
-export function rememberPromptEstimate(prompt: LanguageModelV3Prompt, tools: readonly LanguageModelV3FunctionTool[], tokens: number): void {
-  known.set(prompt, { tools, tokens })
-}
-
 /**
- * The input tokens of a provider call by the project's one estimator: what packing budgets and
- * what the sandbox reports as usage, computed from the same prompt.
+ * The input tokens of a vendor call by the project's one estimator: the sandbox reports them as
+ * usage, and they equal what packing budgeted for the same context (test/providers covers it).
  */
 export function estimatePromptTokens(prompt: LanguageModelV3Prompt, tools: readonly LanguageModelV3FunctionTool[] = []): number {
-  const remembered = known.get(prompt)
-  if (remembered && sameTools(remembered.tools, tools)) return remembered.tokens
   let tokens = estimateToolsTokens(tools)
   for (const message of prompt) {
     if (message.role === 'system') tokens = saturatingAdd(tokens, estimateTokens(message.content))

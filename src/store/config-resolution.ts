@@ -11,6 +11,8 @@ import type { Store } from './index.ts'
 
 export type ResolvedConfiguration = {
   estimated_tokens: number
+  /** The two shares of estimated_tokens, for the run manifest (decisions §5.4). */
+  tokens: { instructions: number; tools: number }
   instructions: string | null
   namespace: string | null
   retention: RetentionRules
@@ -79,11 +81,13 @@ export function createConfigResolver(store: Pick<Store, 'config'>, options: { ke
       namespace,
     )
     const retention = resolveRetention(levelsOf(orgId, 'retention', scopes, (v) => ({ id: v.id, rules: v.document as RetentionRules })))
+    const tokens = {
+      instructions: instructions.value.text === null ? 0 : estimateTokens(instructions.value.text),
+      tools: saturatingAdd(...tools.value.tools.map(estimateToolTokens)),
+    }
     return {
-      estimated_tokens: saturatingAdd(
-        instructions.value.text === null ? 0 : estimateTokens(instructions.value.text),
-        ...tools.value.tools.map(estimateToolTokens),
-      ),
+      estimated_tokens: saturatingAdd(tokens.instructions, tokens.tools),
+      tokens,
       instructions: instructions.value.text,
       namespace,
       retention: retention.value.rules,

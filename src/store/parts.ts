@@ -66,6 +66,13 @@ export function createPartStore(db: Db) {
     `SELECT m.*, b.bytes FROM part_media m JOIN media_blobs b ON b.sha256 = m.sha256
      WHERE m.part_ordinal IN (SELECT value FROM json_each(?)) ORDER BY m.part_ordinal, m.position`,
   )
+  const bodiesBetween = db.prepare<[string, number, number], { ordinal: number; body: string }>(
+    'SELECT ordinal, body FROM parts WHERE chat_id = ? AND ordinal BETWEEN ? AND ? ORDER BY ordinal',
+  )
+  const mediaBytes = db.prepare<[string], { media_id: string; bytes: Buffer }>(
+    `SELECT m.media_id, b.bytes FROM part_media m JOIN media_blobs b ON b.sha256 = m.sha256
+     WHERE m.media_id IN (SELECT value FROM json_each(?))`,
+  )
   const ofRun = db.prepare<[string], PartRow>('SELECT * FROM parts WHERE run_id = ? ORDER BY ordinal')
   // has_media spares a second query for the attachments of parts that have none (most of them).
   const after = db.prepare<[string, number], PartRow & { has_media: 0 | 1 }>(
@@ -134,6 +141,13 @@ export function createPartStore(db: Db) {
       return groupMedia((withBytes ? mediaFull : mediaStubs).all(JSON.stringify(ordinals)))
     },
     ofRun: (runId: string) => ofRun.all(runId),
+    /** The bodies of a chat's parts with ordinals from `first` to `last`, oldest first. */
+    bodiesBetween: (chatId: string, first: number, last: number) => bodiesBetween.all(chatId, first, last),
+    /** Attachment bytes by media id. */
+    mediaBytes(mediaIds: string[]): Map<string, Buffer> {
+      if (mediaIds.length === 0) return new Map()
+      return new Map(mediaBytes.all(JSON.stringify(mediaIds)).map((r) => [r.media_id, r.bytes]))
+    },
     /** The chat's parts newer than an ordinal, oldest first, each saying whether it has attachments. */
     after: (chatId: string, ordinal: number) => after.all(chatId, ordinal),
   }

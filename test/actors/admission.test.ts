@@ -275,15 +275,38 @@ describe('reasoning_effort', () => {
 })
 
 describe('context and model', () => {
-  it('422 context_too_large when the history exceeds sandbox/echo’s window; nothing is written; the 1M model takes it', async () => {
-    ctx.store.parts.append(chatId, [
-      { body: { type: 'prompt', text: 'a long document' }, tokens: 100_000 },
-      { body: { type: 'message', text: 'noted' }, tokens: 30_000 },
-    ])
-    const { error } = await refused({ input: [prompt('summarise')] }, 422, 'context_too_large')
-    expect(error.message.length).toBeGreaterThan(0)
-    const wide = await turn(ctx, org.auth, chatId, { model: 'sandbox/echo-1m', input: [prompt('summarise')] })
+  it('422 context_too_large when the fixed parts exceed the input budget, naming what each takes; nothing is written; a wider model takes it', async () => {
+    // sandbox/echo-8k: input budget floor(8192 × 0.9) = 7372 under the platform default.
+    const long = prompt('word '.repeat(8000))
+    const { error } = await refused({ model: 'sandbox/echo-8k', input: [long] }, 422, 'context_too_large')
+    expect(error.message).toMatch(/input budget is 7372/)
+    expect(error.message).toMatch(/instructions 0, tools 0, anchor parts 0, the current exchange 80\d\d/)
+    expect(error.details).toMatchObject({ input_budget: 7372, fixed_tokens: { instructions: 0, tools: 0, anchors: 0 } })
+    const wide = await turn(ctx, org.auth, chatId, { model: 'sandbox/echo', input: [long] })
     expect(wide.events.at(-1)).toBe('done')
+  })
+
+  it('a history over the window is dropped, oldest first, never a 422', async () => {
+    // The first two parts are the platform default's anchors; the long prompt after them cannot fit.
+    const [, , long] = ctx.store.parts.append(chatId, [
+      { body: { type: 'prompt', text: 'hello' } },
+      { body: { type: 'message', text: 'hi' } },
+      { body: { type: 'prompt', text: 'word '.repeat(8000) } },
+      { body: { type: 'message', text: 'noted' } },
+    ])
+    const t = await turn(ctx, org.auth, chatId, { model: 'sandbox/echo-8k', input: [prompt('summarise')] })
+    expect(t.events.at(-1)).toBe('done')
+    const warnings = t.of('config_warnings')[0]!.data.warnings
+    expect(warnings).toEqual([
+      {
+        code: 'history_dropped',
+        dropped: 1,
+        start_ordinal: long!.ordinal,
+        end_ordinal: long!.ordinal,
+        history_mode: 'summarize',
+        message: expect.stringMatching(/summaries are not made yet/),
+      },
+    ])
   })
 
   it('a history that fits sandbox/echo’s input budget is taken', async () => {

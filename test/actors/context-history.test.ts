@@ -1,16 +1,30 @@
 import { randomUUID } from 'node:crypto'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { createContextHistory, type ContextHistory, type PackableHistory } from '../../src/actors/context-history.ts'
+import { createContextHistory, type ContextHistory } from '../../src/actors/context-history.ts'
 import type { CatalogueEntry } from '../../src/domain/catalogue/catalogue-entry.ts'
+import type { ContextBudget, RetentionRules } from '../../src/domain/config/config-types.ts'
+import { PLATFORM_DEFAULT_BUDGET, PLATFORM_DEFAULT_RETENTION } from '../../src/domain/config/platform-defaults.ts'
 import type { PartBody } from '../../src/domain/parts.ts'
-import { convertToProviderPrompt, promptOf } from '../../src/providers/convert-to-provider-prompt.ts'
+import { estimatePartTokens } from '../../src/domain/context/estimate-part-tokens.ts'
+import { convertToProviderPrompt } from '../../src/providers/convert-to-provider-prompt.ts'
 import { estimatePromptTokens } from '../../src/providers/estimate-prompt-tokens.ts'
 import { openTempStore } from '../helpers/temp-store.ts'
 
-describe('context history', () => {
+const PNG_1x1 = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64')
+
+const media = (mime_types: string[], max_attachments_per_request: number | null = null) => ({
+  user: { mime_types, max_bytes_per_attachment: 1024, max_attachments_per_request },
+  tool_result: { mime_types, max_bytes_per_attachment: 1024, max_attachments_per_request },
+  assistant: { mime_types: [], max_bytes_per_attachment: 0 },
+  max_attachments_per_part: 20,
+  configured: true,
+})
+
+describe('context history (the chat actor’s kept packing state)', () => {
   let temp: ReturnType<typeof openTempStore>
   let orgId: string
   let chatId: string
+  const model: Pick<CatalogueEntry, 'context_window' | 'media'> = { context_window: 128_000, media: media(['image/png']) }
 
   beforeEach(() => {
     temp = openTempStore()
@@ -43,125 +57,135 @@ describe('context history', () => {
         temp.store.runs.finish(id, { status, completedAt: new Date().toISOString(), error: null, stopReason: null, latencyMs: 0, providerRequestId: null, usage }),
     }
   }
+  const append = (bodies: PartBody[], runId: string | null = null) =>
+    temp.store.parts.append(chatId, bodies.map((body) => ({ body, runId, tokens: estimatePartTokens(body) })))
 
-  it('reads parts added since the last read, oldest first', () => {
+  const pack = (
+    history: ContextHistory,
+    options: { rules?: RetentionRules; budget?: ContextBudget; model?: Pick<CatalogueEntry, 'context_window' | 'media'>; newParts?: PartBody[] } = {},
+  ) =>
+    history.pack(chatId, {
+      newParts: (options.newParts ?? []).map((body) => ({ body, media: [] })),
+      currentRuns: [],
+      instructionsTokens: 0,
+      toolsTokens: 0,
+      rules: options.rules ?? { version: 1 },
+      budget: options.budget ?? PLATFORM_DEFAULT_BUDGET,
+      model: options.model ?? model,
+    })
+  const bodiesOf = (packed: ReturnType<typeof pack>) => packed.parts.map((p) => p.content)
+
+  it('packs the parts added since the last turn after the ones it kept, oldest first', () => {
     const history = createContextHistory(temp.store)
-    temp.store.parts.append(chatId, [{ body: { type: 'prompt', text: 'one' }, tokens: 3 }])
-    const first = history.read(chatId)
-    expect(first.parts.map((p) => p.body)).toEqual([{ type: 'prompt', text: 'one' }])
-    expect(first.tokens).toBe(3)
-
-    temp.store.parts.append(chatId, [{ body: { type: 'message', text: 'two' }, tokens: 4 }])
-    const second = history.read(chatId)
-    expect(second.parts.map((p) => p.body)).toEqual([
-      { type: 'prompt', text: 'one' },
+    append([{ type: 'prompt', text: 'one' }])
+    expect(bodiesOf(pack(history))).toEqual([{ type: 'prompt', text: 'one', attachments: [] }])
+    append([{ type: 'message', text: 'two' }])
+    const second = pack(history)
+    expect(bodiesOf(second)).toEqual([
+      { type: 'prompt', text: 'one', attachments: [] },
       { type: 'message', text: 'two' },
     ])
-    expect(second.tokens).toBe(7)
-    expect(second.leftOut).toEqual([])
+    expect(second.context.segments).toEqual([
+      { first_ordinal: second.parts[0]!.ordinal, last_ordinal: second.parts[1]!.ordinal, parts: 2, treatment: 'verbatim', tokens: second.estimatedTokens },
+    ])
   })
 
-  it('leaves out the output of a run that failed after its output was read, but keeps its input', () => {
+  it('leaves out the output of a run that failed after it was kept, keeps its input, and drops results of its calls', () => {
     const history = createContextHistory(temp.store)
     const failing = run('failed')
-    temp.store.parts.append(chatId, [
-      { body: { type: 'prompt', text: 'question' }, runId: failing.id, tokens: 2 },
-      { body: { type: 'message', text: 'partial answer' }, runId: failing.id, tokens: 5 },
-    ])
-    expect(history.read(chatId).parts).toHaveLength(2)
+    append(
+      [
+        { type: 'prompt', text: 'question' },
+        { type: 'message', text: 'partial answer' },
+        { type: 'tool_call', tool_name: 'lookup', tool_use_id: 'call_1', arguments: '{}' },
+      ],
+      failing.id,
+    )
+    expect(pack(history).parts).toHaveLength(3)
     failing.end()
-    const after = history.read(chatId)
-    expect(after.parts.map((p) => p.body.type)).toEqual(['prompt'])
-    expect(after.tokens).toBe(2)
-    expect(after.leftOut).toEqual([after.parts[0]!.ordinal + 1])
+    append([{ type: 'tool_result', tool_name: 'lookup', tool_use_id: 'call_1', text: '', is_error: true, trust: 'trusted', tombstone_reason: 'cancelled' }])
+    const after = pack(history)
+    expect(after.parts.map((p) => p.kind)).toEqual(['prompt'])
+    expect(after.context.segments).toEqual([expect.objectContaining({ parts: 1, treatment: 'verbatim' })])
   })
 
-  it('answers the same as a fresh reader over the ledger, whatever it kept', () => {
+  it('answers exactly as a fresh reader of the ledger, turn after turn, as the window moves and bodies are let go', () => {
     const kept = createContextHistory(temp.store)
     const ok = run('succeeded')
-    for (let i = 0; i < 5; i++) {
-      temp.store.parts.append(chatId, [{ body: { type: 'prompt', text: `p${i}` }, runId: ok.id, tokens: 1 }])
-      kept.read(chatId)
+    const small = { context_window: 2_000, media: model.media }
+    for (let i = 0; i < 300; i++) {
+      append(
+        [
+          { type: 'prompt', text: `question ${i} about the ledger and its parts` },
+          { type: 'tool_call', tool_name: 'lookup', tool_use_id: `call_${i}`, arguments: `{"q":${i}}` },
+          { type: 'tool_result', tool_name: 'lookup', tool_use_id: `call_${i}`, text: `result ${i} `.repeat(20), is_error: false, trust: 'untrusted' },
+          { type: 'message', text: `answer ${i}` },
+        ],
+        ok.id,
+      )
+      if (i % 25 === 0 || i === 299) {
+        const incremental = pack(kept, { rules: PLATFORM_DEFAULT_RETENTION, model: small })
+        const fresh = pack(createContextHistory(temp.store), { rules: PLATFORM_DEFAULT_RETENTION, model: small })
+        expect(incremental.parts).toEqual(fresh.parts)
+        expect(incremental.context).toEqual(fresh.context)
+      }
     }
-    ok.end()
-    expect(kept.read(chatId)).toEqual(createContextHistory(temp.store).read(chatId))
+    // A wider window reaches back past the bodies let go: they are read again.
+    const wide = { context_window: 20_000, media: model.media }
+    const back = pack(kept, { rules: PLATFORM_DEFAULT_RETENTION, model: wide })
+    expect(back.parts).toEqual(pack(createContextHistory(temp.store), { rules: PLATFORM_DEFAULT_RETENTION, model: wide }).parts)
+    expect(back.context.dropped!.dropped).toBeLessThan(pack(kept, { rules: PLATFORM_DEFAULT_RETENTION, model: small }).context.dropped!.dropped)
   })
 
   it('does not keep a chat larger than its byte bound, and still answers from the ledger', () => {
     const tiny = createContextHistory(temp.store, 10)
-    temp.store.parts.append(chatId, [{ body: { type: 'prompt', text: 'a long enough prompt' }, tokens: 5 }])
-    expect(tiny.read(chatId).parts).toHaveLength(1)
-    temp.store.parts.append(chatId, [{ body: { type: 'prompt', text: 'another' }, tokens: 2 }])
-    const again = tiny.read(chatId)
-    expect(again.parts.map((p) => p.body)).toEqual([
-      { type: 'prompt', text: 'a long enough prompt' },
-      { type: 'prompt', text: 'another' },
-    ])
-    expect(again.tokens).toBe(7)
+    append([{ type: 'prompt', text: 'a long enough prompt' }])
+    expect(pack(tiny).parts).toHaveLength(1)
+    append([{ type: 'prompt', text: 'another' }])
+    expect(bodiesOf(pack(tiny)).map((c) => c!.type === 'prompt' && c!.text)).toEqual(['a long enough prompt', 'another'])
   })
 
-  describe('conversion kept between turns', () => {
-    const model = { media: { user: { mime_types: ['image/png'], max_bytes_per_attachment: 1024 }, tool_result: { mime_types: [], max_bytes_per_attachment: 0 } } } as unknown as Pick<CatalogueEntry, 'media'>
-    const fresh = (packable: PackableHistory) => {
-      const whole = convertToProviderPrompt('be brief', packable.parts, model)
-      return { prompt: whole.value, warnings: whole.warnings, tokens: estimatePromptTokens(whole.value) }
-    }
-    const kept = (history: ContextHistory, packable: PackableHistory) => {
-      const conversion = history.convert(chatId, packable, model)
-      const prompt = promptOf('be brief', conversion)
-      return { prompt, warnings: [...conversion.warnings], tokens: estimatePromptTokens(prompt, []) }
-    }
-
-    it('extends the kept conversion turn by turn to exactly what converting the whole history gives', () => {
-      const history = createContextHistory(temp.store)
-      const ok = run('succeeded')
-      const turns: PartBody[][] = [
-        [{ type: 'prompt', text: 'first question, long enough to be remembered by the estimator' }],
-        [
-          { type: 'reasoning', text: 'thinking' },
-          { type: 'message', text: 'an answer' },
-          { type: 'tool_call', tool_name: 'lookup', tool_use_id: 'call_1', arguments: '{"q":1}' },
-        ],
-        [{ type: 'tool_result', tool_name: 'lookup', tool_use_id: 'call_1', text: 'found', is_error: false, trust: 'untrusted' }],
-        [{ type: 'message', text: 'with the result' }],
-        [{ type: 'tool_result', tool_name: 'ghost', tool_use_id: 'call_unknown', text: 'no call', is_error: false, trust: 'trusted' }],
-      ]
-      for (const bodies of turns) {
-        temp.store.parts.append(chatId, bodies.map((body) => ({ body, runId: ok.id, tokens: 1 })))
-        const packable = history.read(chatId)
-        const incremental = kept(history, packable)
-        const whole = fresh(packable)
-        expect(incremental.prompt).toEqual(whole.prompt)
-        expect(incremental.warnings).toEqual(whole.warnings)
-        expect(history.convert(chatId, packable, model).tokens + estimatePromptTokens([{ role: 'system', content: 'be brief' }])).toBe(whole.tokens)
-      }
-    })
-
-    it('converts afresh when a run fails after its output was kept', () => {
-      const history = createContextHistory(temp.store)
-      const failing = run('failed')
-      temp.store.parts.append(chatId, [
-        { body: { type: 'prompt', text: 'question' }, runId: failing.id, tokens: 1 },
-        { body: { type: 'message', text: 'doomed answer' }, runId: failing.id, tokens: 1 },
-      ])
-      const before = history.read(chatId)
-      expect(kept(history, before).prompt.map((m) => m.role)).toEqual(['system', 'user', 'assistant'])
-      failing.end()
-      temp.store.parts.append(chatId, [{ body: { type: 'prompt', text: 'again' }, tokens: 1 }])
-      const after = history.read(chatId)
-      expect(kept(history, after).prompt).toEqual(fresh(after).prompt)
-      expect(kept(history, after).prompt.map((m) => m.role)).toEqual(['system', 'user', 'user'])
-    })
-
-    it('never changes a conversion it handed out when the next turn extends it', () => {
-      const history = createContextHistory(temp.store)
-      temp.store.parts.append(chatId, [{ body: { type: 'message', text: 'one' }, tokens: 1 }])
-      const first = history.convert(chatId, history.read(chatId), model)
-      const snapshot = structuredClone(first.messages)
-      temp.store.parts.append(chatId, [{ body: { type: 'message', text: 'two' }, tokens: 1 }])
-      const second = history.convert(chatId, history.read(chatId), model)
-      expect(first.messages).toEqual(snapshot)
-      expect(second.messages).toEqual([{ role: 'assistant', content: [{ type: 'text', text: 'one' }, { type: 'text', text: 'two' }] }])
-    })
+  it('sends stored attachment bytes, and the vendor prompt estimates to exactly what packing budgeted (one estimator)', () => {
+    const history = createContextHistory(temp.store)
+    const ok = run('succeeded')
+    temp.store.parts.append(chatId, [
+      {
+        body: { type: 'prompt', text: 'look at this' },
+        runId: ok.id,
+        media: [{ mime: 'image/png', bytes: PNG_1x1, filename: 'dot.png', width: 1, height: 1, page_count: null }],
+      },
+      {
+        body: { type: 'prompt', text: 'and this' },
+        runId: ok.id,
+        media: [{ mime: 'text/plain', bytes: Buffer.from('plain words'), filename: null, width: null, height: null, page_count: null }],
+      },
+    ])
+    append(
+      [
+        { type: 'reasoning', text: 'thinking it over' },
+        { type: 'tool_call', tool_name: 'lookup', tool_use_id: 'call_1', arguments: '{ "q" : 1 }' },
+        { type: 'tool_call', tool_name: 'lookup', tool_use_id: 'call_2', arguments: 'not json' },
+      ],
+      ok.id,
+    )
+    append([
+      { type: 'tool_result', tool_name: 'lookup', tool_use_id: 'call_1', text: 'found it', is_error: false, trust: 'untrusted' },
+      { type: 'tool_result', tool_name: 'lookup', tool_use_id: 'call_2', text: '', is_error: true, trust: 'trusted', tombstone_reason: 'abandoned' },
+      { type: 'message', text: '', refusal: 'I cannot' },
+    ])
+    const packed = pack(history, { newParts: [{ type: 'prompt', text: 'now what?' }] })
+    const prompt = convertToProviderPrompt('be brief', packed.parts, packed.bytesOf)
+    expect(estimatePromptTokens(prompt)).toBe(packed.estimatedTokens + estimatePromptTokens([{ role: 'system', content: 'be brief' }]))
+    const image = prompt[1]!.content[1] as { type: string; data: Uint8Array; mediaType: string }
+    expect(image).toMatchObject({ type: 'file', mediaType: 'image/png', filename: 'dot.png' })
+    expect(Buffer.from(image.data).equals(PNG_1x1)).toBe(true)
+    // text/plain is not taken by this model: a marker, with a warning.
+    expect(prompt[2]!.content[1]).toEqual({ type: 'text', text: '[attachment unnamed (text/plain, 11 bytes) not sent: the model does not take text/plain here]' })
+    expect(packed.warnings.translation).toEqual([expect.objectContaining({ code: 'attachment_replaced_by_marker', details: expect.objectContaining({ mime: 'text/plain' }) })])
+    // Arguments as one JSON object every vendor takes.
+    const assistant = prompt[3]!
+    if (assistant.role !== 'assistant') throw new Error(`expected the assistant message, got ${assistant.role}`)
+    const calls = assistant.content.flatMap((c) => (c.type === 'tool-call' ? [c.input] : []))
+    expect(calls).toEqual([{ q: 1 }, { arguments: 'not json' }])
   })
 })

@@ -48,7 +48,15 @@ export type ConfigWarning =
   | { code: 'global_tools_replaced'; namespace: string; dropped: number }
   | { code: 'retention_policy_overridden'; namespace: string | null; displaced: string | null }
   | { code: 'context_budget_resolved_at'; namespace: string | null; tagged_model: string | null }
-  | { code: 'history_dropped'; dropped: number; start_ordinal: number; end_ordinal: number }
+  | {
+      code: 'history_dropped'
+      dropped: number
+      start_ordinal: number
+      end_ordinal: number
+      /** Set when the budget asked for summaries that could not be made: what happened instead. */
+      history_mode?: HistoryMode
+      message?: string
+    }
 
 /** A configuration level, root first: `null` is the organisation-global scope. */
 export type Level<T> = { namespace: string | null; active: T | null }

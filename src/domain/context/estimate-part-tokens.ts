@@ -1,7 +1,9 @@
 import type { PartBody } from '../parts.ts'
 import { estimateTokens, saturatingAdd } from '../tokens/estimate-tokens.ts'
+import type { MediaRef, RenderedPart, SentAttachment } from './context-types.ts'
+import { renderVerbatim } from './render-part.ts'
 
-export type MediaShape = { mime: string; byte_len: number; width: number | null; height: number | null; page_count: number | null }
+export type MediaShape = Pick<MediaRef, 'mime' | 'byteLen' | 'width' | 'height' | 'pageCount'>
 
 /** Vendors bill an image by its area; this is the common tile rule (about 750 pixels a token), capped. */
 const IMAGE_TOKENS_CAP = 1600
@@ -15,31 +17,40 @@ export function estimateMediaTokens(media: MediaShape): number {
     return Math.min(IMAGE_TOKENS_CAP, Math.max(1, Math.ceil((media.width * media.height) / 750)))
   }
   if (media.mime === 'application/pdf') {
-    const pages = media.page_count ?? Math.max(1, Math.ceil(media.byte_len / PDF_BYTES_PER_PAGE_GUESS))
+    const pages = media.pageCount ?? Math.max(1, Math.ceil(media.byteLen / PDF_BYTES_PER_PAGE_GUESS))
     return saturatingAdd(pages * TOKENS_PER_PDF_PAGE)
   }
   // Text and anything else: roughly four bytes a token.
-  return Math.ceil(media.byte_len / 4)
+  return Math.ceil(media.byteLen / 4)
 }
 
-/** Token estimate of one ledger part with its attachments, stored with the part at write time. */
-export function estimatePartTokens(body: PartBody, media: MediaShape[] = []): number {
-  const own = (() => {
-    switch (body.type) {
-      case 'prompt':
-      case 'reasoning':
-        return estimateTokens(body.text)
-      case 'message':
-        return estimateTokens(body.text) + estimateTokens(body.refusal ?? '')
-      case 'tool_result':
-        return estimateTokens(body.text) + estimateTokens(body.tool_name)
-      case 'tool_call':
-        return estimateTokens(body.arguments) + estimateTokens(body.tool_name)
-      default: {
-        const unknown: never = body
-        throw new Error(`unknown part ${JSON.stringify(unknown)}`)
-      }
+const attachmentTokens = (a: SentAttachment) => (a.kind === 'file' ? estimateMediaTokens(a.media) : estimateTokens(a.text))
+
+/**
+ * The project's one estimate of what a part costs a model (decisions §5.1): the texts it is sent
+ * as, plus its attachments. The sandbox's usage (src/providers/estimate-prompt-tokens.ts) counts the
+ * same texts in the vendor prompt, so the two agree.
+ */
+export function estimateRenderedTokens(part: RenderedPart): number {
+  switch (part.type) {
+    case 'prompt':
+      return saturatingAdd(estimateTokens(part.text), ...part.attachments.map(attachmentTokens))
+    case 'tool_result':
+      return saturatingAdd(estimateTokens(part.toolName), estimateTokens(part.text), ...part.attachments.map(attachmentTokens))
+    case 'message':
+    case 'reasoning':
+      return estimateTokens(part.text)
+    case 'tool_call':
+      return saturatingAdd(estimateTokens(part.toolName), estimateTokens(part.arguments))
+    default: {
+      const unknown: never = part
+      throw new Error(`unknown part ${JSON.stringify(unknown)}`)
     }
-  })()
-  return saturatingAdd(own, ...media.map(estimateMediaTokens))
+  }
+}
+
+/** A ledger part's estimate as sent whole: stored with the part at write time. */
+export function estimatePartTokens(body: PartBody, media: readonly MediaShape[] = []): number {
+  const refs = media.map((m, i): MediaRef => ({ mediaId: String(i), filename: null, ...m }))
+  return estimateRenderedTokens(renderVerbatim(body, refs))
 }

@@ -177,6 +177,8 @@ export const ConfigWarning = Type.Union(
       dropped: Type.Integer(),
       start_ordinal: Type.Integer(),
       end_ordinal: Type.Integer(),
+      history_mode: Type.Optional(StringEnum(['summarize', 'drop_oldest'])),
+      message: Type.Optional(Type.String({ description: 'Set when summaries were asked for but the oldest history was dropped instead.' })),
     }),
   ],
   { $id: 'ConfigWarning' },

@@ -9,6 +9,7 @@ import {
 import { randomUUID } from 'node:crypto'
 import { estimateTokens } from '../../domain/tokens/estimate-tokens.ts'
 import { estimatePromptTokens } from '../estimate-prompt-tokens.ts'
+import { describeContext } from './sandbox-context.ts'
 import { newestTurn, readSandboxScript, type SandboxScript } from './sandbox-script.ts'
 
 const LOREM = 'lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore et dolore magna aliqua'.split(' ')
@@ -39,7 +40,8 @@ const wordDeltas = (text: string) => text.match(/\S+\s*|\s+/g) ?? []
  * The text block: `/long N` gives N words; otherwise `echo: ` and the prompt's plain text (or the
  * tool results answered), left out only when the prompt is nothing but tool calls.
  */
-function textDeltas(turn: ReturnType<typeof newestTurn>, script: SandboxScript): string[] {
+function textDeltas(turn: ReturnType<typeof newestTurn>, script: SandboxScript, context: () => string): string[] {
+  if (script.context) return wordDeltas(context())
   if (turn.kind === 'tool_results') return wordDeltas(`echo: ${turn.text}`)
   if (script.longWords !== null) return Array.from({ length: script.longWords }, (_, i) => `${i === 0 ? '' : ' '}${LOREM[i % LOREM.length]}`)
   if (script.text === '' && script.tools.length > 0) return []
@@ -107,13 +109,14 @@ export function createSandboxLanguageModel(modelId: string): LanguageModelV3 {
             finish = { unified: 'content-filter', raw: 'refusal' }
           } else {
             const id = randomUUID()
-            const deltas = textDeltas(turn, script)
+            const deltas = textDeltas(turn, script, () => describeContext(options.prompt, tools))
             if (deltas.length > 0) {
               await emit({ type: 'text-start', id })
               for (const [i, delta] of deltas.entries()) {
                 // Per-delta counts keep this linear; usage below re-counts the whole text.
                 spent += estimateTokens(delta)
-                if (spent > maxTokens) {
+                // The /context answer is for reading what packing sent: never cut.
+                if (spent > maxTokens && !script.context) {
                   finish = { unified: 'length', raw: 'max_tokens' }
                   break
                 }

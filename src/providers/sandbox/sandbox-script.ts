@@ -11,13 +11,15 @@ export type SandboxScript = {
   fail: boolean
   flaky: boolean
   failMid: boolean
+  /** Answer with the context received (decisions §6 `/context`). */
+  context: boolean
 }
 
 const TOOL_LINE = /^\/tool\s+([a-zA-Z0-9_-]{1,64})\s+(\{.*\})\s*$/
 
 /** Reads the magic lines of the newest user prompt; any other line is ordinary text. */
 export function readSandboxScript(promptText: string): SandboxScript {
-  const script: SandboxScript = { text: '', think: [], tools: [], longWords: null, slowMs: 0, refuse: false, fail: false, flaky: false, failMid: false }
+  const script: SandboxScript = { text: '', think: [], tools: [], longWords: null, slowMs: 0, refuse: false, fail: false, flaky: false, failMid: false, context: false }
   const plain: string[] = []
   for (const line of promptText.split('\n')) {
     const trimmed = line.trim()
@@ -32,6 +34,7 @@ export function readSandboxScript(promptText: string): SandboxScript {
     else if (trimmed === '/fail') script.fail = true
     else if (trimmed === '/flaky') script.flaky = true
     else if (trimmed === '/fail-mid') script.failMid = true
+    else if (trimmed === '/context') script.context = true
     else plain.push(line)
   }
   script.text = plain.join('\n').trim()

@@ -344,12 +344,12 @@ describe('sandbox magic lines through the route', () => {
     // decisions §4: the failed run's output is never packed into a later context.
     const next = await turn(ctx, org.auth, chatId, { input: [prompt('next')] })
     const manifest = (await getRun(ctx, org.auth, next.runId)).manifest
-    const packed = manifest.packed_ordinals
     const [firstPrompt, , nextPrompt] = (await history(ctx, org.auth, chatId)).data
-    expect(packed.first).toBe(firstPrompt.ordinal)
-    expect(packed.last).toBe(nextPrompt.ordinal)
-    expect(packed.count).toBe(2)
-    expect(packed.skipped).toEqual([kept.ordinal])
+    // Its segments cover the packable ordinals only: the failed output is in none of them.
+    expect(manifest.context.segments).toEqual([
+      { first_ordinal: firstPrompt.ordinal, last_ordinal: nextPrompt.ordinal, parts: 2, treatment: 'verbatim', tokens: expect.any(Number) },
+    ])
+    expect(manifest.context.dropped).toBeNull()
   })
 })
 
@@ -427,7 +427,14 @@ describe('GET /api/v1/runs/{run_id}', () => {
     expect(m.budget).toMatchObject({ budget: expect.objectContaining({ version: 3, headroom: expect.any(Number) }), source: { kind: 'platform_default' } })
     expect(m.budget.input_budget).toBe(Math.floor(128_000 * (1 - m.budget.budget.headroom)))
     const parts = (await history(ctx, org.auth, nsChat)).data
-    expect(m.packed_ordinals).toEqual({ count: 1, first: parts[0].ordinal, last: parts[0].ordinal, skipped: [] })
+    expect(m.context).toEqual({
+      input_budget: m.budget.input_budget,
+      history_budget: expect.any(Number),
+      tokens: { instructions: 0, tools: 0, anchors: 0, history: 0, summaries: 0, current: m.estimated_input_tokens, total: m.estimated_input_tokens },
+      segments: [{ first_ordinal: parts[0].ordinal, last_ordinal: parts[0].ordinal, parts: 1, treatment: 'verbatim', tokens: m.estimated_input_tokens }],
+      summaries: [],
+      dropped: null,
+    })
     expect(m.max_tokens).toBe(100)
     expect(m.reasoning_effort).toBe('low')
     expect(m.warnings).toEqual({ config: [], translation: [] })
@@ -506,9 +513,9 @@ describe('POST /api/v1/runs/{run_id}/cancel', () => {
 
     // decisions §4: a cancelled run's partial output is packed into the next context.
     const next = await turn(ctx, org.auth, chatId, { input: [prompt('and then?')] })
-    const packed = (await getRun(ctx, org.auth, next.runId)).manifest.packed_ordinals
+    const packed = (await getRun(ctx, org.auth, next.runId)).manifest.context
     const all = (await history(ctx, org.auth, chatId)).data
-    expect(packed).toEqual({ count: 3, first: all[0].ordinal, last: all[2].ordinal, skipped: [] })
+    expect(packed.segments).toEqual([{ first_ordinal: all[0].ordinal, last_ordinal: all[2].ordinal, parts: 3, treatment: 'verbatim', tokens: expect.any(Number) }])
   })
 })
 

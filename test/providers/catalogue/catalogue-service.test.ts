@@ -39,6 +39,7 @@ describe('createCatalogueService', () => {
       'anthropic/claude-sonnet-4.5',
       'sandbox/echo',
       'sandbox/echo-1m',
+      'sandbox/echo-8k',
     ])
     expect(service.findByName('sandbox/echo-1m')?.id).toBe(ECHO_1M.id)
     expect(service.findByName('openai/gpt-5')).toBeUndefined()
@@ -53,7 +54,7 @@ describe('createCatalogueService', () => {
 
   it('lists every model when every provider is active, at provider cost', () => {
     const service = serviceOver(['anthropic', 'openai', 'google', 'mistral', 'xai', 'deepseek', 'sandbox'])
-    expect(service.list()).toHaveLength(14)
+    expect(service.list()).toHaveLength(15)
     expect(service.findByName('sandbox/echo')!.rates.input).toBe('1.00')
   })
 

@@ -17,8 +17,8 @@ const RATE = /^\d+(\.\d+)?$/
 describe('loadCatalogue on catalogue/models.json', () => {
   const loaded = loadCatalogue()
 
-  it('loads the 14 models of the six vendors and the sandbox', () => {
-    expect(loaded.entries).toHaveLength(14)
+  it('loads the 15 models of the six vendors and the sandbox', () => {
+    expect(loaded.entries).toHaveLength(15)
     expect(new Set(loaded.entries.map((m) => m.provider))).toEqual(new Set([...VENDORS, 'sandbox']))
     expect(loaded.pricesAsOf).toMatch(/^\d{4}-\d{2}-\d{2}$/)
   })
@@ -34,8 +34,8 @@ describe('loadCatalogue on catalogue/models.json', () => {
   })
 
   it('gives every model a unique id and a public name prefixed by its provider', () => {
-    expect(new Set(loaded.entries.map((m) => m.id)).size).toBe(14)
-    expect(new Set(loaded.entries.map((m) => m.name)).size).toBe(14)
+    expect(new Set(loaded.entries.map((m) => m.id)).size).toBe(15)
+    expect(new Set(loaded.entries.map((m) => m.name)).size).toBe(15)
     for (const m of loaded.entries) {
       expect(m.id, m.name).toMatch(UUID)
       expect(m.name.startsWith(`${m.provider}/`), m.name).toBe(true)
@@ -126,7 +126,7 @@ describe('loadCatalogue on a broken file', () => {
   }
 
   it('accepts an unchanged copy (the mutations below are what break it)', () => {
-    expect(loadCatalogue(write(JSON.stringify(original()))).entries).toHaveLength(14)
+    expect(loadCatalogue(write(JSON.stringify(original()))).entries).toHaveLength(15)
   })
 
   it('rejects a file that is not JSON', () => {

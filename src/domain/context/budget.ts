@@ -1,0 +1,24 @@
+import { Decimal } from 'decimal.js'
+import type { ContextBudget } from '../config/config-types.ts'
+
+// Fractions are read as the decimals they were written as (0.9, not 0.900000000000000022…).
+const Exact = Decimal.clone({ precision: 40, rounding: Decimal.ROUND_FLOOR })
+
+/** floor(n × f), with f taken as the shortest decimal that prints as it. */
+export function floorTimes(n: number, fraction: number): number {
+  return new Exact(n).mul(new Exact(String(fraction))).floor().toNumber()
+}
+
+/** decisions §5.1: input budget = floor(context_window × (1 − headroom)), exactly. */
+export function inputBudget(contextWindow: number, budget: Pick<ContextBudget, 'headroom'>): number {
+  return new Exact(contextWindow).mul(new Exact(1).minus(new Exact(String(budget.headroom)))).floor().toNumber()
+}
+
+/**
+ * decisions §5.1: what the history may take once the fixed parts are in, capped by
+ * `max_history_tokens`. Negative when the fixed parts alone do not fit.
+ */
+export function historyBudget(input: number, fixedTokens: number, budget: Pick<ContextBudget, 'max_history_tokens'>): number {
+  const left = input - fixedTokens
+  return budget.max_history_tokens === null || budget.max_history_tokens === undefined ? left : Math.min(left, budget.max_history_tokens)
+}

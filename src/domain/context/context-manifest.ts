@@ -1,0 +1,31 @@
+import type { Treatment } from './context-types.ts'
+
+export type Segment = { first_ordinal: number; last_ordinal: number; parts: number; treatment: Treatment; tokens: number }
+export type DroppedRange = { dropped: number; start_ordinal: number; end_ordinal: number }
+
+/** decisions §5.4: the run manifest's `context`, what the model received. */
+export type ContextManifest = {
+  input_budget: number
+  history_budget: number
+  tokens: { instructions: number; tools: number; anchors: number; history: number; summaries: number; current: number; total: number }
+  segments: Segment[]
+  summaries: { first_ordinal: number; last_ordinal: number; run_id: string; tokens: number; reused: boolean }[]
+  dropped: DroppedRange | null
+}
+
+/**
+ * Adds parts to a segment list kept in ledger order: a run of parts with the same treatment is one
+ * segment, so the manifest of a chat of a million parts stays small. `count` parts from `first` to
+ * `last` (ordinals of the ledger, gaps allowed).
+ */
+export function addSegment(segments: Segment[], first: number, last: number, count: number, treatment: Treatment, tokens: number): void {
+  if (count === 0) return
+  const previous = segments.at(-1)
+  if (previous && previous.treatment === treatment) {
+    previous.last_ordinal = last
+    previous.parts += count
+    previous.tokens += tokens
+    return
+  }
+  segments.push({ first_ordinal: first, last_ordinal: last, parts: count, treatment, tokens })
+}

@@ -1,0 +1,75 @@
+import type { RetentionRules } from '../config/config-types.ts'
+import type { PartBody } from '../parts.ts'
+import type { MediaRef, RenderedPart, SentAttachment } from './context-types.ts'
+import { estimateRenderedTokens } from './estimate-part-tokens.ts'
+import type { Rendering } from './packing-history.ts'
+import { attachmentMarker, fenceUntrusted, renderVerbatim } from './render-part.ts'
+import { marksTruncations, payloadTruncation } from './retention-choices.ts'
+import { truncateText } from './truncate-text.ts'
+
+/** What becomes of one attachment: sent, or a marker for a reason. */
+export type AttachmentChoice = 'send' | 'retention' | 'model' | 'limit'
+
+/** How one part is packed: its payload cut by the retention rules or whole, and each attachment's fate. */
+export type PartChoices = { cut: boolean; attachments: readonly AttachmentChoice[]; modelRefusals: readonly (string | null)[]; limit: number | null }
+
+const WHY_RETENTION = 'older than the retention policy replays attachments'
+const whyLimit = (limit: number | null) => `over the model's limit of ${limit} attachments per request in this carrier`
+
+/** The key renderings are kept under: equal keys, equal renderings (for one rules document and media policy). */
+export const choiceKey = (choices: PartChoices) => `${choices.cut ? 'c' : 'v'}${choices.attachments.map((a) => a[0]).join('')}`
+
+/**
+ * A part under the retention rules' choices (decisions §5.2): its payload cut when `cut`, its
+ * attachments sent or replaced by markers. `truncated` says something was cut or replaced.
+ */
+export function renderTreated(body: PartBody, media: readonly MediaRef[], choices: PartChoices, rules: RetentionRules): Rendering {
+  const whole = renderVerbatim(body, media)
+  let truncated = false
+  const attachments = (): SentAttachment[] =>
+    media.map((m, i): SentAttachment => {
+      const choice = choices.attachments[i] ?? 'send'
+      if (choice === 'send') return { kind: 'file', media: m }
+      truncated = true
+      const why = choice === 'retention' ? WHY_RETENTION : choice === 'model' ? (choices.modelRefusals[i] ?? 'the model does not take it') : whyLimit(choices.limit)
+      return { kind: 'marker', media: m, text: attachmentMarker(m, why) }
+    })
+  const cut = (text: string) => {
+    if (!choices.cut) return text
+    const result = truncateText(text, payloadTruncation(body, rules), marksTruncations(rules))
+    if (result.cut) truncated = true
+    return result.text
+  }
+
+  let content: RenderedPart
+  switch (body.type) {
+    case 'prompt':
+      content = { type: 'prompt', text: cut(body.text), attachments: attachments() }
+      break
+    case 'tool_result': {
+      if (whole.type !== 'tool_result') throw new Error('rendering changed the part type')
+      // A tombstone's notice is ours, not a payload; untrusted text is cut inside its fence.
+      const text = body.tombstone_reason ? whole.text : body.trust === 'untrusted' ? fenceUntrusted(cut(body.text)) : cut(body.text)
+      content = { ...whole, text, attachments: attachments() }
+      break
+    }
+    case 'message':
+      content = { type: 'message', text: cut(body.refusal ?? body.text) }
+      break
+    case 'reasoning':
+      content = whole
+      break
+    case 'tool_call': {
+      if (whole.type !== 'tool_call') throw new Error('rendering changed the part type')
+      const args = cut(whole.arguments)
+      // Cut arguments are no longer JSON: they travel as a string inside an object every vendor takes.
+      content = args === whole.arguments ? whole : { ...whole, arguments: JSON.stringify({ truncated_arguments: args }) }
+      break
+    }
+    default: {
+      const unknown: never = body
+      throw new Error(`unknown part ${JSON.stringify(unknown)}`)
+    }
+  }
+  return { content, tokens: estimateRenderedTokens(content), truncated }
+}

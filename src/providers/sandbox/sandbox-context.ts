@@ -1,0 +1,28 @@
+import type { LanguageModelV3FunctionTool, LanguageModelV3Prompt } from '@ai-sdk/provider'
+
+/** Attachment bytes are not echoed: their MIME type and size stand in. */
+const describeBytes = (mediaType: string, data: unknown) => {
+  const size = typeof data === 'string' ? Buffer.from(data, 'base64').length : data instanceof Uint8Array ? data.length : 0
+  return `<${mediaType}, ${size} bytes>`
+}
+
+/**
+ * The `/context` answer (decisions §6): the context the model received as JSON, the system message,
+ * the tools and the messages in the AI SDK's prompt form, so a user can see what packing sent.
+ */
+export function describeContext(prompt: LanguageModelV3Prompt, tools: readonly LanguageModelV3FunctionTool[]): string {
+  const system = prompt.filter((m) => m.role === 'system').map((m) => m.content)
+  const messages = prompt
+    .filter((m) => m.role !== 'system')
+    .map((m) => ({
+      role: m.role,
+      content: m.content.map((item) => {
+        if (item.type === 'file') return { ...item, data: describeBytes(item.mediaType, item.data) }
+        if (item.type === 'tool-result' && item.output.type === 'content') {
+          return { ...item, output: { ...item.output, value: item.output.value.map((v) => (v.type === 'file-data' ? { ...v, data: describeBytes(v.mediaType, v.data) } : v)) } }
+        }
+        return item
+      }),
+    }))
+  return JSON.stringify({ system: system.length > 0 ? system.join('\n') : null, tools: tools.map((t) => ({ name: t.name, description: t.description ?? null })), messages })
+}
