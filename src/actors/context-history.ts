@@ -157,7 +157,10 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs'>, maxBy
         const input: PackInput = { ...request, history: chat.history }
         let result = packContext(input)
         while (result.kind === 'needs-bodies') {
+          const missing = chat.history.entries[result.before - 1]
           restoreBodies(chatId, chat, result.before)
+          // The ledger no longer has the part (the chat is being deleted): nothing to pack from.
+          if (missing && missing.body === null) throw new Error(`part ${missing.ordinal} of chat ${chatId} is no longer in the ledger`)
           result = packContext(input)
         }
         const packed = result.value

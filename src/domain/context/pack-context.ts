@@ -76,8 +76,8 @@ export function packContext(input: PackInput): PackResult {
   let anchorEnd = Math.min(rules.anchor_parts ?? 0, currentStart)
   while (anchorEnd < currentStart && !history.canStart[anchorEnd]) anchorEnd++
 
-  const wholeChoices = (body: PartBody | null, media: readonly MediaRef[], kindBody: PartBody | null): PartChoices => {
-    const policy = kindBody ? carrierPolicy(kindBody, model.media) : null
+  const wholeChoices = (body: PartBody, media: readonly MediaRef[]): PartChoices => {
+    const policy = carrierPolicy(body, model.media)
     const refusals = media.map((m) => modelRefusal(policy, m))
     return { cut: false, attachments: refusals.map((r) => (r === null ? 'send' : 'model')), modelRefusals: refusals, limit: null }
   }
@@ -95,7 +95,7 @@ export function packContext(input: PackInput): PackResult {
   }
   const fixedItem = (i: number): Item | number => {
     const entry = entries[i]!
-    const choices = wholeChoices(entry.body, entry.media, entry.body ?? stubBody(entry))
+    const choices = wholeChoices(entry.body ?? stubBody(entry), entry.media)
     const rendering = render(entry, choices)
     return rendering === null ? i : { index: i, entry, body: entry.body, media: entry.media, ordinal: entry.ordinal, choices, rendering }
   }
@@ -115,7 +115,7 @@ export function packContext(input: PackInput): PackResult {
   const newPartsSent = input.newParts.map((p) => p.body.type !== 'tool_result' || history.hasCall(p.body.tool_use_id))
   input.newParts.forEach((part, i) => {
     if (!newPartsSent[i]) return
-    const choices = wholeChoices(part.body, part.media, part.body)
+    const choices = wholeChoices(part.body, part.media)
     current.push({ index: -1, entry: null, body: part.body, media: part.media, ordinal: -1, choices, rendering: renderTreated(part.body, part.media, choices, rules) })
   })
 
@@ -190,6 +190,10 @@ export function packContext(input: PackInput): PackResult {
     for (const o of [...omitted]) if (o < cutAt) omitted.delete(o)
     keptFrom = cutAt
   }
+  // The loop leaves keptTokens stale once it has emptied `kept`; parts it dropped send nothing to warn about.
+  keptTokens = sum(kept)
+  const sent = new Set([...anchors, ...kept, ...current].map((it) => it.ordinal))
+  translation.splice(0, translation.length, ...translation.filter((w) => sent.has(w.details?.ordinal as number)))
   tokens.anchors = sum(anchors)
   tokens.current = sum(current)
   for (const item of [...anchors, ...current]) if (item.choices.attachments.includes('model')) translation.push(...modelWarnings(item))
@@ -228,7 +232,15 @@ export function packContext(input: PackInput): PackResult {
       context: {
         input_budget: window,
         history_budget: Math.max(0, allowance),
-        tokens: { ...tokens, history: keptTokens, summaries: 0, total },
+        tokens: {
+          instructions: tokens.instructions,
+          tools: tokens.tools,
+          anchors: tokens.anchors,
+          history: keptTokens,
+          summaries: 0,
+          current: tokens.current,
+          total,
+        },
         segments,
         summaries: [],
         dropped,

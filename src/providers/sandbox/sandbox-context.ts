@@ -24,5 +24,5 @@ export function describeContext(prompt: LanguageModelV3Prompt, tools: readonly L
         return item
       }),
     }))
-  return JSON.stringify({ system: system.length > 0 ? system.join('\n') : null, tools: tools.map((t) => ({ name: t.name, description: t.description ?? null })), messages })
+  return JSON.stringify({ system: system.length > 0 ? system.join('\n') : null, tools: tools.map((t) => ({ name: t.name, description: t.description ?? null, input_schema: t.inputSchema })), messages })
 }

@@ -33,9 +33,12 @@ describe('estimateTokens', () => {
     expect(saturatingAdd(TOKEN_ESTIMATE_MAX - 1, TOKEN_ESTIMATE_MAX - 1, TOKEN_ESTIMATE_MAX)).toBe(TOKEN_ESTIMATE_MAX)
   })
 
-  it('a tool costs its compact JSON definition', () => {
-    const tool = { name: 'search', input_schema: { type: 'object', properties: { q: { type: 'string' } } } }
-    expect(estimateToolTokens(tool)).toBe(estimateTokens(JSON.stringify(tool)))
-    expect(estimateToolTokens(tool)).toBeGreaterThan(0)
+  it('a tool costs its compact JSON definition in one canonical shape, however it was written', () => {
+    const schema = { type: 'object', properties: { q: { type: 'string' } } }
+    const canonical = { name: 'search', description: null, input_schema: schema, strict: null }
+    expect(estimateToolTokens({ name: 'search', input_schema: schema })).toBe(estimateTokens(JSON.stringify(canonical)))
+    // Key order and left-out optional fields do not change the count: configuration and the sandbox agree.
+    expect(estimateToolTokens({ strict: null, input_schema: schema, name: 'search', description: null })).toBe(estimateToolTokens({ name: 'search', input_schema: schema }))
+    expect(estimateToolTokens({ name: 'search', input_schema: schema, description: 'searches the whole index' })).toBeGreaterThan(estimateToolTokens({ name: 'search', input_schema: schema }))
   })
 })

@@ -23,13 +23,14 @@ describe('loadCatalogue on catalogue/models.json', () => {
     expect(loaded.pricesAsOf).toMatch(/^\d{4}-\d{2}-\d{2}$/)
   })
 
-  it('has at least two models per vendor, and exactly the two sandbox models of decisions §6', () => {
+  it('has at least two models per vendor, and exactly the three sandbox models of decisions §6', () => {
     for (const vendor of VENDORS) {
       expect(loaded.entries.filter((m) => m.provider === vendor).length, vendor).toBeGreaterThanOrEqual(2)
     }
     const sandbox = loaded.entries.filter((m) => m.provider === 'sandbox')
-    expect(sandbox.map((m) => m.name).sort()).toEqual(['sandbox/echo', 'sandbox/echo-1m'])
+    expect(sandbox.map((m) => m.name).sort()).toEqual(['sandbox/echo', 'sandbox/echo-1m', 'sandbox/echo-8k'])
     expect(sandbox.find((m) => m.name === 'sandbox/echo')!.context_window).toBe(128_000)
+    expect(sandbox.find((m) => m.name === 'sandbox/echo-8k')!.context_window).toBe(8_192)
     expect(sandbox.find((m) => m.name === 'sandbox/echo-1m')!.context_window).toBe(1_000_000)
   })
 
