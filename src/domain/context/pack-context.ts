@@ -123,7 +123,7 @@ export function packContext(input: PackInput): PackResult {
   const tokens = { instructions: input.instructionsTokens, tools: input.toolsTokens, anchors: sum(anchors), current: sum(current) }
   const window = inputBudget(model.context_window, budget)
   const fixed = saturatingAdd(tokens.instructions, tokens.tools, tokens.anchors, tokens.current)
-  const allowance = historyBudget(window, fixed, budget)
+  let allowance = historyBudget(window, fixed, budget)
   if (window - fixed < 0) throw contextTooLarge(window, tokens, fixed)
 
   // Recency (decisions §5.2): the estimates of the history parts newer than a part, against the budget.
@@ -182,7 +182,11 @@ export function packContext(input: PackInput): PackResult {
   kept.reverse()
 
   const translation = applyAttachmentLimits([...anchors, ...kept, ...current], model.media, rules, render)
-  // Markers for attachments over the limit can cost more than the files they replace (a tiny text file).
+  // Markers for attachments over the limit can cost more than the files they replace (a tiny text file),
+  // in the fixed parts too: the history gets what they leave, and they may no longer fit at all.
+  const fixedSent = saturatingAdd(tokens.instructions, tokens.tools, sum(anchors), sum(current))
+  if (window - fixedSent < 0) throw contextTooLarge(window, { ...tokens, anchors: sum(anchors), current: sum(current) }, fixedSent)
+  allowance = Math.min(allowance, historyBudget(window, fixedSent, budget))
   while (kept.length > 0 && (keptTokens = sum(kept)) > allowance) {
     let cutAt = kept[0]!.index + 1
     while (cutAt < currentStart && !history.canStart[cutAt]) cutAt++
