@@ -395,6 +395,8 @@ async function main(): Promise<void> {
   // ------------------------------------------------------------ measured
   const perRound = Math.ceil(ITERATIONS / ROUNDS)
   log(`timing ${fmt(perRound * ROUNDS)} turns per chat in ${ROUNDS} rounds, and as many raw reads`)
+  // PROFILE=file.cpuprofile: a CPU profile of the measured turns alone (not the seeding or first turns).
+  const profiler = process.env.PROFILE ? await startProfile() : null
   const timedStart = performance.now()
   for (let round = 0; round < ROUNDS; round++) {
     globalThis.gc?.()
@@ -406,6 +408,7 @@ async function main(): Promise<void> {
     }
   }
   const timedSeconds = (performance.now() - timedStart) / 1000
+  if (profiler) await profiler.stop(process.env.PROFILE!)
   if (sink === 0) throw new Error('nothing was packed')
 
   // ------------------------------------------------------------ what the last turn of each chat packed
@@ -507,3 +510,19 @@ async function main(): Promise<void> {
 }
 
 runMain(main, cleanup)
+
+async function startProfile() {
+  const { Session } = await import('node:inspector/promises')
+  const { writeFileSync } = await import('node:fs')
+  const session = new Session()
+  session.connect()
+  await session.post('Profiler.enable')
+  await session.post('Profiler.start')
+  return {
+    async stop(file: string) {
+      const { profile } = await session.post('Profiler.stop')
+      writeFileSync(file, JSON.stringify(profile))
+      session.disconnect()
+    },
+  }
+}

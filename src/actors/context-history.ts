@@ -55,7 +55,11 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs'>, maxBy
     chats.delete(chatId)
   }
 
-  const entryBytes = (entry: HistoryEntry, bodyLength: number) => ENTRY_OVERHEAD_BYTES + (entry.body === null ? 0 : bodyLength * 2)
+  const bodyBytes = (entry: HistoryEntry) => (entry.bodyLength ?? 0) * 2
+  const add = (chat: ChatHistory, entry: HistoryEntry) => {
+    chat.history.append(entry)
+    chat.bytes += ENTRY_OVERHEAD_BYTES + (entry.body === null ? 0 : bodyBytes(entry))
+  }
 
   /** Brings the kept history up to the ledger: runs that failed since, and parts added since. */
   function refresh(chatId: string): ChatHistory {
@@ -81,6 +85,21 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs'>, maxBy
       }
     }
 
+    // A chat seen for the first time is read without its bodies (a long chat's whole ledger would
+    // hold the event loop for seconds); packing asks for the ones it sends.
+    if (chat.history.length === 0 && chat.lastOrdinal === 0) {
+      const rows = store.parts.packingMeta(chatId, 0)
+      const media = store.parts.mediaOf(rows.flatMap((r) => (r.has_media ? [r.ordinal] : [])), false)
+      for (const row of rows) {
+        chat.lastOrdinal = row.ordinal
+        if (isFailedOutput({ kind: row.kind, runId: row.run_id })) continue
+        if (row.kind === 'tool_result' && row.tool_use_id !== null && !chat.history.hasCall(row.tool_use_id)) continue
+        add(chat, { ordinal: row.ordinal, kind: row.kind, runId: row.run_id, toolUseId: row.tool_use_id, tokens: row.tokens, media: (media.get(row.ordinal) ?? []).map(toMediaRef), body: null, bodyLength: row.body_length, renders: null })
+      }
+      chat.bodiesFrom = chat.history.length
+      return chat
+    }
+
     const rows = store.parts.after(chatId, chat.lastOrdinal)
     const media = store.parts.mediaOf(rows.flatMap((r) => (r.has_media ? [r.ordinal] : [])), false)
     for (const row of rows) {
@@ -90,18 +109,7 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs'>, maxBy
       const toolUseId = body.type === 'tool_call' || body.type === 'tool_result' ? body.tool_use_id : null
       // A result whose call is not packable (its run failed) answers nothing the model sees.
       if (body.type === 'tool_result' && !chat.history.hasCall(body.tool_use_id)) continue
-      const entry: HistoryEntry = {
-        ordinal: row.ordinal,
-        kind: row.kind,
-        runId: row.run_id,
-        toolUseId,
-        tokens: row.tokens,
-        media: (media.get(row.ordinal) ?? []).map(toMediaRef),
-        body,
-        renders: null,
-      }
-      chat.history.append(entry)
-      chat.bytes += entryBytes(entry, row.body.length)
+      add(chat, { ordinal: row.ordinal, kind: row.kind, runId: row.run_id, toolUseId, tokens: row.tokens, media: (media.get(row.ordinal) ?? []).map(toMediaRef), body, bodyLength: row.body.length, renders: null })
     }
     return chat
   }
@@ -109,14 +117,16 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs'>, maxBy
   /** Reads again the bodies of entries before `before` that were let go (a turn reaching further back). */
   function restoreBodies(chatId: string, chat: ChatHistory, before: number) {
     const entries = chat.history.entries
-    const from = Math.max(0, before - Math.max(256, entries.length - before))
+    // Reaching back doubles what is read each time: a first turn reads its window in a few steps.
+    const from = Math.max(0, before - Math.max(256, 2 * (entries.length - before)))
     const byOrdinal = new Map(store.parts.bodiesBetween(chatId, entries[from]!.ordinal, entries[before - 1]!.ordinal).map((r) => [r.ordinal, r.body]))
     for (let i = from; i < before; i++) {
       const entry = entries[i]!
       const body = byOrdinal.get(entry.ordinal)
       if (entry.body !== null || body === undefined) continue
       entry.body = JSON.parse(body) as PartBody
-      chat.bytes += body.length * 2
+      entry.bodyLength = body.length
+      chat.bytes += bodyBytes(entry)
     }
     chat.bodiesFrom = Math.min(chat.bodiesFrom, from)
   }
@@ -128,7 +138,7 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs'>, maxBy
     for (let i = Math.max(chat.bodiesFrom, anchors + BODY_SLACK); i < until; i++) {
       const entry = entries[i]!
       if (entry.body === null) continue
-      chat.bytes -= JSON.stringify(entry.body).length * 2
+      chat.bytes -= bodyBytes(entry)
       entry.body = null
       entry.renders = null
     }
@@ -167,11 +177,12 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs'>, maxBy
         releaseBodies(chat, packed.oldestVisited, request.rules.anchor_parts ?? 0)
 
         const newBytes = new Map(request.newParts.flatMap((p) => p.media.map((m) => [m.mediaId, m.bytes] as const)))
-        const sent = packed.parts.flatMap((p) =>
-          p.content && (p.content.type === 'prompt' || p.content.type === 'tool_result')
-            ? p.content.attachments.flatMap((a) => (a.kind === 'file' && !newBytes.has(a.media.mediaId) ? [a.media.mediaId] : []))
-            : [],
-        )
+        const sent: string[] = []
+        for (const part of packed.parts) {
+          const content = part.content
+          if (content === null || (content.type !== 'prompt' && content.type !== 'tool_result') || content.attachments.length === 0) continue
+          for (const a of content.attachments) if (a.kind === 'file' && !newBytes.has(a.media.mediaId)) sent.push(a.media.mediaId)
+        }
         const missing = sent.filter((id) => !chat.media.has(id))
         const read = store.parts.mediaBytes(missing)
         const media = new Map<string, Buffer>()

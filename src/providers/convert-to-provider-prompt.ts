@@ -5,9 +5,18 @@ import type {
   LanguageModelV3TextPart,
   LanguageModelV3ToolResultOutput,
 } from '@ai-sdk/provider'
-import type { PackedPart, SentAttachment } from '../domain/context/context-types.ts'
+import type { PackedPart, RenderedPart, SentAttachment } from '../domain/context/context-types.ts'
 
 type NonSystemMessage = Exclude<LanguageModelV3Message, { role: 'system' }>
+type AssistantItem = Extract<NonSystemMessage, { role: 'assistant' }>['content'][number]
+type ToolItem = Extract<NonSystemMessage, { role: 'tool' }>['content'][number]
+type Converted = { kind: 'message'; message: NonSystemMessage } | { kind: 'item'; role: 'assistant'; item: AssistantItem } | { kind: 'item'; role: 'tool'; item: ToolItem }
+
+/**
+ * Converted forms of rendered parts without attachment bytes, shared between turns. Vendor packages
+ * read prompts and never change them; messages that group items are made anew each turn.
+ */
+const converted = new WeakMap<RenderedPart, Converted>()
 
 /**
  * The packed context (src/domain/context/pack-context.ts) as an AI SDK prompt: instructions as the
@@ -41,10 +50,20 @@ export function convertToProviderPrompt(
   for (const part of parts) {
     const content = part.content
     if (content === null) continue
+    // Packing hands the same rendered parts turn after turn: their converted form is made once.
+    const known = converted.get(content)
+    if (known !== undefined) {
+      if (known.kind === 'message') messages.push(known.message)
+      else appendTo(known.role, known.item)
+      continue
+    }
+    const withoutFiles = !('attachments' in content) || content.attachments.every((a) => a.kind === 'marker')
     switch (content.type) {
       case 'prompt': {
         const items = [...(content.text ? [{ type: 'text' as const, text: content.text }] : []), ...content.attachments.map(attachment)]
-        messages.push({ role: 'user', content: items.length > 0 ? items : [{ type: 'text', text: '' }] })
+        const message: NonSystemMessage = { role: 'user', content: items.length > 0 ? items : [{ type: 'text', text: '' }] }
+        if (withoutFiles) converted.set(content, { kind: 'message', message })
+        messages.push(message)
         break
       }
       case 'tool_result': {
@@ -65,18 +84,22 @@ export function convertToProviderPrompt(
             : content.isError
               ? { type: 'error-text', value: content.text }
               : { type: 'text', value: content.text }
-        appendTo('tool', { type: 'tool-result', toolCallId: content.toolUseId, toolName: content.toolName, output })
+        const item = { type: 'tool-result' as const, toolCallId: content.toolUseId, toolName: content.toolName, output }
+        if (withoutFiles) converted.set(content, { kind: 'item', role: 'tool', item })
+        appendTo('tool', item)
         break
       }
       case 'message':
-        appendTo('assistant', { type: 'text', text: content.text })
-        break
       case 'reasoning':
-        appendTo('assistant', { type: 'reasoning', text: content.text })
+      case 'tool_call': {
+        const item: AssistantItem =
+          content.type === 'tool_call'
+            ? { type: 'tool-call', toolCallId: content.toolUseId, toolName: content.toolName, input: JSON.parse(content.arguments) }
+            : { type: content.type === 'message' ? 'text' : 'reasoning', text: content.text }
+        converted.set(content, { kind: 'item', role: 'assistant', item })
+        appendTo('assistant', item)
         break
-      case 'tool_call':
-        appendTo('assistant', { type: 'tool-call', toolCallId: content.toolUseId, toolName: content.toolName, input: JSON.parse(content.arguments) })
-        break
+      }
       default: {
         const unknown: never = content
         throw new Error(`unknown part ${JSON.stringify(unknown)}`)

@@ -34,6 +34,9 @@ export type MediaRow = {
   bytes?: Buffer
 }
 
+/** What packing reads of every part of a chat it has not seen: no body (read when needed). */
+export type PackingMetaRow = Pick<PartRow, 'ordinal' | 'run_id' | 'kind' | 'tokens'> & { body_length: number; tool_use_id: string | null; has_media: 0 | 1 }
+
 export type NewPart = { body: PartBody; userMetadata?: unknown; runId?: string | null; tokens?: number; media?: NewMedia[] }
 
 export type PartPageQuery = { chatId: string; beforeOrdinal?: number; afterOrdinal?: number; limit: number }
@@ -74,6 +77,12 @@ export function createPartStore(db: Db) {
      WHERE m.media_id IN (SELECT value FROM json_each(?))`,
   )
   const ofRun = db.prepare<[string], PartRow>('SELECT * FROM parts WHERE run_id = ? ORDER BY ordinal')
+  const packingMeta = db.prepare<[string, number], PackingMetaRow>(
+    `SELECT p.ordinal, p.run_id, p.kind, p.tokens, length(p.body) AS body_length,
+       CASE WHEN p.kind IN ('tool_call', 'tool_result') THEN json_extract(p.body, '$.tool_use_id') END AS tool_use_id,
+       EXISTS (SELECT 1 FROM part_media m WHERE m.part_ordinal = p.ordinal) AS has_media
+     FROM parts p WHERE p.chat_id = ? AND p.ordinal > ? ORDER BY p.ordinal`,
+  )
   // has_media spares a second query for the attachments of parts that have none (most of them).
   const after = db.prepare<[string, number], PartRow & { has_media: 0 | 1 }>(
     `SELECT p.*, EXISTS (SELECT 1 FROM part_media m WHERE m.part_ordinal = p.ordinal) AS has_media
@@ -148,6 +157,8 @@ export function createPartStore(db: Db) {
       if (mediaIds.length === 0) return new Map()
       return new Map(mediaBytes.all(JSON.stringify(mediaIds)).map((r) => [r.media_id, r.bytes]))
     },
+    /** Packing's view of the chat's parts newer than an ordinal, without their bodies. */
+    packingMeta: (chatId: string, ordinal: number) => packingMeta.all(chatId, ordinal),
     /** The chat's parts newer than an ordinal, oldest first, each saying whether it has attachments. */
     after: (chatId: string, ordinal: number) => after.all(chatId, ordinal),
   }

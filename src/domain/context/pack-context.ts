@@ -1,14 +1,14 @@
 import type { CatalogueEntry, MediaPolicy } from '../catalogue/catalogue-entry.ts'
 import type { ConfigWarning, ContextBudget, HistoryMode, RetentionRules } from '../config/config-types.ts'
 import { ContextTooLargeError } from '../errors.ts'
-import type { PartBody } from '../parts.ts'
+import type { PartBody, PartKind } from '../parts.ts'
 import { saturatingAdd } from '../tokens/estimate-tokens.ts'
 import type { TranslationWarning } from '../turns/coerce-reasoning-effort.ts'
 import { floorTimes, historyBudget, inputBudget } from './budget.ts'
 import { addSegment, type ContextManifest, type Segment } from './context-manifest.ts'
 import type { MediaRef, PackedPart } from './context-types.ts'
-import type { HistoryEntry, PackingHistory, Rendering } from './packing-history.ts'
-import { choiceKey, renderTreated, type AttachmentChoice, type PartChoices } from './render-treated.ts'
+import type { EntryCache, HistoryEntry, PackingHistory, Rendering } from './packing-history.ts'
+import { choiceCode, choicesOfCode, renderTreated, type AttachmentChoice } from './render-treated.ts'
 import { mediaRetainFor, thresholdOrAll, thresholdOrNone } from './retention-choices.ts'
 
 export type NewPart = { body: PartBody; media: readonly MediaRef[] }
@@ -43,10 +43,21 @@ export type PackResult =
   /** The walk reached entries whose bodies the keeper let go: read them (entries before `before`) and pack again. */
   | { kind: 'needs-bodies'; before: number }
 
-type Item = { index: number; entry: HistoryEntry | null; body: PartBody | null; media: readonly MediaRef[]; ordinal: number; choices: PartChoices; rendering: Rendering }
+type Item = {
+  /** The history entry's index, or -1 for a new part. */
+  index: number
+  entry: HistoryEntry | null
+  body: PartBody | null
+  media: readonly MediaRef[]
+  ordinal: number
+  /** The choices as a code (render-treated.ts `choiceCode`). */
+  code: number
+  refusals: readonly (string | null)[]
+  rendering: Rendering
+}
 
-const carrierPolicy = (body: PartBody, media: CatalogueEntry['media']): MediaPolicy | null =>
-  body.type === 'prompt' ? media.user : body.type === 'tool_result' ? media.tool_result : null
+const policyOfKind = (kind: PartKind, media: CatalogueEntry['media']): MediaPolicy | null =>
+  kind === 'prompt' ? media.user : kind === 'tool_result' ? media.tool_result : null
 
 function modelRefusal(policy: MediaPolicy | null, m: MediaRef): string | null {
   if (policy === null || !policy.mime_types.includes(m.mime)) return `the model does not take ${m.mime} here`
@@ -54,11 +65,29 @@ function modelRefusal(policy: MediaPolicy | null, m: MediaRef): string | null {
   return null
 }
 
+/** The code of a part sent whole: only what the model cannot take is replaced (choice 2 = 'model'). */
+function wholeCode(refusals: readonly (string | null)[]): number {
+  let code = 0
+  let weight = 2
+  for (const refusal of refusals) {
+    if (refusal !== null) code += weight * 2
+    weight *= 4
+  }
+  return code
+}
+
+const sumOf = (items: readonly Item[]) => {
+  let total = 0
+  for (const item of items) total += item.rendering.tokens
+  return saturatingAdd(total)
+}
+
 /**
  * Packs a turn's context (decisions §5): the fixed parts (instructions, tools, anchors, the current
  * exchange) whole, then as much of the newest history as fits the history budget under the
- * retention rules, the oldest dropped. Work is proportional to the parts sent, not the ledger: recency
- * comes from running sums, and renderings are kept on the history entries between turns.
+ * retention rules, the oldest dropped. Work is proportional to the parts sent, not the ledger:
+ * recency comes from running sums, each entry keeps its renderings by choice code between turns,
+ * and a turn renders only the parts whose choices changed (decision 012).
  */
 export function packContext(input: PackInput): PackResult {
   const { history, rules, budget, model } = input
@@ -76,51 +105,61 @@ export function packContext(input: PackInput): PackResult {
   let anchorEnd = Math.min(rules.anchor_parts ?? 0, currentStart)
   while (anchorEnd < currentStart && !history.canStart[anchorEnd]) anchorEnd++
 
-  const wholeChoices = (body: PartBody, media: readonly MediaRef[]): PartChoices => {
-    const policy = carrierPolicy(body, model.media)
-    const refusals = media.map((m) => modelRefusal(policy, m))
-    return { cut: false, attachments: refusals.map((r) => (r === null ? 'send' : 'model')), modelRefusals: refusals, limit: null }
-  }
-  const render = (entry: HistoryEntry, choices: PartChoices): Rendering | null => {
-    if (entry.renders === null || entry.renders.rules !== rules || entry.renders.media !== model.media) {
-      entry.renders = { rules, media: model.media, byKey: new Map() }
+  const cacheOf = (entry: HistoryEntry): EntryCache => {
+    let cache = entry.renders
+    if (cache === null || cache.rules !== rules || cache.media !== model.media) {
+      const policy = entry.media.length > 0 ? policyOfKind(entry.kind, model.media) : null
+      cache = entry.renders = {
+        rules,
+        media: model.media,
+        retain: entry.media.map((m) => mediaRetainFor(m.mime, rules.media)),
+        refusals: entry.media.map((m) => modelRefusal(policy, m)),
+        byCode: new Map(),
+      }
     }
-    const key = choiceKey(choices)
-    const kept = entry.renders.byKey.get(key)
+    return cache
+  }
+  const limitOfKind = (kind: PartKind) => policyOfKind(kind, model.media)?.max_attachments_per_request ?? null
+  /** The entry's rendering for `code`, kept or made; null when its body was let go. */
+  const renderEntry = (entry: HistoryEntry, cache: EntryCache, code: number): Rendering | null => {
+    const kept = cache.byCode.get(code)
     if (kept) return kept
     if (entry.body === null) return null
-    const made = renderTreated(entry.body, entry.media, choices, rules)
-    entry.renders.byKey.set(key, made)
+    const made = renderTreated(entry.body, entry.media, choicesOfCode(code, entry.media.length, cache.refusals, limitOfKind(entry.kind)), rules)
+    cache.byCode.set(code, made)
     return made
   }
-  const fixedItem = (i: number): Item | number => {
+  const fixedItem = (i: number): Item | null => {
     const entry = entries[i]!
-    const choices = wholeChoices(entry.body ?? stubBody(entry), entry.media)
-    const rendering = render(entry, choices)
-    return rendering === null ? i : { index: i, entry, body: entry.body, media: entry.media, ordinal: entry.ordinal, choices, rendering }
+    const cache = cacheOf(entry)
+    const code = wholeCode(cache.refusals)
+    const rendering = renderEntry(entry, cache, code)
+    return rendering === null ? null : { index: i, entry, body: entry.body, media: entry.media, ordinal: entry.ordinal, code, refusals: cache.refusals, rendering }
   }
 
   const anchors: Item[] = []
   for (let i = 0; i < anchorEnd; i++) {
     const item = fixedItem(i)
-    if (typeof item === 'number') return { kind: 'needs-bodies', before: anchorEnd }
+    if (item === null) return { kind: 'needs-bodies', before: anchorEnd }
     anchors.push(item)
   }
   const current: Item[] = []
   for (let i = currentStart; i < n; i++) {
     const item = fixedItem(i)
-    if (typeof item === 'number') return { kind: 'needs-bodies', before: n }
+    if (item === null) return { kind: 'needs-bodies', before: n }
     current.push(item)
   }
   const newPartsSent = input.newParts.map((p) => p.body.type !== 'tool_result' || history.hasCall(p.body.tool_use_id))
   input.newParts.forEach((part, i) => {
     if (!newPartsSent[i]) return
-    const choices = wholeChoices(part.body, part.media)
-    current.push({ index: -1, entry: null, body: part.body, media: part.media, ordinal: -1, choices, rendering: renderTreated(part.body, part.media, choices, rules) })
+    const policy = policyOfKind(part.body.type, model.media)
+    const refusals = part.media.map((m) => modelRefusal(policy, m))
+    const code = wholeCode(refusals)
+    const rendering = renderTreated(part.body, part.media, choicesOfCode(code, part.media.length, refusals, limitOfKind(part.body.type)), rules)
+    current.push({ index: -1, entry: null, body: part.body, media: part.media, ordinal: -1, code, refusals, rendering })
   })
 
-  const sum = (items: Item[]) => saturatingAdd(...items.map((it) => it.rendering.tokens))
-  const tokens = { instructions: input.instructionsTokens, tools: input.toolsTokens, anchors: sum(anchors), current: sum(current) }
+  const tokens = { instructions: input.instructionsTokens, tools: input.toolsTokens, anchors: sumOf(anchors), current: sumOf(current) }
   const window = inputBudget(model.context_window, budget)
   const fixed = saturatingAdd(tokens.instructions, tokens.tools, tokens.anchors, tokens.current)
   let allowance = historyBudget(window, fixed, budget)
@@ -128,102 +167,133 @@ export function packContext(input: PackInput): PackResult {
 
   // Recency (decisions §5.2): the estimates of the history parts newer than a part, against the budget.
   const newestSum = history.prefix[currentStart]!
-  const limits = new Map<number, number>()
-  const limitOf = (t: number) => {
-    if (t === Number.POSITIVE_INFINITY || t === Number.NEGATIVE_INFINITY) return t
-    let limit = limits.get(t)
-    if (limit === undefined) limits.set(t, (limit = floorTimes(Math.max(0, allowance), t)))
-    return limit
-  }
+  const limitOf = (t: number) => (t === Number.POSITIVE_INFINITY || t === Number.NEGATIVE_INFINITY ? t : floorTimes(Math.max(0, allowance), t))
   const verbatimLimit = limitOf(thresholdOrNone(rules.verbatim_within))
   const reasoningLimit = limitOf(thresholdOrAll(rules.reasoning))
 
-  const historyChoices = (entry: HistoryEntry, newer: number): PartChoices | 'omitted' => {
-    if (entry.kind === 'reasoning') return newer <= reasoningLimit ? { cut: false, attachments: [], modelRefusals: [], limit: null } : 'omitted'
-    const policy = entry.media.length > 0 ? carrierPolicy(entry.body ?? stubBody(entry), model.media) : null
-    const refusals = entry.media.map((m) => modelRefusal(policy, m))
-    const attachments = entry.media.map((m, k): AttachmentChoice =>
-      newer > limitOf(mediaRetainFor(m.mime, rules.media)) ? 'retention' : refusals[k] === null ? 'send' : 'model',
-    )
-    return { cut: !(newer <= verbatimLimit), attachments, modelRefusals: refusals, limit: null }
-  }
-
-  // Newest first, a unit at a time: a unit that does not fit ends the walk, and it and all older are dropped.
-  const kept: Item[] = []
+  // Newest first, a unit at a time: a unit that does not fit ends the walk, and it and all older are
+  // dropped. Parts go straight into parallel lists (newest first); a unit that does not fit is cut off
+  // them again. No object is made per part: this loop is what a turn pays for its window.
+  const keptIndex: number[] = []
+  const keptCode: number[] = []
+  const keptRendering: Rendering[] = []
+  const omittedIndex: number[] = []
+  let committed = 0
+  let committedOmitted = 0
   let keptTokens = 0
-  let unit: Item[] = []
   let unitTokens = 0
   let keptFrom = currentStart
   let oldestVisited = currentStart
-  const omitted = new Set<number>()
-  const unitOmitted: number[] = []
+  const prefix = history.prefix
+  const canStart = history.canStart
+  const mediaLimits = new Map<number, number>()
+  const mediaLimitOf = (t: number) => {
+    let limit = mediaLimits.get(t)
+    if (limit === undefined) mediaLimits.set(t, (limit = limitOf(t)))
+    return limit
+  }
   for (let i = currentStart - 1; i >= anchorEnd; i--) {
     const entry = entries[i]!
     oldestVisited = i
-    const choices = historyChoices(entry, newestSum - history.prefix[i + 1]!)
-    if (choices === 'omitted') unitOmitted.push(i)
+    const newer = newestSum - prefix[i + 1]!
+    if (entry.kind === 'reasoning' && newer > reasoningLimit) omittedIndex.push(i)
     else {
-      const rendering = render(entry, choices)
+      const cache = cacheOf(entry)
+      let code = entry.kind !== 'reasoning' && newer > verbatimLimit ? 1 : 0
+      const attachments = entry.media.length
+      if (attachments > 0) {
+        let weight = 2
+        for (let k = 0; k < attachments; k++) {
+          code += weight * (newer > mediaLimitOf(cache.retain[k]!) ? 1 : cache.refusals[k] === null ? 0 : 2)
+          weight *= 4
+        }
+      }
+      const rendering = cache.byCode.get(code) ?? renderEntry(entry, cache, code)
       if (rendering === null) return { kind: 'needs-bodies', before: i + 1 }
-      unit.push({ index: i, entry, body: entry.body, media: entry.media, ordinal: entry.ordinal, choices, rendering })
+      keptIndex.push(i)
+      keptCode.push(code)
+      keptRendering.push(rendering)
       unitTokens += rendering.tokens
     }
-    if (!history.canStart[i]) continue
+    if (!canStart[i]) continue
     if (keptTokens + unitTokens > allowance) break
     keptTokens += unitTokens
-    // Newest first, like the walk; reversed once it ends.
-    for (const item of unit) kept.push(item)
-    for (const o of unitOmitted) omitted.add(o)
-    unit = []
-    unitOmitted.length = 0
     unitTokens = 0
+    committed = keptIndex.length
+    committedOmitted = omittedIndex.length
     keptFrom = i
   }
-  kept.reverse()
+  keptIndex.length = keptCode.length = keptRendering.length = committed
+  omittedIndex.length = committedOmitted
+  keptIndex.reverse()
+  keptCode.reverse()
+  keptRendering.reverse()
+  omittedIndex.reverse()
 
-  const translation = applyAttachmentLimits([...anchors, ...kept, ...current], model.media, rules, render)
-  // Markers for attachments over the limit can cost more than the files they replace (a tiny text file),
-  // in the fixed parts too: the history gets what they leave, and they may no longer fit at all.
-  const fixedSent = saturatingAdd(tokens.instructions, tokens.tools, sum(anchors), sum(current))
-  if (window - fixedSent < 0) throw contextTooLarge(window, { ...tokens, anchors: sum(anchors), current: sum(current) }, fixedSent)
-  allowance = Math.min(allowance, historyBudget(window, fixedSent, budget))
-  while (kept.length > 0 && (keptTokens = sum(kept)) > allowance) {
-    let cutAt = kept[0]!.index + 1
-    while (cutAt < currentStart && !history.canStart[cutAt]) cutAt++
-    while (kept.length > 0 && kept[0]!.index < cutAt) kept.shift()
-    for (const o of [...omitted]) if (o < cutAt) omitted.delete(o)
-    keptFrom = cutAt
+  const translation: TranslationWarning[] = []
+  const keptItem = (k: number): Item => {
+    const entry = entries[keptIndex[k]!]!
+    return { index: keptIndex[k]!, entry, body: entry.body, media: entry.media, ordinal: entry.ordinal, code: keptCode[k]!, refusals: entry.renders!.refusals, rendering: keptRendering[k]! }
   }
-  // The loop leaves keptTokens stale once it has emptied `kept`; parts it dropped send nothing to warn about.
-  keptTokens = sum(kept)
-  const sent = new Set([...anchors, ...kept, ...current].map((it) => it.ordinal))
-  translation.splice(0, translation.length, ...translation.filter((w) => sent.has(w.details?.ordinal as number)))
-  tokens.anchors = sum(anchors)
-  tokens.current = sum(current)
-  for (const item of [...anchors, ...current]) if (item.choices.attachments.includes('model')) translation.push(...modelWarnings(item))
-  for (const item of kept) if (item.choices.attachments.includes('model')) translation.push(...modelWarnings(item))
+  if (overAttachmentLimit([anchors, current], keptRendering, model.media)) {
+    // Rare (a model with a per-request limit and a chat of many attachments): worked on whole items.
+    let kept = keptIndex.map((_, k) => keptItem(k))
+    translation.push(...applyAttachmentLimits([...anchors, ...kept, ...current], model.media, rules, (item) => {
+      if (item.entry === null) return null
+      return renderEntry(item.entry, cacheOf(item.entry), item.code)
+    }, limitOfKind))
+    // Markers for attachments over the limit can cost more than the files they replace (a tiny text file),
+    // in the fixed parts too: the history gets what they leave, and they may no longer fit at all.
+    const fixedSent = saturatingAdd(tokens.instructions, tokens.tools, sumOf(anchors), sumOf(current))
+    if (window - fixedSent < 0) throw contextTooLarge(window, { ...tokens, anchors: sumOf(anchors), current: sumOf(current) }, fixedSent)
+    allowance = Math.min(allowance, historyBudget(window, fixedSent, budget))
+    while (kept.length > 0 && sumOf(kept) > allowance) {
+      let cutAt = kept[0]!.index + 1
+      while (cutAt < currentStart && !canStart[cutAt]) cutAt++
+      kept = kept.filter((item) => item.index >= cutAt)
+      while (omittedIndex.length > 0 && omittedIndex[0]! < cutAt) omittedIndex.shift()
+      keptFrom = cutAt
+    }
+    keptIndex.length = keptCode.length = keptRendering.length = 0
+    for (const item of kept) {
+      keptIndex.push(item.index)
+      keptCode.push(item.code)
+      keptRendering.push(item.rendering)
+    }
+    keptTokens = sumOf(kept)
+    // Parts the loop dropped send nothing to warn about.
+    const sent = new Set([...anchors, ...kept, ...current].map((it) => it.ordinal))
+    translation.splice(0, translation.length, ...translation.filter((w) => sent.has(w.details?.ordinal as number)))
+    tokens.anchors = sumOf(anchors)
+    tokens.current = sumOf(current)
+  }
+  for (const item of anchors) if (item.rendering.refused > 0) translation.push(...modelWarnings(item))
+  for (let k = 0; k < keptRendering.length; k++) if (keptRendering[k]!.refused > 0) translation.push(...modelWarnings(keptItem(k)))
+  for (const item of current) if (item.rendering.refused > 0) translation.push(...modelWarnings(item))
 
   // The manifest: every packable ordinal once, in ledger order.
   const segments: Segment[] = []
   for (const item of anchors) addSegment(segments, item.ordinal, item.ordinal, 1, 'verbatim', item.rendering.tokens)
   const dropped = keptFrom > anchorEnd ? { dropped: keptFrom - anchorEnd, start_ordinal: entries[anchorEnd]!.ordinal, end_ordinal: entries[keptFrom - 1]!.ordinal } : null
   if (dropped) addSegment(segments, dropped.start_ordinal, dropped.end_ordinal, dropped.dropped, 'dropped', 0)
-  const packed: PackedPart[] = anchors.map((it) => packedOf(it, 'verbatim'))
-  let next = 0
+  const packed: PackedPart[] = anchors.map(packedWhole)
+  let nextKept = 0
+  let nextOmitted = 0
   for (let i = keptFrom; i < currentStart; i++) {
-    const entry = entries[i]!
-    if (omitted.has(i)) {
-      addSegment(segments, entry.ordinal, entry.ordinal, 1, 'omitted', 0)
+    if (omittedIndex[nextOmitted] === i) {
+      nextOmitted++
+      const ordinal = entries[i]!.ordinal
+      addSegment(segments, ordinal, ordinal, 1, 'omitted', 0)
       continue
     }
-    const item = kept[next++]!
-    const treatment = item.rendering.truncated ? 'truncated' : 'verbatim'
-    addSegment(segments, entry.ordinal, entry.ordinal, 1, treatment, item.rendering.tokens)
-    packed.push(packedOf(item, treatment))
+    const rendering = keptRendering[nextKept++]!
+    const part = (rendering.packed ??= packedOf(entries[i]!.ordinal, entries[i]!.kind, rendering, rendering.truncated ? 'truncated' : 'verbatim'))
+    addSegment(segments, part.ordinal, part.ordinal, 1, part.treatment, part.tokens)
+    packed.push(part)
   }
   for (const item of current) {
     if (item.entry) addSegment(segments, item.ordinal, item.ordinal, 1, 'verbatim', item.rendering.tokens)
-    packed.push(packedOf(item, 'verbatim'))
+    packed.push(packedWhole(item))
   }
 
   const total = saturatingAdd(tokens.instructions, tokens.tools, tokens.anchors, keptTokens, tokens.current)
@@ -256,27 +326,41 @@ export function packContext(input: PackInput): PackResult {
   }
 }
 
-const packedOf = (item: Item, treatment: PackedPart['treatment']): PackedPart => ({
-  ordinal: item.ordinal,
-  kind: item.rendering.content?.type ?? item.entry!.kind,
+/** History parts as sent are made once per rendering and shared by later turns (never changed). */
+const packedOf = (ordinal: number, kind: PartKind, rendering: Rendering, treatment: PackedPart['treatment']): PackedPart => ({
+  ordinal,
+  kind: rendering.content?.type ?? kind,
   treatment,
-  content: item.rendering.content,
-  tokens: item.rendering.tokens,
+  content: rendering.content,
+  tokens: rendering.tokens,
 })
-
-/** A body standing in for an entry whose body was let go, where only its type matters (its carrier). */
-function stubBody(entry: HistoryEntry): PartBody {
-  return entry.kind === 'tool_result'
-    ? { type: 'tool_result', text: '', is_error: false, tool_name: '', tool_use_id: entry.toolUseId ?? '', trust: 'trusted' }
-    : { type: 'prompt', text: '' }
-}
+/** Anchors and the current exchange are listed as verbatim (decisions §5.4). */
+const packedWhole = (item: Item): PackedPart => packedOf(item.ordinal, item.entry?.kind ?? item.body!.type, item.rendering, 'verbatim')
 
 function modelWarnings(item: Item): TranslationWarning[] {
+  const choices = choicesOfCode(item.code, item.media.length, item.refusals, null)
   return item.media.flatMap((m, i) =>
-    item.choices.attachments[i] === 'model'
-      ? [{ code: 'attachment_replaced_by_marker', message: item.choices.modelRefusals[i] ?? 'the model does not take it', details: { ordinal: item.ordinal, mime: m.mime } }]
+    choices.attachments[i] === 'model'
+      ? [{ code: 'attachment_replaced_by_marker', message: item.refusals[i] ?? 'the model does not take it', details: { ordinal: item.ordinal, mime: m.mime } }]
       : [],
   )
+}
+
+/** Whether any carrier sends more attachments than the model takes in one request. */
+function overAttachmentLimit(groups: readonly (readonly Item[])[], history: readonly Rendering[], media: CatalogueEntry['media']): boolean {
+  const userLimit = media.user.max_attachments_per_request ?? Number.POSITIVE_INFINITY
+  const toolLimit = media.tool_result.max_attachments_per_request ?? Number.POSITIVE_INFINITY
+  if (userLimit === Number.POSITIVE_INFINITY && toolLimit === Number.POSITIVE_INFINITY) return false
+  let user = 0
+  let tool = 0
+  const count = (rendering: Rendering) => {
+    if (rendering.files === 0) return
+    if (rendering.content?.type === 'prompt') user += rendering.files
+    else tool += rendering.files
+  }
+  for (const group of groups) for (const item of group) count(item.rendering)
+  for (const rendering of history) count(rendering)
+  return user > userLimit || tool > toolLimit
 }
 
 /**
@@ -287,24 +371,25 @@ function applyAttachmentLimits(
   items: Item[],
   media: CatalogueEntry['media'],
   rules: RetentionRules,
-  render: (entry: HistoryEntry, choices: PartChoices) => Rendering | null,
+  renderKept: (item: Item) => Rendering | null,
+  limitOfKind: (kind: PartKind) => number | null,
 ): TranslationWarning[] {
   const warnings: TranslationWarning[] = []
   for (const [carrier, policy] of [['prompt', media.user], ['tool_result', media.tool_result]] as const) {
     const limit = policy.max_attachments_per_request
     if (limit === null || limit === undefined) continue
     const carrying = items.filter((it) => it.rendering.content?.type === carrier)
-    let over = carrying.reduce((n, it) => n + it.choices.attachments.filter((a) => a === 'send').length, 0) - limit
+    let over = carrying.reduce((n, it) => n + it.rendering.files, 0) - limit
     for (const item of carrying) {
       if (over <= 0) break
-      const attachments = item.choices.attachments.map((a): AttachmentChoice => {
+      const choices = choicesOfCode(item.code, item.media.length, item.refusals, limitOfKind(carrier))
+      const attachments = choices.attachments.map((a): AttachmentChoice => {
         if (a !== 'send' || over <= 0) return a
         over--
         return 'limit'
       })
-      item.choices = { ...item.choices, attachments, limit }
-      const again = item.entry ? render(item.entry, item.choices) : null
-      item.rendering = again ?? renderTreated(item.body!, item.media, item.choices, rules)
+      item.code = choiceCode(choices.cut, attachments)
+      item.rendering = renderKept(item) ?? renderTreated(item.body!, item.media, { ...choices, attachments }, rules)
       item.media.forEach((m, i) => {
         if (attachments[i] === 'limit') {
           warnings.push({

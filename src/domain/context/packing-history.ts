@@ -1,8 +1,28 @@
 import type { PartBody, PartKind } from '../parts.ts'
-import type { MediaRef, RenderedPart } from './context-types.ts'
+import type { MediaRef, PackedPart, RenderedPart } from './context-types.ts'
 
 /** A rendering of one part under one set of choices, kept for the next turn. */
-export type Rendering = { content: RenderedPart | null; tokens: number; truncated: boolean }
+export type Rendering = {
+  content: RenderedPart | null
+  tokens: number
+  truncated: boolean
+  /** Attachments sent as files, and those replaced because the model cannot take them. */
+  files: number
+  refused: number
+  /** The packed part as history sends it, made once (its ordinal and treatment do not change). */
+  packed?: PackedPart
+}
+
+/** What packing keeps on an entry for one retention document and one media policy. */
+export type EntryCache = {
+  rules: object
+  media: object
+  /** Each attachment's `retain` threshold, and why the model cannot take it (null: it can). */
+  retain: number[]
+  refusals: (string | null)[]
+  /** Renderings by choice code (src/domain/context/pack-context.ts). */
+  byCode: Map<number, Rendering>
+}
 
 /** A packable part as the chat keeps it between turns. */
 export type HistoryEntry = {
@@ -16,8 +36,10 @@ export type HistoryEntry = {
   media: readonly MediaRef[]
   /** Null once the part is far behind what packing sends; the keeper reads it again when asked. */
   body: PartBody | null
-  /** Renderings by choice key, valid for the rules and media policy they were made under. */
-  renders: { rules: object; media: object; byKey: Map<string, Rendering> } | null
+  /** The stored body's length in characters: what holding the body costs, for the keeper's bound. */
+  bodyLength?: number
+  /** Renderings and per-attachment choices, valid for the rules and media policy they were made under. */
+  renders: EntryCache | null
 }
 
 /**

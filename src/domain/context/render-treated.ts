@@ -16,8 +16,32 @@ export type PartChoices = { cut: boolean; attachments: readonly AttachmentChoice
 const WHY_RETENTION = 'older than the retention policy replays attachments'
 const whyLimit = (limit: number | null) => `over the model's limit of ${limit} attachments per request in this carrier`
 
-/** The key renderings are kept under: equal keys, equal renderings (for one rules document and media policy). */
-export const choiceKey = (choices: PartChoices) => `${choices.cut ? 'c' : 'v'}${choices.attachments.map((a) => a[0]).join('')}`
+const CHOICES: readonly AttachmentChoice[] = ['send', 'retention', 'model', 'limit']
+
+/**
+ * Choices as one number, the key renderings are kept under (equal codes, equal renderings for one
+ * rules document and media policy): 1 for a cut payload, plus 2 × 4^k × each attachment's choice.
+ */
+export function choiceCode(cut: boolean, attachments: readonly AttachmentChoice[]): number {
+  let code = cut ? 1 : 0
+  let weight = 2
+  for (const a of attachments) {
+    code += weight * CHOICES.indexOf(a)
+    weight *= 4
+  }
+  return code
+}
+
+/** The choices a code stands for, for a part with `count` attachments. */
+export function choicesOfCode(code: number, count: number, modelRefusals: readonly (string | null)[], limit: number | null): PartChoices {
+  const attachments: AttachmentChoice[] = []
+  let rest = Math.floor(code / 2)
+  for (let k = 0; k < count; k++) {
+    attachments.push(CHOICES[rest % 4]!)
+    rest = Math.floor(rest / 4)
+  }
+  return { cut: code % 2 === 1, attachments, modelRefusals, limit }
+}
 
 /**
  * A part under the retention rules' choices (decisions §5.2): its payload cut when `cut`, its
@@ -71,5 +95,7 @@ export function renderTreated(body: PartBody, media: readonly MediaRef[], choice
       throw new Error(`unknown part ${JSON.stringify(unknown)}`)
     }
   }
-  return { content, tokens: estimateRenderedTokens(content), truncated }
+  const files = choices.attachments.filter((a) => a === 'send').length + Math.max(0, media.length - choices.attachments.length)
+  const refused = choices.attachments.filter((a) => a === 'model').length
+  return { content, tokens: estimateRenderedTokens(content), truncated, files, refused }
 }
