@@ -22,8 +22,21 @@ export function estimateFileTokens(mime: string, data: unknown): number {
   return estimateMediaTokens({ mime, byteLen: bytes.length, pageCount: null, ...dimensionsOf(bytes, mime) })
 }
 
+/**
+ * Counts already made, by content item. Conversion hands the same immutable items turn after turn
+ * (src/providers/convert-to-provider-prompt.ts), so a long chat's prompt is counted once per item,
+ * not once per turn.
+ */
+const counted = new WeakMap<ContentItem, number>()
+
 /** One content item of a user, assistant or tool message, by the rules of src/domain/context/estimate-part-tokens.ts. */
 export function estimateContentTokens(item: ContentItem): number {
+  let tokens = counted.get(item)
+  if (tokens === undefined) counted.set(item, (tokens = countContent(item)))
+  return tokens
+}
+
+function countContent(item: ContentItem): number {
   switch (item.type) {
     case 'text':
     case 'reasoning':
@@ -51,7 +64,7 @@ export function estimateContentTokens(item: ContentItem): number {
 export function estimateToolsTokens(tools: readonly LanguageModelV3FunctionTool[]): number {
   return saturatingAdd(
     ...tools.map((t) =>
-      estimateToolTokens({ name: t.name, description: t.description ?? null, input_schema: t.inputSchema as Record<string, unknown>, strict: t.strict ?? null }),
+      estimateToolTokens({ name: t.name, description: t.description || null, input_schema: t.inputSchema as Record<string, unknown>, strict: t.strict ?? null }),
     ),
   )
 }

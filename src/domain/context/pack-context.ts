@@ -125,7 +125,10 @@ export function packContext(input: PackInput): PackResult {
     const kept = cache.byCode.get(code)
     if (kept) return kept
     if (entry.body === null) return null
-    const made = renderTreated(entry.body, entry.media, choicesOfCode(code, entry.media.length, cache.refusals, limitOfKind(entry.kind)), rules)
+    let made = renderTreated(entry.body, entry.media, choicesOfCode(code, entry.media.length, cache.refusals, limitOfKind(entry.kind)), rules)
+    // A cut that cut nothing is the part whole: one rendering, so what is made from it stays shared too.
+    const wholeCodeOf = wholeCode(cache.refusals)
+    if (!made.truncated && code !== wholeCodeOf) made = cache.byCode.get(wholeCodeOf) ?? made
     cache.byCode.set(code, made)
     return made
   }
