@@ -469,7 +469,7 @@ async function main(): Promise<void> {
       `${(cpuPerTurn(burstRuns) / cpuPerTurn(parleyRuns)).toFixed(3)}× in the ratio's terms. "CPU server / client" is each process's CPU use over the`,
     '  run (1.00 = one core busy); the machine has ' + `${cpus().length} cores shared by the client, the server and anything else running.`,
     `- Within each Parley run, turns/s over the first and second half: ${parleyRuns.map((r) => `${fmt(r.halves[0])} → ${fmt(r.halves[1])}`).join('; ')}` +
-      ` (~${fmt(parleyRuns[0]!.turns / CONCURRENCY)} turns per chat by the end of a run; packing keeps each chat's converted history between turns, so a turn's cost should not grow with its chat).`,
+      ` (~${fmt(parleyRuns[0]!.turns / CONCURRENCY)} turns per chat by the end of a run; packing keeps each part's rendering, converted item and estimate between turns, so a turn pays a lookup per part sent).`,
     `- 409 \`run_in_progress\` answers (a chat's next turn arriving before its actor was idle again): ${parleyRuns.map((r) => r.conflicts).join(', ')}.`,
     '',
     '### Latency to the first delta',
@@ -484,7 +484,7 @@ async function main(): Promise<void> {
     '  Parley\'s whole turn ends two group commits after its first delta: `block_stop` waits for its part\'s commit, `done` for the settlement\'s.',
     `- History: the same turn on a chat with ${fmt(LONG_HISTORY_TURNS)} prior turns (${fmt(2 * LONG_HISTORY_TURNS)} parts, seeded through the store) takes ` +
       `${ms(longCase.p50)} to its first delta against ${ms(shortCase.p50)} on short chats (p50),`,
-    `  ${fmt(((longCase.p50 - shortCase.p50) / LONG_HISTORY_TURNS) * 1000, 1)} µs more per prior turn: packing converts and estimates only the parts added since the chat's previous turn (decision 008).`,
+    `  ${fmt(((longCase.p50 - shortCase.p50) / LONG_HISTORY_TURNS) * 1000, 1)} µs more per prior turn: the whole history fits the 128k window, so every part is sent and packing walks it; each part\'s rendering, converted item and estimate are kept between turns, so a part already sent costs a lookup, not a tokenization (decision 012).`,
     '',
     '### Memory',
     '',
