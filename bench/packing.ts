@@ -15,7 +15,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { deflateSync } from 'node:zlib'
-import { createContextHistory, type ContextHistory, type PackedTurn, type PackRequest } from '../src/actors/context-history.ts'
+import { createContextHistory, newPartMedia, type ContextHistory, type PackedTurn, type PackRequest } from '../src/actors/context-history.ts'
 import type { CatalogueEntry } from '../src/domain/catalogue/catalogue-entry.ts'
 import { inputBudget } from '../src/domain/context/budget.ts'
 import { estimateMediaTokens, estimatePartTokens, type MediaShape } from '../src/domain/context/estimate-part-tokens.ts'
@@ -30,7 +30,7 @@ import { createStore } from '../src/store/index.ts'
 import type { NewMedia, NewPart } from '../src/store/parts.ts'
 import { REPO_ROOT } from '../test/e2e/server-process.ts'
 import { writeSection } from './benchmarks-file.ts'
-import { envNumber, fmt, installCleanup, loadLine, log, percentile, runMain, Samples, sectionHead } from './lib.ts'
+import { envNumber, fmt, installCleanup, loadLine, log, percentile, rng, runMain, Samples, sectionHead } from './lib.ts'
 
 const SIZES = [1_000, 10_000, 100_000] as const
 const ITERATIONS = Math.trunc(envNumber('BENCH_ITERATIONS', 200))
@@ -46,17 +46,6 @@ const TOOLS_TOKENS = 2_500
 
 const { removeLater, cleanup } = installCleanup()
 
-/** A small deterministic generator, so every run seeds the same chats. */
-function rng(seed: number) {
-  let s = seed >>> 0
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0
-    let t = s
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 const random = rng(7)
 const between = (lo: number, hi: number) => Math.floor(lo + random() * (hi - lo))
 const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!
@@ -337,16 +326,7 @@ async function main(): Promise<void> {
       newParts: [
         {
           body: prompt.body,
-          media: (prompt.media ?? []).map((m, j) => ({
-            mediaId: `new:0:${j}`,
-            mime: m.mime,
-            byteLen: m.bytes.length,
-            filename: m.filename,
-            width: m.width,
-            height: m.height,
-            pageCount: m.page_count,
-            bytes: m.bytes,
-          })),
+          media: newPartMedia(prompt.media ?? [], 0),
         },
       ],
       currentRuns: [],

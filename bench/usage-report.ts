@@ -20,7 +20,7 @@ import { createStore } from '../src/store/index.ts'
 import type { UsageQuery } from '../src/store/usage-report.ts'
 import { REPO_ROOT, startServer } from '../test/e2e/server-process.ts'
 import { writeSection } from './benchmarks-file.ts'
-import { envNumber, fmt, installCleanup, loadLine, log, runMain, Samples, sectionHead, stats, type Stats } from './lib.ts'
+import { envNumber, fmt, installCleanup, loadLine, log, rng, runMain, Samples, sectionHead, stats, type Stats } from './lib.ts'
 
 const ENTRIES = Math.trunc(envNumber('BENCH_ENTRIES', 1_000_000))
 const ITERATIONS = Math.trunc(envNumber('BENCH_ITERATIONS', 60))
@@ -48,17 +48,6 @@ const HOUR_MS = 3_600_000
 
 const { removeLater, cleanup } = installCleanup()
 
-/** A small deterministic generator, so every run seeds the same ledger. */
-function rng(seed: number) {
-  let s = seed >>> 0
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0
-    let t = s
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 /** 64 usage shapes per model with their exact customer cost, computed once (pricing is not what is measured). */
 function usageVariants(model: CatalogueEntry, random: () => number): { usage: Usage; cost: string }[] {

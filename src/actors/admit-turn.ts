@@ -19,7 +19,7 @@ import type { RunStatus } from '../store/runs.ts'
 import { RunChannel } from './run-channel.ts'
 import type { RunDeps } from './run-deps.ts'
 import { affordableMaxTokens } from './affordable-max-tokens.ts'
-import type { PackedTurn } from './context-history.ts'
+import { newPartMedia, type PackedTurn } from './context-history.ts'
 import type { Admission, PreparedPart, Submission } from './turn-types.ts'
 
 /** What the chat actor knows of its chat when a submission arrives. */
@@ -76,19 +76,7 @@ export async function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Subm
     ...submission.input,
   ]
   const packed = deps.history.pack(submission.chatId, {
-    newParts: newBodies.map((p, i) => ({
-      body: p.body,
-      media: p.media.map((m, j) => ({
-        mediaId: `new:${i}:${j}`,
-        mime: m.mime,
-        byteLen: m.bytes.length,
-        filename: m.filename,
-        width: m.width,
-        height: m.height,
-        pageCount: m.page_count,
-        bytes: m.bytes,
-      })),
-    })),
+    newParts: newBodies.map((p, i) => ({ body: p.body, media: newPartMedia(p.media, i) })),
     currentRuns,
     instructionsTokens: config.tokens.instructions,
     toolsTokens: config.tokens.tools,

@@ -2,6 +2,7 @@ import type { MediaRef } from '../domain/context/context-types.ts'
 import { packContext, type PackedContext, type PackInput, type PackResult } from '../domain/context/pack-context.ts'
 import { PackingHistory, type HistoryEntry } from '../domain/context/packing-history.ts'
 import type { PartBody, PartKind } from '../domain/parts.ts'
+import type { DecodedMedia } from '../domain/turns/submission.ts'
 import type { MediaRow } from '../store/parts.ts'
 import type { Store } from '../store/index.ts'
 
@@ -14,6 +15,20 @@ type ChatHistory = {
   bytes: number
   /** Bytes of the attachments the latest turn sent: most of them are sent again next turn. */
   media: Map<string, Buffer>
+}
+
+/** A new part's decoded attachments as packing takes them, with their bytes (ids good for this turn only). */
+export function newPartMedia(media: readonly DecodedMedia[], part: number): PackRequest['newParts'][number]['media'] {
+  return media.map((m, j) => ({
+    mediaId: `new:${part}:${j}`,
+    mime: m.mime,
+    byteLen: m.bytes.length,
+    filename: m.filename,
+    width: m.width,
+    height: m.height,
+    pageCount: m.page_count,
+    bytes: m.bytes,
+  }))
 }
 
 export type PackedTurn = PackedContext & { warnings: Extract<PackResult, { kind: 'packed' }>['warnings']; bytesOf: (mediaId: string) => Buffer }
