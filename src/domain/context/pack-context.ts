@@ -1,4 +1,4 @@
-import type { CatalogueEntry, MediaPolicy } from '../catalogue/catalogue-entry.ts'
+import type { CatalogueEntry } from '../catalogue/catalogue-entry.ts'
 import type { ConfigWarning, ContextBudget, HistoryMode, RetentionRules } from '../config/config-types.ts'
 import { ContextTooLargeError } from '../errors.ts'
 import type { PartBody, PartKind } from '../parts.ts'
@@ -8,7 +8,8 @@ import { floorTimes, historyBudget, inputBudget } from './budget.ts'
 import { addSegment, type ContextManifest, type Segment } from './context-manifest.ts'
 import type { MediaRef, PackedPart } from './context-types.ts'
 import type { EntryCache, HistoryEntry, PackingHistory, Rendering } from './packing-history.ts'
-import { choiceCode, choicesOfCode, renderTreated, type AttachmentChoice } from './render-treated.ts'
+import { applyAttachmentLimits, modelRefusal, modelWarnings, overAttachmentLimit, policyOfKind, wholeCode, type PackItem } from './attachment-limits.ts'
+import { choicesOfCode, renderTreated } from './render-treated.ts'
 import { mediaRetainFor, thresholdOrAll, thresholdOrNone } from './retention-choices.ts'
 
 export type NewPart = { body: PartBody; media: readonly MediaRef[] }
@@ -43,40 +44,7 @@ export type PackResult =
   /** The walk reached entries whose bodies the keeper let go: read them (entries before `before`) and pack again. */
   | { kind: 'needs-bodies'; before: number }
 
-type Item = {
-  /** The history entry's index, or -1 for a new part. */
-  index: number
-  entry: HistoryEntry | null
-  body: PartBody | null
-  media: readonly MediaRef[]
-  ordinal: number
-  /** The choices as a code (render-treated.ts `choiceCode`). */
-  code: number
-  refusals: readonly (string | null)[]
-  rendering: Rendering
-}
-
-const policyOfKind = (kind: PartKind, media: CatalogueEntry['media']): MediaPolicy | null =>
-  kind === 'prompt' ? media.user : kind === 'tool_result' ? media.tool_result : null
-
-function modelRefusal(policy: MediaPolicy | null, m: MediaRef): string | null {
-  if (policy === null || !policy.mime_types.includes(m.mime)) return `the model does not take ${m.mime} here`
-  if (m.byteLen > policy.max_bytes_per_attachment) return 'it is larger than the model takes'
-  return null
-}
-
-/** The code of a part sent whole: only what the model cannot take is replaced (choice 2 = 'model'). */
-function wholeCode(refusals: readonly (string | null)[]): number {
-  let code = 0
-  let weight = 2
-  for (const refusal of refusals) {
-    if (refusal !== null) code += weight * 2
-    weight *= 4
-  }
-  return code
-}
-
-const sumOf = (items: readonly Item[]) => {
+const sumOf = (items: readonly PackItem[]) => {
   let total = 0
   for (const item of items) total += item.rendering.tokens
   return saturatingAdd(total)
@@ -132,7 +100,7 @@ export function packContext(input: PackInput): PackResult {
     cache.byCode.set(code, made)
     return made
   }
-  const fixedItem = (i: number): Item | null => {
+  const fixedPackItem = (i: number): PackItem | null => {
     const entry = entries[i]!
     const cache = cacheOf(entry)
     const code = wholeCode(cache.refusals)
@@ -140,15 +108,15 @@ export function packContext(input: PackInput): PackResult {
     return rendering === null ? null : { index: i, entry, body: entry.body, media: entry.media, ordinal: entry.ordinal, code, refusals: cache.refusals, rendering }
   }
 
-  const anchors: Item[] = []
+  const anchors: PackItem[] = []
   for (let i = 0; i < anchorEnd; i++) {
-    const item = fixedItem(i)
+    const item = fixedPackItem(i)
     if (item === null) return { kind: 'needs-bodies', before: anchorEnd }
     anchors.push(item)
   }
-  const current: Item[] = []
+  const current: PackItem[] = []
   for (let i = currentStart; i < n; i++) {
-    const item = fixedItem(i)
+    const item = fixedPackItem(i)
     if (item === null) return { kind: 'needs-bodies', before: n }
     current.push(item)
   }
@@ -234,13 +202,13 @@ export function packContext(input: PackInput): PackResult {
   omittedIndex.reverse()
 
   const translation: TranslationWarning[] = []
-  const keptItem = (k: number): Item => {
+  const keptPackItem = (k: number): PackItem => {
     const entry = entries[keptIndex[k]!]!
     return { index: keptIndex[k]!, entry, body: entry.body, media: entry.media, ordinal: entry.ordinal, code: keptCode[k]!, refusals: entry.renders!.refusals, rendering: keptRendering[k]! }
   }
   if (overAttachmentLimit([anchors, current], keptRendering, model.media)) {
     // Rare (a model with a per-request limit and a chat of many attachments): worked on whole items.
-    let kept = keptIndex.map((_, k) => keptItem(k))
+    let kept = keptIndex.map((_, k) => keptPackItem(k))
     translation.push(...applyAttachmentLimits([...anchors, ...kept, ...current], model.media, rules, (item) => {
       if (item.entry === null) return null
       return renderEntry(item.entry, cacheOf(item.entry), item.code)
@@ -271,7 +239,7 @@ export function packContext(input: PackInput): PackResult {
     tokens.current = sumOf(current)
   }
   for (const item of anchors) if (item.rendering.refused > 0) translation.push(...modelWarnings(item))
-  for (let k = 0; k < keptRendering.length; k++) if (keptRendering[k]!.refused > 0) translation.push(...modelWarnings(keptItem(k)))
+  for (let k = 0; k < keptRendering.length; k++) if (keptRendering[k]!.refused > 0) translation.push(...modelWarnings(keptPackItem(k)))
   for (const item of current) if (item.rendering.refused > 0) translation.push(...modelWarnings(item))
 
   // The manifest: every packable ordinal once, in ledger order.
@@ -338,74 +306,7 @@ const packedOf = (ordinal: number, kind: PartKind, rendering: Rendering, treatme
   tokens: rendering.tokens,
 })
 /** Anchors and the current exchange are listed as verbatim (decisions §5.4). */
-const packedWhole = (item: Item): PackedPart => packedOf(item.ordinal, item.entry?.kind ?? item.body!.type, item.rendering, 'verbatim')
-
-function modelWarnings(item: Item): TranslationWarning[] {
-  const choices = choicesOfCode(item.code, item.media.length, item.refusals, null)
-  return item.media.flatMap((m, i) =>
-    choices.attachments[i] === 'model'
-      ? [{ code: 'attachment_replaced_by_marker', message: item.refusals[i] ?? 'the model does not take it', details: { ordinal: item.ordinal, mime: m.mime } }]
-      : [],
-  )
-}
-
-/** Whether any carrier sends more attachments than the model takes in one request. */
-function overAttachmentLimit(groups: readonly (readonly Item[])[], history: readonly Rendering[], media: CatalogueEntry['media']): boolean {
-  const userLimit = media.user.max_attachments_per_request ?? Number.POSITIVE_INFINITY
-  const toolLimit = media.tool_result.max_attachments_per_request ?? Number.POSITIVE_INFINITY
-  if (userLimit === Number.POSITIVE_INFINITY && toolLimit === Number.POSITIVE_INFINITY) return false
-  let user = 0
-  let tool = 0
-  const count = (rendering: Rendering) => {
-    if (rendering.files === 0) return
-    if (rendering.content?.type === 'prompt') user += rendering.files
-    else tool += rendering.files
-  }
-  for (const group of groups) for (const item of group) count(item.rendering)
-  for (const rendering of history) count(rendering)
-  return user > userLimit || tool > toolLimit
-}
-
-/**
- * Spec §2.7: `max_attachments_per_request` counts a carrier's attachments across the whole context.
- * The oldest over it become markers, each with a translation warning.
- */
-function applyAttachmentLimits(
-  items: Item[],
-  media: CatalogueEntry['media'],
-  rules: RetentionRules,
-  renderKept: (item: Item) => Rendering | null,
-  limitOfKind: (kind: PartKind) => number | null,
-): TranslationWarning[] {
-  const warnings: TranslationWarning[] = []
-  for (const [carrier, policy] of [['prompt', media.user], ['tool_result', media.tool_result]] as const) {
-    const limit = policy.max_attachments_per_request
-    if (limit === null || limit === undefined) continue
-    const carrying = items.filter((it) => it.rendering.content?.type === carrier)
-    let over = carrying.reduce((n, it) => n + it.rendering.files, 0) - limit
-    for (const item of carrying) {
-      if (over <= 0) break
-      const choices = choicesOfCode(item.code, item.media.length, item.refusals, limitOfKind(carrier))
-      const attachments = choices.attachments.map((a): AttachmentChoice => {
-        if (a !== 'send' || over <= 0) return a
-        over--
-        return 'limit'
-      })
-      item.code = choiceCode(choices.cut, attachments)
-      item.rendering = renderKept(item) ?? renderTreated(item.body!, item.media, { ...choices, attachments }, rules)
-      item.media.forEach((m, i) => {
-        if (attachments[i] === 'limit') {
-          warnings.push({
-            code: 'attachment_replaced_by_marker',
-            message: `the model takes at most ${limit} attachments per request here; older ones are sent as markers`,
-            details: { ordinal: item.ordinal, mime: m.mime, limit },
-          })
-        }
-      })
-    }
-  }
-  return warnings
-}
+const packedWhole = (item: PackItem): PackedPart => packedOf(item.ordinal, item.entry?.kind ?? item.body!.type, item.rendering, 'verbatim')
 
 function historyDropped(dropped: NonNullable<ContextManifest['dropped']>, mode: HistoryMode): ConfigWarning {
   const warning: ConfigWarning = { code: 'history_dropped', ...dropped }
