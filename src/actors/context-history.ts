@@ -94,9 +94,9 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs'>, maxBy
     const firstFailed = Math.min(...failedNow.map((id) => chat.history.firstIndexOfRun(id)).filter((i) => i !== -1))
     if (Number.isFinite(firstFailed)) {
       for (const entry of chat.history.truncate(firstFailed)) {
-        if (isFailedOutput(entry)) continue
-        if (entry.kind === 'tool_result' && entry.toolUseId !== null && !chat.history.hasCall(entry.toolUseId)) continue
-        chat.history.append(entry)
+        const orphan = entry.kind === 'tool_result' && entry.toolUseId !== null && !chat.history.hasCall(entry.toolUseId)
+        if (isFailedOutput(entry) || orphan) chat.bytes -= ENTRY_OVERHEAD_BYTES + (entry.body === null ? 0 : bodyBytes(entry))
+        else chat.history.append(entry)
       }
     }
 
