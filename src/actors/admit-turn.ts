@@ -198,7 +198,8 @@ function checkRetry(deps: RunDeps, chat: ChatFacts, submission: Submission, retr
 /** The manifest's context with the parts this turn wrote, once their ordinals are known. */
 function withWrittenParts(context: ContextManifest, packed: PackedTurn, ordinals: number[]): ContextManifest {
   const segments = context.segments.map((s) => ({ ...s }))
-  const sentNew = packed.parts.filter((p) => p.ordinal === -1)
+  // The sent new parts end the packed context, in order.
+  const sentNew = packed.parts.slice(packed.parts.length - packed.newPartsSent.filter(Boolean).length)
   let next = 0
   ordinals.forEach((ordinal, i) => {
     if (packed.newPartsSent[i]) addSegment(segments, ordinal, ordinal, 1, 'verbatim', sentNew[next++]!.tokens)

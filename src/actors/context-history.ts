@@ -3,7 +3,7 @@ import { packContext, type PackedContext, type PackInput, type PackResult } from
 import { PackingHistory, type HistoryEntry } from '../domain/context/packing-history.ts'
 import type { PartBody, PartKind } from '../domain/parts.ts'
 import type { DecodedMedia } from '../domain/turns/submission.ts'
-import type { MediaRow } from '../store/parts.ts'
+import type { MediaRow, PackingMetaRow } from '../store/parts.ts'
 import type { Store } from '../store/index.ts'
 
 type ChatHistory = {
@@ -52,9 +52,9 @@ const toMediaRef = (m: MediaRow): MediaRef => ({
 })
 
 /**
- * What packing needs of each chat, kept between its turns by the chat's actor (decisions §5.3:
- * packing costs what changed since the last turn). Each turn reads only the parts added since the
- * last one; the entries keep their estimates, running sums and renderings. Bodies far older than what
+ * What packing needs of each chat, kept between its turns by the chat's actor, so a turn costs its
+ * window and what changed, never the ledger (decision 012). Each turn reads only the parts added
+ * since the last one; the entries keep their estimates, running sums and renderings. Bodies far older than what
  * a turn sent are let go and read again only if a later turn reaches back to them, so a chat of any
  * length costs memory in proportion to its packed window. Bounded by bytes across chats, least
  * recently used first; the ledger stays the truth.
@@ -103,30 +103,38 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs'>, maxBy
     // A chat seen for the first time is read without its bodies (a long chat's whole ledger would
     // hold the event loop for seconds); packing asks for the ones it sends.
     if (chat.history.length === 0 && chat.lastOrdinal === 0) {
-      const rows = store.parts.packingMeta(chatId, 0)
-      const media = store.parts.mediaOf(rows.flatMap((r) => (r.has_media ? [r.ordinal] : [])), false)
-      for (const row of rows) {
-        chat.lastOrdinal = row.ordinal
-        if (isFailedOutput({ kind: row.kind, runId: row.run_id })) continue
-        if (row.kind === 'tool_result' && row.tool_use_id !== null && !chat.history.hasCall(row.tool_use_id)) continue
-        add(chat, { ordinal: row.ordinal, kind: row.kind, runId: row.run_id, toolUseId: row.tool_use_id, tokens: row.tokens, media: (media.get(row.ordinal) ?? []).map(toMediaRef), body: null, bodyLength: row.body_length, renders: null })
-      }
+      adopt(chat, store.parts.packingMeta(chatId, 0), isFailedOutput)
       chat.bodiesFrom = chat.history.length
       return chat
     }
+    const rows = store.parts.after(chatId, chat.lastOrdinal).map((row) => {
+      const body = JSON.parse(row.body) as PartBody
+      const toolUseId = body.type === 'tool_call' || body.type === 'tool_result' ? body.tool_use_id : null
+      return { ...row, body, body_length: row.body.length, tool_use_id: toolUseId }
+    })
+    adopt(chat, rows, isFailedOutput)
+    return chat
+  }
 
-    const rows = store.parts.after(chatId, chat.lastOrdinal)
+  /** Appends the packable of `rows` (ledger order) to the kept history: not a failed run's output, nor a result whose call is not packable. */
+  function adopt(chat: ChatHistory, rows: (PackingMetaRow & { body?: PartBody })[], isFailedOutput: (e: { kind: PartKind; runId: string | null }) => boolean) {
     const media = store.parts.mediaOf(rows.flatMap((r) => (r.has_media ? [r.ordinal] : [])), false)
     for (const row of rows) {
       chat.lastOrdinal = row.ordinal
       if (isFailedOutput({ kind: row.kind, runId: row.run_id })) continue
-      const body = JSON.parse(row.body) as PartBody
-      const toolUseId = body.type === 'tool_call' || body.type === 'tool_result' ? body.tool_use_id : null
-      // A result whose call is not packable (its run failed) answers nothing the model sees.
-      if (body.type === 'tool_result' && !chat.history.hasCall(body.tool_use_id)) continue
-      add(chat, { ordinal: row.ordinal, kind: row.kind, runId: row.run_id, toolUseId, tokens: row.tokens, media: (media.get(row.ordinal) ?? []).map(toMediaRef), body, bodyLength: row.body.length, renders: null })
+      if (row.kind === 'tool_result' && row.tool_use_id !== null && !chat.history.hasCall(row.tool_use_id)) continue
+      add(chat, {
+        ordinal: row.ordinal,
+        kind: row.kind,
+        runId: row.run_id,
+        toolUseId: row.tool_use_id,
+        tokens: row.tokens,
+        media: (media.get(row.ordinal) ?? []).map(toMediaRef),
+        body: row.body ?? null,
+        bodyLength: row.body_length,
+        renders: null,
+      })
     }
-    return chat
   }
 
   /** Reads again the bodies of entries before `before` that were let go (a turn reaching further back). */

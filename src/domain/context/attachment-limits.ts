@@ -37,17 +37,6 @@ export function modelRefusal(policy: MediaPolicy | null, m: MediaRef): string | 
   return null
 }
 
-/** The code of a part sent whole: only what the model cannot take is replaced (choice 2 = 'model'). */
-export function wholeCode(refusals: readonly (string | null)[]): number {
-  let code = 0
-  let weight = 2
-  for (const refusal of refusals) {
-    if (refusal !== null) code += weight * 2
-    weight *= 4
-  }
-  return code
-}
-
 export function modelWarnings(item: PackItem): TranslationWarning[] {
   const choices = choicesOfCode(item.code, item.media.length, item.refusals, null)
   return item.media.flatMap((m, i) =>

@@ -8,8 +8,8 @@ import { floorTimes, historyBudget, inputBudget } from './budget.ts'
 import { addSegment, type ContextManifest, type Segment } from './context-manifest.ts'
 import type { MediaRef, PackedPart } from './context-types.ts'
 import type { EntryCache, HistoryEntry, PackingHistory, Rendering } from './packing-history.ts'
-import { applyAttachmentLimits, modelRefusal, modelWarnings, overAttachmentLimit, policyOfKind, wholeCode, type PackItem } from './attachment-limits.ts'
-import { choicesOfCode, renderTreated } from './render-treated.ts'
+import { applyAttachmentLimits, modelRefusal, modelWarnings, overAttachmentLimit, policyOfKind, type PackItem } from './attachment-limits.ts'
+import { choicesOfCode, renderTreated, wholeCode } from './render-treated.ts'
 import { mediaRetainFor, thresholdOrAll, thresholdOrNone } from './retention-choices.ts'
 
 export type NewPart = { body: PartBody; media: readonly MediaRef[] }
@@ -170,6 +170,7 @@ export function packContext(input: PackInput): PackResult {
     if (entry.kind === 'reasoning' && newer > reasoningLimit) omittedIndex.push(i)
     else {
       const cache = cacheOf(entry)
+      // render-treated.ts `choiceCode`, written out: this loop runs for every part sent.
       let code = entry.kind !== 'reasoning' && newer > verbatimLimit ? 1 : 0
       const attachments = entry.media.length
       if (attachments > 0) {
@@ -179,7 +180,7 @@ export function packContext(input: PackInput): PackResult {
           weight *= 4
         }
       }
-      const rendering = cache.byCode.get(code) ?? renderEntry(entry, cache, code)
+      const rendering = renderEntry(entry, cache, code)
       if (rendering === null) return { kind: 'needs-bodies', before: i + 1 }
       keptIndex.push(i)
       keptCode.push(code)

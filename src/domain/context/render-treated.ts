@@ -32,6 +32,17 @@ export function choiceCode(cut: boolean, attachments: readonly AttachmentChoice[
   return code
 }
 
+/** The code of a part sent whole: only what the model cannot take is replaced (choice 2 = 'model'), as choiceCode would give it. */
+export function wholeCode(refusals: readonly (string | null)[]): number {
+  let code = 0
+  let weight = 2
+  for (const refusal of refusals) {
+    if (refusal !== null) code += weight * 2
+    weight *= 4
+  }
+  return code
+}
+
 /** The choices a code stands for, for a part with `count` attachments. */
 export function choicesOfCode(code: number, count: number, modelRefusals: readonly (string | null)[], limit: number | null): PartChoices {
   const attachments: AttachmentChoice[] = []
