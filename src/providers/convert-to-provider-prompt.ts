@@ -89,6 +89,13 @@ export function convertToProviderPrompt(
         appendTo('tool', item)
         break
       }
+      case 'summary': {
+        // Summaries stand where the history they replace stood: told to the model as user text.
+        const message: NonSystemMessage = { role: 'user', content: [{ type: 'text', text: content.text }] }
+        converted.set(content, { kind: 'message', message })
+        messages.push(message)
+        break
+      }
       case 'message':
       case 'reasoning':
       case 'tool_call': {

@@ -33,9 +33,11 @@ export type RenderedPart =
   | { type: 'message'; text: string }
   | { type: 'reasoning'; text: string }
   | { type: 'tool_call'; toolUseId: string; toolName: string; arguments: string }
+  /** A block of older history as a compaction run summarised it (src/domain/context/render-summary.ts). */
+  | { type: 'summary'; text: string }
 
-/** decisions §5.4 `treatment` of a part; `summarised` arrives with compaction. */
+/** decisions §5.4 `treatment` of a part. */
 export type Treatment = 'verbatim' | 'truncated' | 'omitted' | 'summarised' | 'dropped'
 
 /** A part of the packed context: null content when it is left out (an omitted reasoning part). */
-export type PackedPart = { ordinal: number; kind: PartKind; treatment: Treatment; content: RenderedPart | null; tokens: number }
+export type PackedPart = { ordinal: number; kind: PartKind | 'summary'; treatment: Treatment; content: RenderedPart | null; tokens: number }

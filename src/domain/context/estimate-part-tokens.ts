@@ -39,6 +39,7 @@ export function estimateRenderedTokens(part: RenderedPart): number {
       return saturatingAdd(estimateTokens(part.toolName), estimateTokens(part.text), ...part.attachments.map(attachmentTokens))
     case 'message':
     case 'reasoning':
+    case 'summary':
       return estimateTokens(part.text)
     case 'tool_call':
       return saturatingAdd(estimateTokens(part.toolName), estimateTokens(part.arguments))
