@@ -1,4 +1,4 @@
-import { assign, fromPromise, setup } from 'xstate'
+import { assign, fromPromise, setup, spawnChild } from 'xstate'
 import { RunInProgressError } from '../src/domain/errors.ts'
 import { ZERO_USAGE } from '../src/domain/pricing/usage.ts'
 import type { Admission, RunResult } from '../src/actors/turn-types.ts'
@@ -8,6 +8,7 @@ import type {
   CompactHistoryInput,
   ChatEvent,
   ChatInput,
+  EagerCompaction,
   SettleRunInput,
   SettleRunOutput,
   StreamRunInput,
@@ -53,12 +54,15 @@ export const chatMachine = setup({
   actors: {
     admitTurn: fromPromise<Admission, AdmitTurnInput>(mustBeProvided('admitTurn')),
     compactHistory: fromPromise<Admission, CompactHistoryInput>(mustBeProvided('compactHistory')),
+    compactEagerly: fromPromise<void, EagerCompaction>(mustBeProvided('compactEagerly')),
     streamRun: fromPromise<RunResult, StreamRunInput>(mustBeProvided('streamRun')),
     settleRun: fromPromise<SettleRunOutput, SettleRunInput>(mustBeProvided('settleRun')),
   },
   guards: {
     hasPendingCalls: ({ context }) => context.pendingCalls.length > 0,
-    needsCompaction: (_, admission: Admission) => (admission.compaction?.blocks ?? 0) > 0,
+    needsCompaction: (_, admission: Admission) => (admission.compaction?.blocks.length ?? 0) > 0,
+    /** decisions §5.3 at_fill: the settled run left the history past its fill mark, and no eager work runs yet. */
+    fillsEagerThreshold: ({ context }, output: SettleRunOutput) => (output.eager?.blocks.length ?? 0) > 0 && context.eagerCompaction === null,
     cancelsThisRun: ({ context, event }) => event.type === 'CANCEL' && context.admission?.runId === event.runId,
   },
   actions: {
@@ -83,6 +87,19 @@ export const chatMachine = setup({
     forgetSubmission: assign({ queued: () => null }),
     abortRun: ({ context }) => context.abort?.abort(),
     recordResult: assign({ result: (_, result: RunResult) => result }),
+    /** The stream opens before the summaries are made: the customer learns what the turn waits for. */
+    announceCompacting: ({ context }) => {
+      const request = context.admission?.compaction
+      if (!context.admission || !request) return
+      context.admission.channel.open()
+      context.admission.channel.push('compacting', {
+        blocks: request.blocks.length - request.inProgressElsewhere,
+        in_progress_elsewhere: request.inProgressElsewhere,
+      })
+    },
+    recordEagerCompaction: assign({ eagerCompaction: (_, output: SettleRunOutput) => output.eager }),
+    startEagerCompaction: spawnChild('compactEagerly', { id: 'eagerCompaction', input: ({ context }) => context.eagerCompaction! }),
+    forgetEagerCompaction: assign({ eagerCompaction: () => null }),
     applyCompaction: assign({ admission: (_, admission: Admission) => admission }),
     recordCancelledBeforeStreaming: assign({ result: ({ context }) => endedWithoutResult(context.admission, 'cancelled', null) }),
     recordFailedCompaction: assign({
@@ -116,7 +133,14 @@ export const chatMachine = setup({
     admission: null,
     abort: null,
     result: null,
+    eagerCompaction: null,
   }),
+  // Eager compaction (decisions §5.3) runs beside the turns as a child actor: a turn that needs its
+  // blocks meanwhile waits for them in `running.compacting` instead of making them again.
+  on: {
+    'xstate.done.actor.eagerCompaction': { actions: 'forgetEagerCompaction' },
+    'xstate.error.actor.eagerCompaction': { actions: 'forgetEagerCompaction' },
+  },
   initial: 'ready',
   states: {
     ready: {
@@ -166,6 +190,7 @@ export const chatMachine = setup({
         },
         // The run is admitted and its stream open; it waits while the oldest history is summarised.
         compacting: {
+          entry: 'announceCompacting',
           invoke: {
             src: 'compactHistory',
             input: ({ context }) => ({ admission: context.admission!, signal: context.abort!.signal }),
@@ -199,7 +224,14 @@ export const chatMachine = setup({
           invoke: {
             src: 'settleRun',
             input: ({ context }) => ({ admission: context.admission!, result: context.result! }),
-            onDone: { target: '#chat.ready', actions: 'closeRun' },
+            onDone: [
+              {
+                guard: { type: 'fillsEagerThreshold', params: ({ event }) => event.output },
+                target: '#chat.ready',
+                actions: ['closeRun', { type: 'recordEagerCompaction', params: ({ event }) => event.output }, 'startEagerCompaction'],
+              },
+              { target: '#chat.ready', actions: 'closeRun' },
+            ],
             onError: { target: '#chat.ready', actions: 'closeRun' },
           },
         },

@@ -2,6 +2,8 @@ import type { ChatFacts } from '../src/actors/admit-turn.ts'
 import type { Admission, RunResult, Submission } from '../src/actors/turn-types.ts'
 import type { PendingCall } from '../src/domain/turns/close-pending-calls.ts'
 import type { RunStatus } from '../src/store/runs.ts'
+import type { BlockToSummarise } from '../src/actors/context-history.ts'
+import type { CompactionJob } from '../src/actors/summarise-block.ts'
 
 export type SubmitOutcome = { kind: 'admitted'; admission: Admission } | { kind: 'rejected'; error: unknown }
 
@@ -16,11 +18,16 @@ export type ChatContext = {
   admission: Admission | null
   abort: AbortController | null
   result: RunResult | null
+  /** The eager compaction (a child actor) summarising blocks of this chat, while it runs. */
+  eagerCompaction: EagerCompaction | null
 }
 
 export type ChatEvent =
   | { type: 'SUBMIT'; submission: Submission; respond: (outcome: SubmitOutcome) => void }
   | { type: 'CANCEL'; runId: string }
+  // The end of the eager compaction child (machines/chat.machine.ts spawns it as `eagerCompaction`).
+  | { type: 'xstate.done.actor.eagerCompaction'; output: void }
+  | { type: 'xstate.error.actor.eagerCompaction'; error: unknown }
 
 /** What the actor is hydrated with: read from the ledger, never from a snapshot. */
 export type ChatInput = { chatId: string } & ChatFacts
@@ -30,4 +37,6 @@ export type StreamRunInput = { admission: Admission; signal: AbortSignal }
 /** The admitted run and the blocks to summarise; resolves with the run re-packed over the summaries. */
 export type CompactHistoryInput = { admission: Admission; signal: AbortSignal }
 export type SettleRunInput = { admission: Admission; result: RunResult }
-export type SettleRunOutput = { cost: string | null }
+/** Blocks to summarise in the background after a run settled (decisions §5.3 at_fill), and for whom. */
+export type EagerCompaction = { job: CompactionJob; blocks: BlockToSummarise[] }
+export type SettleRunOutput = { cost: string | null; eager: EagerCompaction | null }

@@ -12,15 +12,16 @@ import type { PartBody } from '../domain/parts.ts'
 import { closePendingCalls, type PendingCall } from '../domain/turns/close-pending-calls.ts'
 import { coerceReasoningEffort, type TranslationWarning } from '../domain/turns/coerce-reasoning-effort.ts'
 import { convertToProviderPrompt } from '../providers/convert-to-provider-prompt.ts'
-import { mapReasoningEffort } from '../providers/map-reasoning-effort.ts'
+import { mapReasoningEffort, type VendorReasoning } from '../providers/map-reasoning-effort.ts'
 import type { NewPart } from '../store/parts.ts'
 import type { ResolvedConfiguration } from '../store/config-resolution.ts'
 import type { RunStatus } from '../store/runs.ts'
 import { RunChannel } from './run-channel.ts'
 import type { RunDeps } from './run-deps.ts'
 import { affordableMaxTokens } from './affordable-max-tokens.ts'
-import { newPartMedia, type PackedTurn } from './context-history.ts'
-import type { Admission, PreparedPart, Submission } from './turn-types.ts'
+import { newPartMedia, type PackedTurn, type PackRequest } from './context-history.ts'
+import type { Compactor } from './compactor.ts'
+import type { Admission, CompactionReport, PreparedPart, Submission } from './turn-types.ts'
 
 /** What the chat actor knows of its chat when a submission arrives. */
 export type ChatFacts = {
@@ -33,7 +34,7 @@ export type ChatFacts = {
  * parts, the run and the idempotency key, in one transaction, committed before it resolves, so
  * before any byte is streamed. Rejects with the domain error that refuses it; a refusal writes nothing.
  */
-export async function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Submission): Promise<Admission> {
+export async function admitTurn(deps: RunDeps, compactor: Compactor, chat: ChatFacts, submission: Submission): Promise<Admission> {
   const { store } = deps
   const { request, model, orgId } = submission
   const now = deps.now()
@@ -75,7 +76,7 @@ export async function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Subm
     ...tombstones.map((body) => ({ body, media: [] as PreparedPart['media'], tokens: estimatePartTokens(body) })),
     ...submission.input,
   ]
-  const packed = deps.history.pack(submission.chatId, {
+  const packRequest: PackRequest = {
     newParts: newBodies.map((p, i) => ({ body: p.body, media: newPartMedia(p.media, i) })),
     currentRuns,
     instructionsTokens: config.tokens.instructions,
@@ -83,8 +84,10 @@ export async function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Subm
     rules: config.retention,
     budget: budget.budget,
     model,
-  })
-  const prompt = convertToProviderPrompt(config.instructions, packed.parts, packed.bytesOf)
+  }
+  const packed = deps.history.pack(submission.chatId, packRequest)
+  // Summaries still to make: the prompt is built once they are (src/actors/compact-for-turn.ts).
+  const prompt = packed.needed.length > 0 ? [] : convertToProviderPrompt(config.instructions, packed.parts, packed.bytesOf, { cacheBreakpointsAfter: packed.stablePrefixEnds })
   const estimatedInputTokens = packed.estimatedTokens
   const configWarnings = [...config.warnings, ...budget.warnings, ...packed.warnings.config]
 
@@ -96,6 +99,21 @@ export async function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Subm
   translationWarnings.push(...vendorReasoning.warnings)
 
   const runId = submission.runId
+  const manifestOf = (context: ContextManifest, estimated: number, max: number, reasoning: { value: VendorReasoning }, warnings: { config: unknown[]; translation: unknown[] }) => ({
+    model: model.name,
+    model_id: model.id,
+    vendor_model_id: model.vendor_model_id,
+    config_versions: config.versions,
+    budget: { ...budget, input_budget: context.input_budget },
+    context,
+    estimated_input_tokens: estimated,
+    max_tokens: max,
+    reasoning_effort: effort.value,
+    vendor_reasoning: reasoning.value.providerOptions,
+    markup_percent: markupPercent,
+    retry_of: request.retry_of ?? null,
+    warnings,
+  })
   await store.writes.write(() => {
     // Checked again where it is written: another chat's turn may have taken the key since.
     if (request.idempotency_key) {
@@ -120,21 +138,10 @@ export async function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Subm
       created_at: createdAt,
       lease_owner: deps.nodeId,
       lease_expires_at: new Date(now.getTime() + deps.leaseTtlMs).toISOString(),
-      manifest: {
-        model: model.name,
-        model_id: model.id,
-        vendor_model_id: model.vendor_model_id,
-        config_versions: config.versions,
-        budget: { ...budget, input_budget: packed.context.input_budget },
-        context: withWrittenParts(packed.context, packed, written.map((row) => row.ordinal)),
-        estimated_input_tokens: estimatedInputTokens,
-        max_tokens: maxTokens,
-        reasoning_effort: effort.value,
-        vendor_reasoning: vendorReasoning.value.providerOptions,
-        markup_percent: markupPercent,
-        retry_of: request.retry_of ?? null,
-        warnings: { config: configWarnings, translation: translationWarnings },
-      },
+      manifest: manifestOf(withWrittenParts(packed.context, packed, written.map((row) => row.ordinal)), estimatedInputTokens, maxTokens, vendorReasoning, {
+        config: configWarnings,
+        translation: translationWarnings,
+      }),
     })
     if (request.idempotency_key) store.idempotencyKeys.record(orgId, request.idempotency_key, runId, now)
   })
@@ -161,8 +168,33 @@ export async function admitTurn(deps: RunDeps, chat: ChatFacts, submission: Subm
     markupPercent,
     startedAtMs: Date.now(),
     createdAt: now.toISOString(),
-    // Summaries are not made yet: packing drops the oldest history instead (decision 012).
-    compaction: null,
+    compaction:
+      packed.needed.length > 0
+        ? { blocks: packed.needed, inProgressElsewhere: compactor.inProgress(submission.chatId, packed.needed), elsewhere: [] }
+        : null,
+    compactionReport: compactionReport(packed.context, []),
+    // What compaction needs to pack the turn again over its new summaries: the turn's parts are in
+    // the ledger by then, as parts of this run.
+    repack: {
+      request: { ...packRequest, newParts: [], currentRuns: [...currentRuns, runId] },
+      instructions: config.instructions,
+      baseConfigWarnings: [...config.warnings, ...budget.warnings],
+      effortWarnings: effort.warnings,
+      submission,
+      manifestOf,
+    },
+  }
+}
+
+/** done.compaction (decisions §5.3): null when no summary was packed. */
+export function compactionReport(context: ContextManifest, elsewhere: readonly string[]): CompactionReport | null {
+  if (context.summaries.length === 0) return null
+  const fromElsewhere = new Set(elsewhere)
+  const isElsewhere = (s: ContextManifest['summaries'][number]) => fromElsewhere.has(`${s.first_ordinal}-${s.last_ordinal}`)
+  return {
+    blocks_generated: context.summaries.filter((s) => !s.reused).length,
+    blocks_reused: context.summaries.filter((s) => s.reused && !isElsewhere(s)).length,
+    in_progress_elsewhere: context.summaries.filter(isElsewhere).length,
   }
 }
 

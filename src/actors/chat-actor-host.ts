@@ -5,6 +5,9 @@ import { UnavailableError } from '../domain/errors.ts'
 import type { PartBody } from '../domain/parts.ts'
 import { ALWAYS_PRIMARY, type ReplicationRoleSource } from '../store/replication-role.ts'
 import { admitTurn } from './admit-turn.ts'
+import { compactForTurn } from './compact-for-turn.ts'
+import { createCompactor } from './compactor.ts'
+import { planEagerCompaction } from './plan-eager-compaction.ts'
 import { executeRun } from './execute-run.ts'
 import { finishRun } from './finish-run.ts'
 import type { RunDeps } from './run-deps.ts'
@@ -35,11 +38,21 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
   const maxIdleActors = options.maxIdleActors ?? 10_000
   const actors = new Map<string, { actor: ChatActor; lastUsed: number }>()
 
+  const compactor = createCompactor(deps)
   const machine = chatMachine.provide({
     actors: {
-      admitTurn: fromPromise(async ({ input }) => admitTurn(deps, input.facts, input.submission)),
+      admitTurn: fromPromise(async ({ input }) => admitTurn(deps, compactor, input.facts, input.submission)),
+      compactHistory: fromPromise(async ({ input }) => compactForTurn(deps, compactor, input.admission, input.signal)),
       streamRun: fromPromise(async ({ input }) => executeRun(deps, input.admission, input.signal)),
-      settleRun: fromPromise(async ({ input }) => finishRun(deps, input.admission, input.result)),
+      settleRun: fromPromise(async ({ input }) => {
+        const { cost } = await finishRun(deps, input.admission, input.result)
+        // A run cancelled or failed still grew the ledger; eager work is planned on what is there now.
+        return { cost, eager: planEagerCompaction(deps, compactor, input.admission) }
+      }),
+      // Background work: not tied to any caller, so nothing cancels it; each run settles on its own.
+      compactEagerly: fromPromise(async ({ input }) => {
+        await compactor.summarise(input.job, input.blocks, new AbortController().signal)
+      }),
     },
   })
 
@@ -70,7 +83,7 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
 
   const isIdle = (actor: ChatActor) => {
     const snapshot = actor.getSnapshot()
-    return snapshot.matches('idle') || snapshot.matches('awaitingToolResults')
+    return (snapshot.matches('idle') || snapshot.matches('awaitingToolResults')) && snapshot.context.eagerCompaction === null
   }
 
   function evictIdle(now = Date.now()): number {

@@ -1,6 +1,8 @@
 import type { MediaRef } from '../domain/context/context-types.ts'
 import { packContext, type PackedContext, type PackInput, type PackResult } from '../domain/context/pack-context.ts'
 import { PackingHistory, type HistoryEntry } from '../domain/context/packing-history.ts'
+import { BlockIndex, blockKey, type Block } from '../domain/context/cut-blocks.ts'
+import { SUMMARY_ESTIMATE_TOKENS, type BlockSummary } from '../domain/context/render-summary.ts'
 import type { PartBody, PartKind } from '../domain/parts.ts'
 import type { DecodedMedia } from '../domain/turns/submission.ts'
 import type { MediaRow, PackingMetaRow } from '../store/parts.ts'
@@ -15,7 +17,15 @@ type ChatHistory = {
   bytes: number
   /** Bytes of the attachments the latest turn sent: most of them are sent again next turn. */
   media: Map<string, Buffer>
+  blocks: BlockIndex
+  /** The chat's stored summaries by blockKey. */
+  summaries: Map<string, BlockSummary>
+  /** Where the previous turn began its verbatim history, and under which window and budget. */
+  previous: { start: number; window: number; budget: object } | null
 }
+
+/** A block to summarise, with the ordinals of its packable parts (others in its range are not sent). */
+export type BlockToSummarise = Block & { ordinals: number[] }
 
 /** A new part's decoded attachments as packing takes them, with their bytes (ids good for this turn only). */
 export function newPartMedia(media: readonly DecodedMedia[], part: number): PackRequest['newParts'][number]['media'] {
@@ -31,8 +41,16 @@ export function newPartMedia(media: readonly DecodedMedia[], part: number): Pack
   }))
 }
 
-export type PackedTurn = PackedContext & { warnings: Extract<PackResult, { kind: 'packed' }>['warnings']; bytesOf: (mediaId: string) => Buffer }
-export type PackRequest = Omit<PackInput, 'history' | 'newParts'> & { newParts: { body: PartBody; media: (MediaRef & { bytes: Buffer })[] }[] }
+export type PackedTurn = Omit<PackedContext, 'needed'> & {
+  warnings: Extract<PackResult, { kind: 'packed' }>['warnings']
+  bytesOf: (mediaId: string) => Buffer
+  needed: BlockToSummarise[]
+}
+export type PackRequest = Omit<PackInput, 'history' | 'newParts' | 'compaction'> & {
+  newParts: { body: PartBody; media: (MediaRef & { bytes: Buffer })[] }[]
+  /** Blocks whose compaction failed for this turn, and those made for it (by blockKey). */
+  compaction?: { unavailable: ReadonlySet<string>; madeNow: ReadonlySet<string> }
+}
 
 const OUTPUT_KINDS = new Set<PartKind>(['message', 'reasoning', 'tool_call'])
 const DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -59,7 +77,7 @@ const toMediaRef = (m: MediaRow): MediaRef => ({
  * length costs memory in proportion to its packed window. Bounded by bytes across chats, least
  * recently used first; the ledger stays the truth.
  */
-export function createContextHistory(store: Pick<Store, 'parts' | 'runs'>, maxBytes = DEFAULT_MAX_BYTES) {
+export function createContextHistory(store: Pick<Store, 'parts' | 'runs' | 'summaries'>, maxBytes = DEFAULT_MAX_BYTES) {
   const chats = new Map<string, ChatHistory>()
   let totalBytes = 0
 
@@ -85,6 +103,9 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs'>, maxBy
       bodiesFrom: 0,
       bytes: 0,
       media: new Map<string, Buffer>(),
+      blocks: new BlockIndex(),
+      summaries: new Map(store.summaries.ofChat(chatId).map((summary) => [blockKey(summary), summary])),
+      previous: null,
     }
     drop(chatId)
     // A failed run's output is never packed (decisions §4); a run fails after its output was kept.
@@ -93,6 +114,8 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs'>, maxBy
     for (const id of failedNow) chat.failed.add(id)
     const firstFailed = Math.min(...failedNow.map((id) => chat.history.firstIndexOfRun(id)).filter((i) => i !== -1))
     if (Number.isFinite(firstFailed)) {
+      chat.blocks.truncate(firstFailed)
+      chat.previous = null
       for (const entry of chat.history.truncate(firstFailed)) {
         const orphan = entry.kind === 'tool_result' && entry.toolUseId !== null && !chat.history.hasCall(entry.toolUseId)
         if (isFailedOutput(entry) || orphan) chat.bytes -= ENTRY_OVERHEAD_BYTES + (entry.body === null ? 0 : bodyBytes(entry))
@@ -187,7 +210,21 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs'>, maxBy
     pack(chatId: string, request: PackRequest): PackedTurn {
       const chat = refresh(chatId)
       try {
-        const input: PackInput = { ...request, history: chat.history }
+        const window = request.model.context_window
+        const previous = chat.previous?.window === window && chat.previous.budget === request.budget ? chat.previous.start : null
+        const input: PackInput = {
+          ...request,
+          history: chat.history,
+          compaction: {
+            blocks: chat.blocks,
+            summaryOf: (block) => chat.summaries.get(blockKey(block)) ?? null,
+            unavailable: request.compaction?.unavailable ?? new Set(),
+            madeNow: request.compaction?.madeNow ?? new Set(),
+            // Eager planning looks ahead: it does not move the turns' boundary.
+            previousStart: request.fillFraction === undefined ? previous : null,
+            estimate: SUMMARY_ESTIMATE_TOKENS,
+          },
+        }
         let result = packContext(input)
         while (result.kind === 'needs-bodies') {
           const missing = chat.history.entries[result.before - 1]
@@ -198,6 +235,9 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs'>, maxBy
         }
         const packed = result.value
         releaseBodies(chat, packed.oldestVisited, request.rules.anchor_parts ?? 0)
+        if (request.fillFraction === undefined) chat.previous = { start: packed.verbatimStart, window, budget: request.budget }
+        const entries = chat.history.entries
+        const needed = packed.needed.map((block) => ({ ...block, ordinals: entries.slice(block.start, block.end).map((e) => e.ordinal) }))
 
         const newBytes = new Map(request.newParts.flatMap((p) => p.media.map((m) => [m.mediaId, m.bytes] as const)))
         const sent: string[] = []
@@ -214,10 +254,14 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs'>, maxBy
         chat.bytes += held(media) - held(chat.media)
         chat.media = media
         const bytesOf = (id: string) => newBytes.get(id) ?? media.get(id)!
-        return { ...packed, warnings: result.warnings, bytesOf }
+        return { ...packed, needed, warnings: result.warnings, bytesOf }
       } finally {
         keep(chatId, chat)
       }
+    },
+    /** A summary just made (and committed): later turns of the chat send it. */
+    addSummary(chatId: string, summary: BlockSummary): void {
+      chats.get(chatId)?.summaries.set(blockKey(summary), summary)
     },
     forget: drop,
   }

@@ -145,7 +145,12 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
       tools: admission.tools.length > 0 ? admission.tools : undefined,
       maxOutputTokens: admission.vendorReasoning.maxOutputTokens,
       abortSignal: signal,
-      providerOptions: { ...admission.vendorReasoning.providerOptions, sandbox: { retry: admission.isRetry } },
+      providerOptions: {
+        ...admission.vendorReasoning.providerOptions,
+        // The chat keys the vendor's prompt cache (OpenAI's routing, the sandbox's simulation).
+        openai: { ...admission.vendorReasoning.providerOptions.openai, promptCacheKey: admission.chatId },
+        sandbox: { retry: admission.isRetry, cacheKey: admission.chatId },
+      },
     })
     stream = call.stream
   } catch (error) {
@@ -223,7 +228,7 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
   return result('succeeded', null, true)
 }
 
-function usageFrom(u: { inputTokens: { total?: number; noCache?: number; cacheRead?: number; cacheWrite?: number }; outputTokens: { total?: number; reasoning?: number } }): Usage {
+export function usageFrom(u: { inputTokens: { total?: number; noCache?: number; cacheRead?: number; cacheWrite?: number }; outputTokens: { total?: number; reasoning?: number } }): Usage {
   const cacheRead = u.inputTokens.cacheRead ?? 0
   const cacheWrite = u.inputTokens.cacheWrite ?? 0
   return {

@@ -33,7 +33,7 @@ export async function finishRun(deps: RunDeps, admission: Admission, result: Run
     }))
     if (result.status === 'succeeded') {
       channel.end('done', {
-        compaction: null,
+        compaction: admission.compactionReport,
         cost,
         cost_currency: 'USD',
         model_served: result.modelServed,

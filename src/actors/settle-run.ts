@@ -2,6 +2,7 @@ import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
 import { moneyToUnits } from '../domain/money.ts'
 import { customerCost } from '../domain/pricing/customer-cost.ts'
 import type { Usage } from '../domain/pricing/usage.ts'
+import type { ChargeType } from '../store/balance.ts'
 import type { RunStatus } from '../store/runs.ts'
 import type { RunDeps } from './run-deps.ts'
 
@@ -19,6 +20,8 @@ export type Settlement = {
   usage: Usage
   latencyMs: number | null
   providerResponseId: string | null
+  /** The balance entry: `usage` for a customer's run, `compaction` for a summary's (decisions §5.3). */
+  entryType?: ChargeType
   /** The provider call as a catalogue statistic; absent when it says nothing of the provider (a cancel). */
   sample?: { startedAt: string; firstDeltaMs: number | null }
 }
@@ -50,7 +53,7 @@ export function settleRun(deps: RunDeps, s: Settlement): string | null {
     if (!finished) return null
     store.balance.charge({
       orgId: s.orgId,
-      type: 'usage',
+      type: s.entryType ?? 'usage',
       runId: s.runId,
       apiKeyId: s.apiKeyId,
       modelId: s.model.id,

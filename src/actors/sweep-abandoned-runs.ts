@@ -39,6 +39,7 @@ export function sweepAbandonedRuns(deps: RunDeps, previousSelf: string | null): 
       },
       latencyMs: null,
       providerResponseId: null,
+      entryType: run.origin === 'compaction' ? 'compaction' : 'usage',
     })
   }
   return abandoned.length

@@ -7,6 +7,8 @@ import type { TranslationWarning } from '../domain/turns/coerce-reasoning-effort
 import type { DecodedMedia, ReasoningEffort, TurnRequest } from '../domain/turns/submission.ts'
 import type { VendorReasoning } from '../providers/map-reasoning-effort.ts'
 import type { RunChannel } from './run-channel.ts'
+import type { BlockToSummarise, PackRequest } from './context-history.ts'
+import type { ContextManifest } from '../domain/context/context-manifest.ts'
 
 /** A new input part after validation, hygiene and decoding, ready to write. */
 export type PreparedPart = { body: PartBody; media: DecodedMedia[]; tokens: number }
@@ -50,15 +52,32 @@ export type Admission = {
   startedAtMs: number
   /** When the run was created, by the service's clock. */
   createdAt: string
-  /**
-   * Ledger blocks packing wants summarised before this context fits; null when it fits as packed.
-   * Whole-history packing never asks: retention and compaction bring the packer that does.
-   */
+  /** Ledger blocks to summarise before this run can stream (decisions §5.3); null when none. */
   compaction: CompactionRequest | null
+  /** done.compaction: the summaries this run's context sends; null when none. */
+  compactionReport: CompactionReport | null
+  /** What packing the turn again after compaction needs (src/actors/compact-for-turn.ts). */
+  repack: Repack
 }
 
-/** What a run waits for before it can stream: blocks to summarise (the `compacting` event's `blocks`). */
-export type CompactionRequest = { blocks: number }
+/** What a run waits for before it can stream: blocks to summarise, some being made by other work. */
+export type CompactionRequest = { blocks: BlockToSummarise[]; inProgressElsewhere: number; elsewhere: string[] }
+export type CompactionReport = { blocks_generated: number; blocks_reused: number; in_progress_elsewhere: number }
+
+export type Repack = {
+  request: PackRequest
+  instructions: string | null
+  baseConfigWarnings: ConfigWarning[]
+  effortWarnings: TranslationWarning[]
+  submission: Submission
+  manifestOf: (
+    context: ContextManifest,
+    estimatedInputTokens: number,
+    maxTokens: number,
+    vendorReasoning: { value: VendorReasoning },
+    warnings: { config: unknown[]; translation: unknown[] },
+  ) => unknown
+}
 
 export type PendingToolCall = { tool_name: string; tool_use_id: string }
 

@@ -10,6 +10,7 @@ import { createPlatformUpdateStore } from './platform-updates.ts'
 import { createProviderCallStore } from './provider-calls.ts'
 import { createUsageReportStore } from './usage-report.ts'
 import { createRunStore } from './runs.ts'
+import { createSummaryStore } from './summaries.ts'
 import { createIdempotencyKeyStore } from './idempotency-keys.ts'
 import { createWriteQueue } from './write-queue.ts'
 
@@ -28,6 +29,7 @@ export function createStore(db: Db) {
     usage: createUsageReportStore(db),
     providerCalls: createProviderCallStore(db),
     runs: createRunStore(db),
+    summaries: createSummaryStore(db),
     idempotencyKeys: createIdempotencyKeyStore(db),
     /** Group commit for the turn path: admissions, closed blocks and settlements. */
     writes: createWriteQueue(db),

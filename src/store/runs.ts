@@ -76,6 +76,7 @@ export function createRunStore(db: Db) {
       `SELECT * FROM runs WHERE status = 'running' AND (lease_expires_at < ? OR lease_owner = ?)`,
     )
     .safeIntegers(true)
+  const setManifest = db.prepare<[string, string]>(`UPDATE runs SET manifest = ? WHERE id = ? AND status = 'running'`)
   const failedOfChat = db.prepare<[string], { id: string }>(`SELECT id FROM runs WHERE chat_id = ? AND status = 'failed'`)
 
   return {
@@ -96,6 +97,8 @@ export function createRunStore(db: Db) {
         costUnits: settlement?.costUnits ?? null,
         settledAt: settlement?.settledAt ?? null,
       }).changes > 0,
+    /** A running run's manifest once its context is final (after compaction, decisions §5.4). */
+    setManifest: (id: string, manifest: unknown) => setManifest.run(JSON.stringify(manifest), id).changes > 0,
     renewLeases: (owner: string, expiresAt: string) => renew.run(expiresAt, owner).changes,
     /** Running runs nobody can be streaming: an expired lease, or a lease of this node's previous life. */
     abandoned: (now: string, previousSelf: string) => abandoned.all(now, previousSelf),

@@ -11,6 +11,9 @@ import type { EntryCache, HistoryEntry, PackingHistory, Rendering } from './pack
 import { applyAttachmentLimits, modelRefusal, modelWarnings, overAttachmentLimit, policyOfKind, type PackItem } from './attachment-limits.ts'
 import { choicesOfCode, renderTreated, wholeCode } from './render-treated.ts'
 import { mediaRetainFor, thresholdOrAll, thresholdOrNone } from './retention-choices.ts'
+import { BlockIndex, type Block } from './cut-blocks.ts'
+import { planSummaries, type SummaryPlan } from './plan-summaries.ts'
+import { packedSummary, type BlockSummary } from './render-summary.ts'
 
 export type NewPart = { body: PartBody; media: readonly MediaRef[] }
 
@@ -25,6 +28,24 @@ export type PackInput = {
   rules: RetentionRules
   budget: ContextBudget
   model: Pick<CatalogueEntry, 'context_window' | 'media'>
+  /** What `summarize` needs (decisions §5.3); without it the oldest history is dropped. */
+  compaction?: CompactionInput
+  /** Eager planning (decisions §5.3 `at_fill`): the history budget taken as this share of itself. */
+  fillFraction?: number
+}
+
+export type CompactionInput = {
+  /** The chat's sealed blocks, extended here up to the current exchange. */
+  blocks: BlockIndex
+  summaryOf: (block: Block) => BlockSummary | null
+  /** Blocks (by blockKey) that will not be summarised this turn: their compaction failed. */
+  unavailable: ReadonlySet<string>
+  /** Blocks summarised for this turn (the others it sends were reused). */
+  madeNow: ReadonlySet<string>
+  /** The verbatim start of the previous turn, kept while it fits (src/domain/context/plan-summaries.ts). */
+  previousStart: number | null
+  /** Tokens set aside for a summary that is not made yet. */
+  estimate: number
 }
 
 export type PackedContext = {
@@ -37,6 +58,12 @@ export type PackedContext = {
   estimatedTokens: number
   /** The oldest history entry packing looked at: older bodies are not needed next turn. */
   oldestVisited: number
+  /** Blocks whose summaries this context needs and that do not exist: sent as placeholders until made. */
+  needed: Block[]
+  /** The first history entry sent verbatim. */
+  verbatimStart: number
+  /** Counts of leading parts that stay the same from turn to turn: where cache breakpoints go. */
+  stablePrefixEnds: number[]
 }
 
 export type PackResult =
@@ -135,6 +162,7 @@ export function packContext(input: PackInput): PackResult {
   const fixed = saturatingAdd(tokens.instructions, tokens.tools, tokens.anchors, tokens.current)
   let allowance = historyBudget(window, fixed, budget)
   if (window - fixed < 0) throw contextTooLarge(window, tokens, fixed)
+  if (input.fillFraction !== undefined) allowance = floorTimes(allowance, input.fillFraction)
 
   // Recency (decisions §5.2): the estimates of the history parts newer than a part, against the budget.
   const newestSum = history.prefix[currentStart]!
@@ -239,6 +267,44 @@ export function packContext(input: PackInput): PackResult {
     tokens.anchors = sumOf(anchors)
     tokens.current = sumOf(current)
   }
+  // summarize (decisions §5.3): the oldest history as summaries of sealed blocks, verbatim from a block boundary.
+  let plan: SummaryPlan | null = null
+  const compaction = input.compaction
+  if (compaction && (budget.history_mode ?? 'summarize') === 'summarize' && keptFrom > anchorEnd) {
+    const suffix = new Array<number>(keptRendering.length + 1)
+    suffix[keptRendering.length] = 0
+    for (let k = keptRendering.length - 1; k >= 0; k--) suffix[k] = suffix[k + 1]! + keptRendering[k]!.tokens
+    const firstKeptAt = (start: number) => {
+      let lo = 0
+      let hi = keptIndex.length
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1
+        if (keptIndex[mid]! < start) lo = mid + 1
+        else hi = mid
+      }
+      return lo
+    }
+    plan = planSummaries({
+      blocks: compaction.blocks.extend(history, currentStart),
+      anchorEnd,
+      currentStart,
+      keptFrom,
+      verbatimFrom: (start) => suffix[firstKeptAt(start)]!,
+      allowance,
+      summaryOf: compaction.summaryOf,
+      unavailable: compaction.unavailable,
+      estimate: compaction.estimate,
+      previousStart: compaction.previousStart,
+    })
+    const cut = firstKeptAt(plan.verbatimStart)
+    keptIndex.splice(0, cut)
+    keptCode.splice(0, cut)
+    keptRendering.splice(0, cut)
+    while (omittedIndex.length > 0 && omittedIndex[0]! < plan.verbatimStart) omittedIndex.shift()
+    keptTokens = suffix[cut]!
+    keptFrom = plan.verbatimStart
+  }
+
   for (const item of anchors) if (item.rendering.refused > 0) translation.push(...modelWarnings(item))
   for (let k = 0; k < keptRendering.length; k++) if (keptRendering[k]!.refused > 0) translation.push(...modelWarnings(keptPackItem(k)))
   for (const item of current) if (item.rendering.refused > 0) translation.push(...modelWarnings(item))
@@ -246,9 +312,51 @@ export function packContext(input: PackInput): PackResult {
   // The manifest: every packable ordinal once, in ledger order.
   const segments: Segment[] = []
   for (const item of anchors) addSegment(segments, item.ordinal, item.ordinal, 1, 'verbatim', item.rendering.tokens)
-  const dropped = keptFrom > anchorEnd ? { dropped: keptFrom - anchorEnd, start_ordinal: entries[anchorEnd]!.ordinal, end_ordinal: entries[keptFrom - 1]!.ordinal } : null
-  if (dropped) addSegment(segments, dropped.start_ordinal, dropped.end_ordinal, dropped.dropped, 'dropped', 0)
   const packed: PackedPart[] = anchors.map(packedWhole)
+  const summaries: ContextManifest['summaries'] = []
+  const needed: Block[] = []
+  const droppedRanges: { start: number; end: number }[] = []
+  let summaryTokens = 0
+  if (plan) {
+    for (const choice of plan.choices) {
+      const start = Math.max(choice.block.start, anchorEnd)
+      const first = entries[start]!.ordinal
+      const count = choice.block.end - start
+      if (choice.kind === 'dropped') {
+        droppedRanges.push({ start, end: choice.block.end })
+        addSegment(segments, first, choice.block.lastOrdinal, count, 'dropped', 0)
+        continue
+      }
+      const tokensOf = choice.kind === 'summary' ? choice.summary.tokens : compaction!.estimate
+      summaryTokens += tokensOf
+      addSegment(segments, first, choice.block.lastOrdinal, count, 'summarised', tokensOf)
+      if (choice.kind === 'summary') {
+        packed.push(packedSummary(choice.summary))
+        summaries.push({
+          first_ordinal: choice.block.firstOrdinal,
+          last_ordinal: choice.block.lastOrdinal,
+          run_id: choice.summary.runId,
+          tokens: choice.summary.tokens,
+          reused: !compaction!.madeNow.has(`${choice.block.firstOrdinal}-${choice.block.lastOrdinal}`),
+        })
+      } else {
+        needed.push(choice.block)
+        packed.push({ ordinal: choice.block.firstOrdinal, kind: 'summary', treatment: 'summarised', content: null, tokens: tokensOf })
+      }
+    }
+    if (plan.gap) droppedRanges.push(plan.gap)
+  } else if (keptFrom > anchorEnd) droppedRanges.push({ start: anchorEnd, end: keptFrom })
+  if (plan?.gap) addSegment(segments, entries[plan.gap.start]!.ordinal, entries[plan.gap.end - 1]!.ordinal, plan.gap.end - plan.gap.start, 'dropped', 0)
+  else if (!plan && keptFrom > anchorEnd) addSegment(segments, entries[anchorEnd]!.ordinal, entries[keptFrom - 1]!.ordinal, keptFrom - anchorEnd, 'dropped', 0)
+  const dropped =
+    droppedRanges.length === 0
+      ? null
+      : {
+          dropped: droppedRanges.reduce((n, r) => n + r.end - r.start, 0),
+          start_ordinal: entries[droppedRanges[0]!.start]!.ordinal,
+          end_ordinal: entries[droppedRanges.at(-1)!.end - 1]!.ordinal,
+        }
+  const summaryParts = packed.length
   let nextKept = 0
   let nextOmitted = 0
   for (let i = keptFrom; i < currentStart; i++) {
@@ -268,8 +376,9 @@ export function packContext(input: PackInput): PackResult {
     packed.push(packedWhole(item))
   }
 
-  const total = saturatingAdd(tokens.instructions, tokens.tools, tokens.anchors, keptTokens, tokens.current)
-  const config: ConfigWarning[] = dropped ? [historyDropped(dropped, budget.history_mode ?? 'summarize')] : []
+  const historyEnd = packed.length - current.length
+  const total = saturatingAdd(tokens.instructions, tokens.tools, tokens.anchors, summaryTokens, keptTokens, tokens.current)
+  const config: ConfigWarning[] = dropped ? [historyDropped(dropped, budget.history_mode ?? 'summarize', plan !== null)] : []
   return {
     kind: 'packed',
     value: {
@@ -283,16 +392,19 @@ export function packContext(input: PackInput): PackResult {
           tools: tokens.tools,
           anchors: tokens.anchors,
           history: keptTokens,
-          summaries: 0,
+          summaries: summaryTokens,
           current: tokens.current,
           total,
         },
         segments,
-        summaries: [],
+        summaries,
         dropped,
       },
       estimatedTokens: total,
       oldestVisited,
+      needed,
+      verbatimStart: keptFrom,
+      stablePrefixEnds: [...new Set([summaryParts, historyEnd])].filter((n) => n > 0),
     },
     warnings: { config, translation },
   }
@@ -309,11 +421,13 @@ const packedOf = (ordinal: number, kind: PartKind, rendering: Rendering, treatme
 /** Anchors and the current exchange are listed as verbatim (decisions §5.4). */
 const packedWhole = (item: PackItem): PackedPart => packedOf(item.ordinal, item.entry?.kind ?? item.body!.type, item.rendering, 'verbatim')
 
-function historyDropped(dropped: NonNullable<ContextManifest['dropped']>, mode: HistoryMode): ConfigWarning {
+function historyDropped(dropped: NonNullable<ContextManifest['dropped']>, mode: HistoryMode, summarised: boolean): ConfigWarning {
   const warning: ConfigWarning = { code: 'history_dropped', ...dropped }
   if (mode === 'drop_oldest') return warning
-  // Until compaction exists, summarize drops the oldest history too, and says so.
-  return { ...warning, history_mode: 'summarize', message: 'summaries are not made yet: the oldest history was dropped as under drop_oldest' }
+  const message = summarised
+    ? 'summaries replace the oldest history; these parts were dropped because their summaries could not be made or did not fit, or they are not in a sealed block yet'
+    : 'the oldest history was dropped as under drop_oldest: summaries are not made here'
+  return { ...warning, history_mode: 'summarize', message }
 }
 
 function contextTooLarge(window: number, tokens: { instructions: number; tools: number; anchors: number; current: number }, fixed: number) {

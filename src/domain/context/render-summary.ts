@@ -1,6 +1,12 @@
 import { estimateTokens } from '../tokens/estimate-tokens.ts'
 import type { PackedPart } from './context-types.ts'
 
+/** What a compaction run may write (its max_tokens): a summary is short next to its block. */
+export const SUMMARY_MAX_TOKENS = 400
+
+/** What packing sets aside for a summary not made yet: the most a compaction run writes, framed. */
+export const SUMMARY_ESTIMATE_TOKENS = SUMMARY_MAX_TOKENS + 24
+
 /** A stored summary of a block of the ledger (decisions §5.3). */
 export type BlockSummary = {
   firstOrdinal: number

@@ -5,6 +5,7 @@ import * as usageLedger from './0003-usage-ledger.ts'
 import * as runs from './0004-runs.ts'
 import * as balanceTotals from './0005-balance-totals.ts'
 import * as failedRunsIndex from './0006-failed-runs-index.ts'
+import * as summaries from './0007-summaries.ts'
 
 export type Migration = { name: string; up: (db: Database) => void }
 
@@ -16,4 +17,5 @@ export const migrations: Migration[] = [
   { name: '0004-runs', up: runs.up },
   { name: '0005-balance-totals', up: balanceTotals.up },
   { name: '0006-failed-runs-index', up: failedRunsIndex.up },
+  { name: '0007-summaries', up: summaries.up },
 ]

@@ -10,7 +10,7 @@ const ledger = () => {
   return l
 }
 
-const SUMMARIZE_MESSAGE = 'summaries are not made yet: the oldest history was dropped as under drop_oldest'
+const SUMMARIZE_MESSAGE = 'the oldest history was dropped as under drop_oldest: summaries are not made here'
 
 function packIn(window: number, budget: ContextBudget = BUDGET, anchorParts = 0) {
   return pack({ history: ledger().history, model: model(window), budget, rules: { version: 1, anchor_parts: anchorParts } })

@@ -1,0 +1,112 @@
+import { blockKey } from '../domain/context/cut-blocks.ts'
+import type { BlockSummary } from '../domain/context/render-summary.ts'
+import type { BlockToSummarise } from './context-history.ts'
+import type { RunDeps } from './run-deps.ts'
+import { summariseBlock, type CompactionJob } from './summarise-block.ts'
+
+/** What a request for summaries came to. */
+export type CompactionOutcome = {
+  summaries: BlockSummary[]
+  /** Blocks left without a summary: their compaction run failed or was cancelled (decisions §5.3). */
+  failed: BlockToSummarise[]
+  /** Blocks this request summarised itself, and those it waited for other work to summarise. */
+  generated: string[]
+  elsewhere: string[]
+}
+
+/** How many compaction runs one request keeps going at once. */
+const PARALLEL_RUNS = 2
+
+/**
+ * Compaction work of this node, by chat and block. A block being summarised is claimed before its
+ * run starts; a request that needs it meanwhile (a turn arriving during eager compaction) waits for
+ * that work instead of doing it twice (decisions §5.3 `in_progress_elsewhere`).
+ */
+export function createCompactor(deps: RunDeps) {
+  const inFlight = new Map<string, Promise<BlockSummary | null>>()
+  const keyOf = (chatId: string, block: BlockToSummarise) => `${chatId}:${blockKey(block)}`
+
+  const untilAborted = <T>(promise: Promise<T>, signal: AbortSignal, fallback: T) =>
+    signal.aborted
+      ? Promise.resolve(fallback)
+      : new Promise<T>((resolve) => {
+          const stop = () => resolve(fallback)
+          signal.addEventListener('abort', stop, { once: true })
+          void promise.then(resolve, () => resolve(fallback)).finally(() => signal.removeEventListener('abort', stop))
+        })
+
+  return {
+    /** How many of `blocks` other work of this node is summarising now. */
+    inProgress(chatId: string, blocks: readonly BlockToSummarise[]): number {
+      return blocks.filter((b) => inFlight.has(keyOf(chatId, b))).length
+    },
+
+    /** Whether any compaction of the chat is running on this node. */
+    busy(chatId: string): boolean {
+      for (const key of inFlight.keys()) if (key.startsWith(`${chatId}:`)) return true
+      return false
+    },
+
+    /**
+     * Summarises `blocks` (oldest first), waiting for those already being made. A cancel (`signal`)
+     * stops this request's runs (each settles as cancelled) and stops waiting; what was made stays.
+     */
+    async summarise(job: CompactionJob, blocks: readonly BlockToSummarise[], signal: AbortSignal): Promise<CompactionOutcome> {
+      const waits: { block: BlockToSummarise; result: Promise<BlockSummary | null> }[] = []
+      const mine: { block: BlockToSummarise; resolve: (s: BlockSummary | null) => void; result: Promise<BlockSummary | null> }[] = []
+      for (const block of blocks) {
+        const key = keyOf(job.chatId, block)
+        const elsewhere = inFlight.get(key)
+        if (elsewhere) {
+          waits.push({ block, result: elsewhere })
+          continue
+        }
+        let resolve!: (s: BlockSummary | null) => void
+        const result = new Promise<BlockSummary | null>((r) => (resolve = r))
+        inFlight.set(key, result)
+        void result.finally(() => inFlight.delete(key))
+        mine.push({ block, resolve, result })
+      }
+
+      let next = 0
+      const worker = async () => {
+        while (next < mine.length) {
+          const claim = mine[next++]!
+          if (signal.aborted) {
+            claim.resolve(null)
+            continue
+          }
+          try {
+            const summary = await summariseBlock(deps, job, claim.block, signal)
+            if (summary) deps.history.addSummary(job.chatId, summary)
+            claim.resolve(summary)
+          } catch {
+            claim.resolve(null)
+          }
+        }
+      }
+      await Promise.all(Array.from({ length: Math.min(PARALLEL_RUNS, mine.length) }, worker))
+      const waited = await Promise.all(waits.map((w) => untilAborted(w.result, signal, null)))
+      const made = await Promise.all(mine.map((m) => m.result))
+
+      const outcome: CompactionOutcome = { summaries: [], failed: [], generated: [], elsewhere: [] }
+      mine.forEach((m, i) => {
+        const summary = made[i]
+        if (summary) {
+          outcome.summaries.push(summary)
+          outcome.generated.push(blockKey(m.block))
+        } else outcome.failed.push(m.block)
+      })
+      waits.forEach((w, i) => {
+        const summary = waited[i]
+        if (summary) {
+          outcome.summaries.push(summary)
+          outcome.elsewhere.push(blockKey(w.block))
+        } else outcome.failed.push(w.block)
+      })
+      return outcome
+    },
+  }
+}
+
+export type Compactor = ReturnType<typeof createCompactor>

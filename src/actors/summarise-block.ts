@@ -1,0 +1,140 @@
+import type { LanguageModelV3StreamPart } from '@ai-sdk/provider'
+import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
+import { SUMMARY_MAX_TOKENS, summaryTokens, type BlockSummary } from '../domain/context/render-summary.ts'
+import { newId } from '../domain/new-id.ts'
+import type { PartBody } from '../domain/parts.ts'
+import type { Usage } from '../domain/pricing/usage.ts'
+import { compactionPrompt } from '../providers/compaction-prompt.ts'
+import { estimatePromptTokens } from '../providers/estimate-prompt-tokens.ts'
+import type { BlockToSummarise } from './context-history.ts'
+import { estimatedUsage, usageFrom } from './execute-run.ts'
+import { mapStopReason } from './map-stop-reason.ts'
+import type { RunDeps } from './run-deps.ts'
+import { settleRun } from './settle-run.ts'
+
+/** Whose compaction this is: the chat, who pays, on which model. */
+export type CompactionJob = {
+  chatId: string
+  orgId: string
+  apiKeyId: string | null
+  namespace: string | null
+  model: CatalogueEntry
+  markupPercent: string
+  /** The customer run waiting for it; null for eager work after a run settled. */
+  forRunId: string | null
+}
+
+const describe = (error: unknown) => (error instanceof Error ? error.message : String((error as { message?: unknown } | null)?.message ?? error))
+
+/**
+ * One compaction run (decisions §5.3): `origin: compaction`, the chat's model, our instruction and
+ * the block's parts. Written `running` before the provider is called; settled, billed as a
+ * `compaction` entry and its summary stored in one transaction, so a crash leaves either a settled
+ * run with its summary or a running run the sweep fails, never half a summary. Resolves with the
+ * summary, or null when the run did not make one (failed or cancelled).
+ */
+export async function summariseBlock(deps: RunDeps, job: CompactionJob, block: BlockToSummarise, signal: AbortSignal): Promise<BlockSummary | null> {
+  const { store } = deps
+  const wanted = new Set(block.ordinals)
+  const parts = store.parts
+    .bodiesBetween(job.chatId, block.firstOrdinal, block.lastOrdinal)
+    .filter((row) => wanted.has(row.ordinal))
+    .map((row) => ({ ordinal: row.ordinal, body: JSON.parse(row.body) as PartBody }))
+  const prompt = compactionPrompt(block.firstOrdinal, block.lastOrdinal, parts)
+  const inputTokens = estimatePromptTokens(prompt)
+  const runId = newId()
+  const now = deps.now()
+  const startedAt = Date.now()
+  await store.writes.write(() =>
+    store.runs.insert({
+      id: runId,
+      org_id: job.orgId,
+      chat_id: job.chatId,
+      origin: 'compaction',
+      model_id: job.model.id,
+      model_name: job.model.name,
+      namespace: job.namespace,
+      api_key_id: job.apiKeyId,
+      retry_of: null,
+      created_at: now.toISOString(),
+      lease_owner: deps.nodeId,
+      lease_expires_at: new Date(now.getTime() + deps.leaseTtlMs).toISOString(),
+      manifest: {
+        purpose: 'compaction',
+        model: job.model.name,
+        model_id: job.model.id,
+        vendor_model_id: job.model.vendor_model_id,
+        block: { first_ordinal: block.firstOrdinal, last_ordinal: block.lastOrdinal, parts: parts.length, tokens: block.tokens },
+        for_run: job.forRunId,
+        estimated_input_tokens: inputTokens,
+        max_tokens: SUMMARY_MAX_TOKENS,
+        markup_percent: job.markupPercent,
+      },
+    }),
+  )
+
+  let text = ''
+  let usage: Usage | null = null
+  let stopReason: string | null = null
+  let providerResponseId: string | null = null
+  let firstDeltaMs: number | null = null
+  let reached = false
+  let finished = false
+  let error: string | null = null
+  try {
+    const call = await deps.languageModelFor(job.model).doStream({
+      prompt,
+      maxOutputTokens: SUMMARY_MAX_TOKENS,
+      abortSignal: signal,
+      providerOptions: { sandbox: { compaction: { firstOrdinal: block.firstOrdinal, lastOrdinal: block.lastOrdinal } } },
+    })
+    reached = true
+    const reader = (call.stream as ReadableStream<LanguageModelV3StreamPart>).getReader()
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) break
+      if (value.type === 'text-delta') {
+        if (firstDeltaMs === null) firstDeltaMs = Date.now() - startedAt
+        text += value.delta
+      } else if (value.type === 'response-metadata') providerResponseId = value.id ?? providerResponseId
+      else if (value.type === 'finish') {
+        finished = true
+        stopReason = mapStopReason(value.finishReason)
+        usage = usageFrom(value.usage)
+      } else if (value.type === 'error') {
+        error = `the provider failed mid-stream: ${describe(value.error)}`
+        break
+      }
+    }
+  } catch (e) {
+    if (!signal.aborted) error = `the provider failed${reached ? '' : ' before answering'}: ${describe(e)}`
+  }
+  const status = signal.aborted ? 'cancelled' : error === null && finished && text.trim() !== '' ? 'succeeded' : 'failed'
+  if (status === 'failed' && error === null) error = finished ? 'the summary came back empty' : 'the provider stream ended without finishing'
+  const summary: BlockSummary | null =
+    status === 'succeeded'
+      ? { firstOrdinal: block.firstOrdinal, lastOrdinal: block.lastOrdinal, text: text.trim(), tokens: summaryTokens(block.firstOrdinal, block.lastOrdinal, text.trim()), runId }
+      : null
+
+  await store.writes.write(() => {
+    settleRun(deps, {
+      runId,
+      orgId: job.orgId,
+      chatId: job.chatId,
+      apiKeyId: job.apiKeyId,
+      namespace: job.namespace,
+      model: job.model,
+      markupPercent: job.markupPercent,
+      status,
+      stopReason,
+      error,
+      usage: usage ?? estimatedUsage(inputTokens, text, reached),
+      latencyMs: Date.now() - startedAt,
+      providerResponseId,
+      entryType: 'compaction',
+      sample: status === 'cancelled' ? undefined : { startedAt: new Date(startedAt).toISOString(), firstDeltaMs },
+    })
+    if (summary) store.summaries.insert(job.chatId, summary, deps.now().toISOString())
+  })
+  return summary
+}
