@@ -1,6 +1,8 @@
 import { Decimal } from 'decimal.js'
 import { randomUUID } from 'node:crypto'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { estimatePartTokens } from '../../src/domain/context/estimate-part-tokens.ts'
+import type { PartBody } from '../../src/domain/parts.ts'
 import { expectError, expectProblem } from '../helpers/http.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
 import {
@@ -286,27 +288,25 @@ describe('context and model', () => {
     expect(wide.events.at(-1)).toBe('done')
   })
 
-  it('a history over the window is dropped, oldest first, never a 422', async () => {
+  it('a history over the window is summarised, never a 422: the turn compacts after its stream opened', async () => {
     // The first two parts are the platform default's anchors; the long prompt after them cannot fit.
-    const [, , long] = ctx.store.parts.append(chatId, [
-      { body: { type: 'prompt', text: 'hello' } },
-      { body: { type: 'message', text: 'hi' } },
-      { body: { type: 'prompt', text: 'word '.repeat(8000) } },
-      { body: { type: 'message', text: 'noted' } },
-    ])
+    const bodies: PartBody[] = [
+      { type: 'prompt', text: 'hello' },
+      { type: 'message', text: 'hi' },
+      { type: 'prompt', text: 'word '.repeat(8000) },
+      { type: 'message', text: 'noted' },
+    ]
+    const [first, , long] = ctx.store.parts.append(chatId, bodies.map((body) => ({ body, tokens: estimatePartTokens(body) })))
     const t = await turn(ctx, org.auth, chatId, { model: 'sandbox/echo-8k', input: [prompt('summarise')] })
     expect(t.events.at(-1)).toBe('done')
-    const warnings = t.of('config_warnings')[0]!.data.warnings
-    expect(warnings).toEqual([
-      {
-        code: 'history_dropped',
-        dropped: 1,
-        start_ordinal: long!.ordinal,
-        end_ordinal: long!.ordinal,
-        history_mode: 'summarize',
-        message: expect.stringMatching(/summaries are not made yet/),
-      },
-    ])
+    expect(t.events.slice(0, 4)).toEqual(['run', 'config_warnings', 'translation_warnings', 'compacting'])
+    expect(t.of('compacting')[0]!.data).toEqual({ blocks: 1, in_progress_elsewhere: 0 })
+    expect(t.of('config_warnings')[0]!.data.warnings).toEqual([])
+    expect(t.of('done')[0]!.data.compaction).toEqual({ blocks_generated: 1, blocks_reused: 0, in_progress_elsewhere: 0 })
+    const summaries = ctx.store.summaries.ofChat(chatId)
+    expect(summaries).toHaveLength(1)
+    expect(summaries[0]).toMatchObject({ firstOrdinal: first!.ordinal, lastOrdinal: long!.ordinal })
+    expect(summaries[0]!.text).toMatch(new RegExp(`^Summary of ordinals ${first!.ordinal}-${long!.ordinal}: hello / hi / word word`))
   })
 
   it('a history that fits sandbox/echo’s input budget is taken', async () => {

@@ -113,6 +113,8 @@ describe('context history (the chat actor’s kept packing state)', () => {
     const kept = createContextHistory(temp.store)
     const ok = run('succeeded')
     const small = { context_window: 2_000, media: model.media }
+    // drop_oldest: under summarize a kept chat also holds the previous turn's verbatim start, which a fresh reader cannot know.
+    const budget: ContextBudget = { version: 3, headroom: 0.1, history_mode: 'drop_oldest' }
     for (let i = 0; i < 300; i++) {
       append(
         [
@@ -124,17 +126,17 @@ describe('context history (the chat actor’s kept packing state)', () => {
         ok.id,
       )
       if (i % 25 === 0 || i === 299) {
-        const incremental = pack(kept, { rules: PLATFORM_DEFAULT_RETENTION, model: small })
-        const fresh = pack(createContextHistory(temp.store), { rules: PLATFORM_DEFAULT_RETENTION, model: small })
+        const incremental = pack(kept, { rules: PLATFORM_DEFAULT_RETENTION, model: small, budget })
+        const fresh = pack(createContextHistory(temp.store), { rules: PLATFORM_DEFAULT_RETENTION, model: small, budget })
         expect(incremental.parts).toEqual(fresh.parts)
         expect(incremental.context).toEqual(fresh.context)
       }
     }
     // A wider window reaches back past the bodies let go: they are read again.
     const wide = { context_window: 20_000, media: model.media }
-    const back = pack(kept, { rules: PLATFORM_DEFAULT_RETENTION, model: wide })
-    expect(back.parts).toEqual(pack(createContextHistory(temp.store), { rules: PLATFORM_DEFAULT_RETENTION, model: wide }).parts)
-    expect(back.context.dropped!.dropped).toBeLessThan(pack(kept, { rules: PLATFORM_DEFAULT_RETENTION, model: small }).context.dropped!.dropped)
+    const back = pack(kept, { rules: PLATFORM_DEFAULT_RETENTION, model: wide, budget })
+    expect(back.parts).toEqual(pack(createContextHistory(temp.store), { rules: PLATFORM_DEFAULT_RETENTION, model: wide, budget }).parts)
+    expect(back.context.dropped!.dropped).toBeLessThan(pack(kept, { rules: PLATFORM_DEFAULT_RETENTION, model: small, budget }).context.dropped!.dropped)
   })
 
   it('does not keep a chat larger than its byte bound, and still answers from the ledger', () => {
