@@ -12,6 +12,45 @@ type AssistantItem = Extract<NonSystemMessage, { role: 'assistant' }>['content']
 type ToolItem = Extract<NonSystemMessage, { role: 'tool' }>['content'][number]
 type Converted = { kind: 'message'; message: NonSystemMessage } | { kind: 'item'; role: 'assistant'; item: AssistantItem } | { kind: 'item'; role: 'tool'; item: ToolItem }
 
+/** Where an item sits in the prompt: its message's index and its own within the message. */
+type ItemAt = { message: number; item: number }
+
+export type ConvertOptions = {
+  /**
+   * Anthropic cache breakpoints: n marks the end of the first n packed parts as a cached prefix.
+   * With the option, the system message is marked too; four marks at most (Anthropic's limit), so
+   * the system's and the last three requested are kept.
+   */
+  cacheBreakpointsAfter?: readonly number[]
+}
+
+const MAX_BREAKPOINTS = 4
+const CACHE_BREAKPOINT = { anthropic: { cacheControl: { type: 'ephemeral' } } } as const
+
+/**
+ * Whether Anthropic honours a breakpoint on the item: not on reasoning (thinking blocks refuse
+ * cache_control, and unsigned reasoning is not sent at all), nor on an empty text block.
+ */
+function canCarryBreakpoint(item: NonSystemMessage['content'][number]): boolean {
+  switch (item.type) {
+    case 'reasoning':
+      return false
+    case 'text':
+      return item.text !== ''
+    case 'file':
+    case 'tool-call':
+    case 'tool-result':
+      return true
+    case 'tool-approval-response':
+      // Anthropic's conversion skips these.
+      return false
+    default: {
+      const unknown: never = item
+      throw new Error(`unknown content item ${JSON.stringify(unknown)}`)
+    }
+  }
+}
+
 /**
  * Converted forms of rendered parts without attachment bytes, shared between turns. Vendor packages
  * read prompts and never change them; messages that group items are made anew each turn.
@@ -28,12 +67,36 @@ export function convertToProviderPrompt(
   instructions: string | null,
   parts: readonly PackedPart[],
   bytesOf: (mediaId: string) => Uint8Array,
+  options: ConvertOptions = {},
 ): LanguageModelV3Prompt {
-  const messages: LanguageModelV3Message[] = instructions === null ? [] : [{ role: 'system', content: instructions }]
+  const breakpoints = options.cacheBreakpointsAfter
+  // An empty system text cannot carry a breakpoint (Anthropic refuses cache_control on an empty block).
+  const systemBreakpoint = breakpoints !== undefined && instructions !== null && instructions !== ''
+  const messages: LanguageModelV3Message[] =
+    instructions === null ? [] : [{ role: 'system', content: instructions, ...(systemBreakpoint ? { providerOptions: CACHE_BREAKPOINT } : {}) }]
+  // Where each part ends as sent: the last item that can carry a breakpoint, at or before it.
+  const endOf: (ItemAt | null)[] = []
+  let lastMarkable: ItemAt | null = null
+  const sent = (message: number, items: readonly NonSystemMessage['content'][number][], from: number) => {
+    for (let i = items.length - 1; i >= from; i--) {
+      if (canCarryBreakpoint(items[i]!)) {
+        lastMarkable = { message, item: i }
+        return
+      }
+    }
+  }
+  const push = (message: NonSystemMessage) => {
+    messages.push(message)
+    sent(messages.length - 1, message.content, 0)
+  }
   const appendTo = <M extends NonSystemMessage>(role: M['role'], item: M['content'][number]) => {
     const last = messages.at(-1)
+    // Only grouped assistant and tool messages are appended to, and those are made anew each turn:
+    // the shared user messages are never changed.
     if (last?.role === role) (last.content as M['content'][number][]).push(item)
     else messages.push({ role, content: [item] } as M)
+    const content = (messages.at(-1) as M).content
+    sent(messages.length - 1, content, content.length - 1)
   }
   const attachment = (a: SentAttachment): LanguageModelV3TextPart | LanguageModelV3FilePart => {
     if (a.kind === 'marker') return { type: 'text', text: a.text }
@@ -48,14 +111,21 @@ export function convertToProviderPrompt(
   }
 
   for (const part of parts) {
+    convertPart(part)
+    endOf.push(lastMarkable)
+  }
+  if (breakpoints !== undefined) placeBreakpoints(messages, breakpoints, endOf, systemBreakpoint ? MAX_BREAKPOINTS - 1 : MAX_BREAKPOINTS)
+  return messages
+
+  function convertPart(part: PackedPart) {
     const content = part.content
-    if (content === null) continue
+    if (content === null) return
     // Packing hands the same rendered parts turn after turn: their converted form is made once.
     const known = converted.get(content)
     if (known !== undefined) {
-      if (known.kind === 'message') messages.push(known.message)
+      if (known.kind === 'message') push(known.message)
       else appendTo(known.role, known.item)
-      continue
+      return
     }
     const withoutFiles = !('attachments' in content) || content.attachments.every((a) => a.kind === 'marker')
     switch (content.type) {
@@ -63,7 +133,7 @@ export function convertToProviderPrompt(
         const items = [...(content.text ? [{ type: 'text' as const, text: content.text }] : []), ...content.attachments.map(attachment)]
         const message: NonSystemMessage = { role: 'user', content: items.length > 0 ? items : [{ type: 'text', text: '' }] }
         if (withoutFiles) converted.set(content, { kind: 'message', message })
-        messages.push(message)
+        push(message)
         break
       }
       case 'tool_result': {
@@ -93,7 +163,7 @@ export function convertToProviderPrompt(
         // Summaries stand where the history they replace stood: told to the model as user text.
         const message: NonSystemMessage = { role: 'user', content: [{ type: 'text', text: content.text }] }
         converted.set(content, { kind: 'message', message })
-        messages.push(message)
+        push(message)
         break
       }
       case 'message':
@@ -113,5 +183,28 @@ export function convertToProviderPrompt(
       }
     }
   }
-  return messages
+}
+
+/**
+ * Marks the items that end the requested prefixes, the last `budget` of them by position. The
+ * marked item and its message are copies: the shared ones stay as every other turn sees them.
+ */
+function placeBreakpoints(messages: LanguageModelV3Message[], after: readonly number[], endOf: readonly (ItemAt | null)[], budget: number) {
+  const chosen = new Map<string, ItemAt>()
+  for (const n of after) {
+    // A prefix of no parts, or of more parts than were packed, marks nothing.
+    if (!Number.isInteger(n) || n < 1 || n > endOf.length) continue
+    const at = endOf[n - 1]
+    if (at) chosen.set(`${at.message}:${at.item}`, at)
+  }
+  const kept = [...chosen.values()].sort((a, b) => a.message - b.message || a.item - b.item)
+  for (const at of kept.slice(Math.max(0, kept.length - budget))) {
+    const message = messages[at.message] as NonSystemMessage
+    const content = message.content.map((item, i) =>
+      i === at.item
+        ? { ...item, providerOptions: { ...item.providerOptions, anthropic: { ...item.providerOptions?.anthropic, ...CACHE_BREAKPOINT.anthropic } } }
+        : item,
+    )
+    messages[at.message] = { ...message, content } as NonSystemMessage
+  }
 }

@@ -70,14 +70,47 @@ export function estimateToolsTokens(tools: readonly LanguageModelV3FunctionTool[
 }
 
 /**
+ * One countable item of a vendor call, in prompt order: the tools block, each system message, then
+ * each content item of each user, assistant or tool message. `startsMessage` says the item opens a
+ * message, so two prompts with the same items grouped differently can be told apart.
+ */
+export type PromptTokenItem =
+  | { kind: 'tools'; tools: readonly LanguageModelV3FunctionTool[]; tokens: number }
+  | { kind: 'system'; text: string; tokens: number }
+  | { kind: 'content'; role: Exclude<LanguageModelV3Message['role'], 'system'>; startsMessage: boolean; item: ContentItem; tokens: number }
+
+/**
+ * The prompt's items with their estimates. estimatePromptTokens is their saturating sum, so a
+ * count over a leading run of them (the sandbox's prefix cache) never exceeds the whole.
+ */
+export function* promptTokenItems(prompt: LanguageModelV3Prompt, tools: readonly LanguageModelV3FunctionTool[] = []): Generator<PromptTokenItem> {
+  yield { kind: 'tools', tools, tokens: estimateToolsTokens(tools) }
+  for (const message of prompt) {
+    switch (message.role) {
+      case 'system':
+        yield { kind: 'system', text: message.content, tokens: estimateTokens(message.content) }
+        break
+      case 'user':
+      case 'assistant':
+      case 'tool':
+        for (const [i, item] of message.content.entries()) {
+          yield { kind: 'content', role: message.role, startsMessage: i === 0, item, tokens: estimateContentTokens(item) }
+        }
+        break
+      default: {
+        const unknown: never = message
+        throw new Error(`unknown message ${JSON.stringify(unknown)}`)
+      }
+    }
+  }
+}
+
+/**
  * The input tokens of a vendor call by the project's one estimator: the sandbox reports them as
  * usage, and they equal what packing budgeted for the same context (test/providers covers it).
  */
 export function estimatePromptTokens(prompt: LanguageModelV3Prompt, tools: readonly LanguageModelV3FunctionTool[] = []): number {
-  let tokens = estimateToolsTokens(tools)
-  for (const message of prompt) {
-    if (message.role === 'system') tokens = saturatingAdd(tokens, estimateTokens(message.content))
-    else for (const item of message.content) tokens = saturatingAdd(tokens, estimateContentTokens(item))
-  }
+  let tokens = 0
+  for (const item of promptTokenItems(prompt, tools)) tokens = saturatingAdd(tokens, item.tokens)
   return tokens
 }

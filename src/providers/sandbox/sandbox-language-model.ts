@@ -7,15 +7,19 @@ import {
   type LanguageModelV3StreamPart,
 } from '@ai-sdk/provider'
 import { randomUUID } from 'node:crypto'
-import { estimateTokens } from '../../domain/tokens/estimate-tokens.ts'
-import { estimatePromptTokens } from '../estimate-prompt-tokens.ts'
+import { estimateTokens, saturatingAdd } from '../../domain/tokens/estimate-tokens.ts'
 import { describeContext } from './sandbox-context.ts'
+import { sandboxSummaryCall, type SandboxCompaction } from './sandbox-summary.ts'
+import { createSandboxPrefixCache, prefixItems } from './sandbox-prefix-cache.ts'
 import { newestTurn, readSandboxScript, type SandboxScript } from './sandbox-script.ts'
 
 const LOREM = 'lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore et dolore magna aliqua'.split(' ')
 
-/** Provider options the run layer passes: whether this call retries a failed run (for /flaky). */
-export type SandboxCallOptions = { retry?: boolean }
+/**
+ * Provider options the run layer passes: whether this call retries a failed run (for /flaky), and
+ * the key of the simulated prefix cache (the chat; compaction runs pass none and read no cache).
+ */
+export type SandboxCallOptions = { retry?: boolean; cacheKey?: string }
 
 // The abort listener goes when the wait ends: one per delta would pile up on the run's signal.
 const sleep = (ms: number, signal: AbortSignal | undefined) =>
@@ -53,6 +57,8 @@ function textDeltas(turn: ReturnType<typeof newestTurn>, script: SandboxScript, 
  * deterministically, steered by magic lines of the newest prompt.
  */
 export function createSandboxLanguageModel(modelId: string): LanguageModelV3 {
+  // Per model, as a vendor's cache is: a chat that changes model starts cold.
+  const prefixCache = createSandboxPrefixCache()
   return {
     specificationVersion: 'v3',
     provider: 'sandbox',
@@ -62,13 +68,24 @@ export function createSandboxLanguageModel(modelId: string): LanguageModelV3 {
       throw new Error('the sandbox model only streams')
     },
     async doStream(options: LanguageModelV3CallOptions) {
+      // A compaction run (src/actors/summarise-block.ts) is answered with the block's summary.
+      const compaction = (options.providerOptions?.sandbox as { compaction?: SandboxCompaction } | undefined)?.compaction
+      if (compaction) return sandboxSummaryCall(modelId, options, compaction)
       const turn = newestTurn(options.prompt)
       const script = turn.kind === 'prompt' ? readSandboxScript(turn.text) : readSandboxScript('')
-      const retry = (options.providerOptions?.sandbox as SandboxCallOptions | undefined)?.retry === true
+      const sandboxOptions = options.providerOptions?.sandbox as SandboxCallOptions | undefined
+      const retry = sandboxOptions?.retry === true
       if (script.fail || (script.flaky && !retry)) throw failure(modelId, 'sandbox: scripted provider failure (/fail)')
 
       const tools = (options.tools ?? []).filter((t): t is LanguageModelV3FunctionTool => t.type === 'function')
-      const inputTokens = estimatePromptTokens(options.prompt, tools)
+      // Counted item by item, in one pass, so the cached share is a leading run of the same counts
+      // whose sum is estimatePromptTokens (decisions §6). A request failed before its first byte
+      // (above) never reached the cache.
+      const items = prefixItems(options.prompt, tools)
+      let inputTokens = 0
+      for (const item of items) inputTokens = saturatingAdd(inputTokens, item.tokens)
+      const cacheKey = typeof sandboxOptions?.cacheKey === 'string' ? sandboxOptions.cacheKey : undefined
+      const cacheReadTokens = prefixCache.measure(cacheKey, items)
       const maxTokens = options.maxOutputTokens ?? Number.MAX_SAFE_INTEGER
       const signal = options.abortSignal
       const responseId = `sandbox-${randomUUID()}`
@@ -152,7 +169,7 @@ export function createSandboxLanguageModel(modelId: string): LanguageModelV3 {
             type: 'finish',
             finishReason: finish,
             usage: {
-              inputTokens: { total: inputTokens, noCache: inputTokens, cacheRead: 0, cacheWrite: 0 },
+              inputTokens: { total: inputTokens, noCache: inputTokens - cacheReadTokens, cacheRead: cacheReadTokens, cacheWrite: 0 },
               outputTokens: { total: outputTokens, text: outputTokens - reasoningTokens, reasoning: reasoningTokens },
             },
           })
