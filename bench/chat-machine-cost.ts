@@ -29,7 +29,7 @@ const machine = chatMachine.provide({
   actors: {
     admitTurn: fromPromise(async ({ input }) => admission(input.submission.runId)),
     streamRun: fromPromise(async () => result),
-    settleRun: fromPromise(async (): Promise<SettleRunOutput> => ({ cost: '0' })),
+    settleRun: fromPromise(async (): Promise<SettleRunOutput> => ({ cost: '0', eager: null })),
   },
 })
 

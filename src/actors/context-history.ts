@@ -59,6 +59,8 @@ const ENTRY_OVERHEAD_BYTES = 160
 /** Bodies this many entries older than the oldest part a turn looked at are let go. */
 const BODY_SLACK = 64
 
+const summaryBytes = (summary: BlockSummary) => ENTRY_OVERHEAD_BYTES + summary.text.length * 2
+
 const toMediaRef = (m: MediaRow): MediaRef => ({
   mediaId: m.media_id,
   mime: m.mime,
@@ -96,7 +98,8 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs' | 'summ
 
   /** Brings the kept history up to the ledger: runs that failed since, and parts added since. */
   function refresh(chatId: string): ChatHistory {
-    const chat = chats.get(chatId) ?? {
+    const found = chats.get(chatId)
+    const chat = found ?? {
       history: new PackingHistory(),
       lastOrdinal: 0,
       failed: new Set<string>(),
@@ -107,6 +110,7 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs' | 'summ
       summaries: new Map(store.summaries.ofChat(chatId).map((summary) => [blockKey(summary), summary])),
       previous: null,
     }
+    if (!found) for (const summary of chat.summaries.values()) chat.bytes += summaryBytes(summary)
     drop(chatId)
     // A failed run's output is never packed (decisions §4); a run fails after its output was kept.
     const failedNow = store.runs.failedRunIds(chatId).filter((id) => !chat.failed.has(id))
@@ -234,8 +238,11 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs' | 'summ
           result = packContext(input)
         }
         const packed = result.value
-        releaseBodies(chat, packed.oldestVisited, request.rules.anchor_parts ?? 0)
-        if (request.fillFraction === undefined) chat.previous = { start: packed.verbatimStart, window, budget: request.budget }
+        // Eager planning looks at less history than a turn does: what a turn did not reach goes.
+        if (request.fillFraction === undefined) {
+          releaseBodies(chat, packed.oldestVisited, request.rules.anchor_parts ?? 0)
+          chat.previous = { start: packed.verbatimStart, window, budget: request.budget }
+        }
         const entries = chat.history.entries
         const needed = packed.needed.map((block) => ({ ...block, ordinals: entries.slice(block.start, block.end).map((e) => e.ordinal) }))
 
@@ -261,7 +268,11 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs' | 'summ
     },
     /** A summary just made (and committed): later turns of the chat send it. */
     addSummary(chatId: string, summary: BlockSummary): void {
-      chats.get(chatId)?.summaries.set(blockKey(summary), summary)
+      const chat = chats.get(chatId)
+      if (!chat || chat.summaries.has(blockKey(summary))) return
+      chat.summaries.set(blockKey(summary), summary)
+      chat.bytes += summaryBytes(summary)
+      totalBytes += summaryBytes(summary)
     },
     forget: drop,
   }
