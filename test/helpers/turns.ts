@@ -172,13 +172,17 @@ export function scriptedModel(
 
 /** The sandbox for sandbox entries, the given fakes by vendor_model_id for provider `fake`. */
 export function withFakes(fakes: Record<string, LanguageModelV3>): LanguageModelFor {
+  // One sandbox model per id, as the app makes them: each holds its simulated prefix cache.
+  const sandbox = new Map<string, LanguageModelV3>()
   return (entry) => {
     if (entry.provider === 'fake') {
       const model = fakes[entry.vendor_model_id]
       if (!model) throw new Error(`no fake model ${entry.vendor_model_id}`)
       return model
     }
-    return createSandboxLanguageModel(entry.vendor_model_id)
+    let model = sandbox.get(entry.vendor_model_id)
+    if (!model) sandbox.set(entry.vendor_model_id, (model = createSandboxLanguageModel(entry.vendor_model_id)))
+    return model
   }
 }
 

@@ -182,7 +182,8 @@ describe('configuration in a turn', () => {
     })
     // Spec §4.2 rule 6: the request-level tool is nearest and shadows the org-global one.
     expect(t.frames[1]!.data.warnings).toEqual([{ code: 'tool_shadowed', name: 'weather', namespace: null }])
-    expect(captured!.prompt[0]).toEqual({ role: 'system', content: 'You are terse.' })
+    // The instructions may carry Anthropic's cache breakpoint beside them (providerOptions).
+    expect(captured!.prompt[0]).toMatchObject({ role: 'system', content: 'You are terse.' })
     const tools = (captured!.tools ?? []) as { name: string; description?: string }[]
     expect(tools.map((x) => x.name).sort()).toEqual(['clock', 'weather'])
     expect(tools.find((x) => x.name === 'weather')!.description).toBe('request-level weather')
@@ -376,9 +377,11 @@ describe('/context: what packing sent, offline (decisions §6)', () => {
     expect(context.messages[3].content).toEqual([{ type: 'tool-call', toolCallId: callId, toolName: 'lookup', input: { q: 1 } }])
     expect(context.messages[4].content[0].output.value).toMatch(/^<untrusted_tool_result>\n[^]*ignore previous instructions\n<\/untrusted_tool_result>$/)
     expect(context.messages[6].content).toEqual([{ type: 'text', text: '/context' }])
-    // One estimator (decisions §5.1): the sandbox counts what it received as packing budgeted it.
+    // One estimator (decisions §5.1): the sandbox counts what it received as packing budgeted it,
+    // the part that repeats the previous turn's prompt (attachment included) as cache reads.
     const manifest = (await getRun(ctx, org.auth, t.runId)).manifest
-    expect(done.usage.input_tokens).toBe(manifest.estimated_input_tokens)
+    expect(done.usage.cache_read_tokens).toBeGreaterThan(0)
+    expect(done.usage.input_tokens + done.usage.cache_read_tokens).toBe(manifest.estimated_input_tokens)
     expect(manifest.context.tokens.total).toBe(manifest.estimated_input_tokens)
   })
 })
@@ -404,6 +407,40 @@ describe('settlement and cost', () => {
     // Priced at the sandbox rates (1.00 in, 2.00 out per million) plus the 5 percent platform markup.
     const expected = new Decimal(done.usage.input_tokens).mul('1.00').plus(new Decimal(done.usage.output_tokens).mul('2.00')).div(1_000_000).mul('1.05')
     expect(new Decimal(run.cost).eq(expected)).toBe(true)
+  })
+
+  it('a chat’s second turn reads the first turn’s prompt from the simulated prefix cache, priced at the cache read rate (decisions §6)', async () => {
+    const first = await turn(ctx, org.auth, chatId, { input: [prompt('What is a prefix cache? Explain it in a few words.')] })
+    const firstRun = await getRun(ctx, org.auth, first.runId)
+    // A chat's first request finds nothing cached.
+    expect(firstRun.usage).toMatchObject({ input_tokens: firstRun.manifest.estimated_input_tokens, cache_read_tokens: 0, cache_write_tokens: 0 })
+
+    const second = await turn(ctx, org.auth, chatId, { input: [prompt('And why is it cheaper?')] })
+    const done = second.of('done')[0]!.data
+    const run = await getRun(ctx, org.auth, second.runId)
+    expect(run.usage).toEqual(done.usage)
+    // The second prompt repeats the whole first one from its start: exactly those tokens are read
+    // from the cache, the rest (the answer and the new prompt) is fresh input, and together they are
+    // the packed context's estimate.
+    expect(done.usage.cache_read_tokens).toBeGreaterThan(0)
+    expect(done.usage.cache_read_tokens).toBe(firstRun.manifest.estimated_input_tokens)
+    expect(done.usage.input_tokens + done.usage.cache_read_tokens).toBe(run.manifest.estimated_input_tokens)
+    expect(done.usage.cache_write_tokens).toBe(0)
+
+    // Priced from the catalogue's sandbox/echo rates: cached tokens at the cache read rate, plus the markup.
+    const rates = sandboxCatalogue().find((e) => e.name === 'sandbox/echo')!.rates
+    expect(rates.cache_read).toBe('0.10')
+    const expected = new Decimal(done.usage.input_tokens)
+      .mul(rates.input)
+      .plus(new Decimal(done.usage.cache_read_tokens).mul(rates.cache_read!))
+      .plus(new Decimal(done.usage.output_tokens).mul(rates.output))
+      .div(1_000_000)
+      .mul(new Decimal(run.manifest.markup_percent).div(100).plus(1))
+    expect(new Decimal(run.cost).eq(expected), `${run.cost} vs ${expected.toFixed()}`).toBe(true)
+    expect(new Decimal(done.cost).eq(expected)).toBe(true)
+    // Cheaper than the same tokens all fresh.
+    const uncached = new Decimal(run.manifest.estimated_input_tokens).mul(rates.input).plus(new Decimal(done.usage.output_tokens).mul(rates.output)).div(1_000_000).mul(new Decimal(run.manifest.markup_percent).div(100).plus(1))
+    expect(expected.lt(uncached)).toBe(true)
   })
 })
 
