@@ -523,6 +523,40 @@ describe('the six vendors through the real server process, replayed from their s
     ])
   })
 
+  describe('prompt caching on the wire (issue 10)', () => {
+    /** Every block of an Anthropic request that carries cache_control, named by where it is. */
+    const cacheControlled = (body: any) => [
+      ...(body.system ?? []).flatMap((b: any, i: number) => (b.cache_control ? [{ where: `system/${i}`, cache_control: b.cache_control }] : [])),
+      ...(body.tools ?? []).flatMap((t: any, i: number) => (t.cache_control ? [{ where: `tools/${i}`, cache_control: t.cache_control }] : [])),
+      ...body.messages.flatMap((m: any, i: number) =>
+        m.content.flatMap((b: any, j: number) => (b.cache_control ? [{ where: `${m.role}/${i}/${b.type}/${j}`, cache_control: b.cache_control }] : [])),
+      ),
+    ]
+
+    test('Anthropic: a chat’s next turn marks its stable prefix with cache breakpoints (cache_control), at most four', async () => {
+      const c = CASES.find((x) => x.vendor === 'anthropic')!
+      const chatId = await newChat()
+      await turn(c, chatId, { input: [{ type: 'prompt', text: PROMPT }] })
+      const t = await turn(c, chatId, { input: [{ type: 'prompt', text: 'And the capital of Sweden?' }] })
+      const request = only(t.vendorRequests, 'vendor calls')
+      const marked = cacheControlled(request.body)
+      expect(marked.length, JSON.stringify(request.body)).toBeGreaterThan(0)
+      expect(marked.length).toBeLessThanOrEqual(4)
+      for (const m of marked) expect(m.cache_control).toEqual({ type: 'ephemeral' })
+      // No instructions here: the one breakpoint ends the verbatim history (decision 013), the first
+      // exchange's answer; the new prompt is not part of the stable prefix.
+      expect(request.body.messages.map((m: any) => m.role)).toEqual(['user', 'assistant', 'user'])
+      expect(marked).toEqual([{ where: 'assistant/1/text/0', cache_control: { type: 'ephemeral' } }])
+    })
+
+    test('OpenAI: the chat keys the vendor’s prompt cache (prompt_cache_key)', async () => {
+      const c = CASES.find((x) => x.vendor === 'openai')!
+      const chatId = await newChat()
+      const t = await turn(c, chatId, { input: [{ type: 'prompt', text: PROMPT }] })
+      expect(only(t.vendorRequests, 'vendor calls').body.prompt_cache_key).toBe(chatId)
+    })
+  })
+
   describe('Anthropic errors inside a 200 stream', () => {
     const c = CASES.find((x) => x.vendor === 'anthropic')!
 

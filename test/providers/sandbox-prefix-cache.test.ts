@@ -62,12 +62,13 @@ describe('promptTokenItems', () => {
       'user>text',
     ])
     expect(items.every((i) => Number.isInteger(i.tokens) && i.tokens >= 0)).toBe(true)
-    for (const [prompt, tools] of [
+    const cases: [LanguageModelV3Prompt, LanguageModelV3FunctionTool[]][] = [
       [SECOND, TOOLS],
       [FIRST, []],
       [[], TOOLS],
       [[], []],
-    ] as const) {
+    ]
+    for (const [prompt, tools] of cases) {
       const sum = [...promptTokenItems(prompt, tools)].reduce((s, i) => s + i.tokens, 0)
       expect(sum).toBe(estimatePromptTokens(prompt, tools))
       expect(prefixItems(prompt, tools).reduce((s, i) => s + i.tokens, 0)).toBe(sum)
