@@ -46,8 +46,8 @@ export async function finishRun(deps: RunDeps, admission: Admission, result: Run
     } else if (result.status === 'cancelled') {
       channel.open()
       channel.end('error', { code: 'cancelled', message: 'the run was cancelled; its output so far is kept', details: { run_id: admission.runId } })
-    } else if (result.streamOpened) {
-      // Opened already unless the run failed while compacting, before its provider call.
+    } else if (result.streamOpened || channel.opened) {
+      // A run that compacted opened its stream before its provider call: a failure then is a frame too.
       channel.open()
       channel.end('error', {
         code: result.error?.code ?? 'upstream_error',

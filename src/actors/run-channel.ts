@@ -14,6 +14,7 @@ export class RunChannel {
   private resolveOpening!: (opening: RunOpening) => void
   private resolveSettled!: () => void
   private ended = false
+  private isOpen = false
   /** Resolves when the provider stream opened, or failed before its first byte. */
   readonly opening = new Promise<RunOpening>((resolve) => (this.resolveOpening = resolve))
   /** Resolves once the run is settled (its status and charge are written). */
@@ -22,7 +23,13 @@ export class RunChannel {
   constructor(readonly runId: string) {}
 
   open(): void {
+    this.isOpen = true
     this.resolveOpening({ ok: true })
+  }
+
+  /** Whether the stream opened: its failures are `error` frames from then on, never an HTTP status. */
+  get opened(): boolean {
+    return this.isOpen
   }
 
   failBeforeStream(error: DomainError): void {

@@ -1,6 +1,8 @@
 import type { LanguageModelV3 } from '@ai-sdk/provider'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { estimateTokens } from '../../src/domain/tokens/estimate-tokens.ts'
+import { estimatePartTokens } from '../../src/domain/context/estimate-part-tokens.ts'
+import type { PartBody } from '../../src/domain/parts.ts'
 import type { LanguageModelFor } from '../../src/providers/language-models.ts'
 import { createSandboxLanguageModel } from '../../src/providers/sandbox/sandbox-language-model.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
@@ -198,6 +200,28 @@ describe('compaction in the turn', () => {
     const next = await say(chatId, 'and now?')
     expect(next.events.at(-1)).toBe('done')
     expect(next.of('done')[0]!.data.compaction.blocks_generated).toBeGreaterThan(0)
+  })
+
+  it('a provider failing after compaction ends the open stream with an error frame; the retry reuses the summary', async () => {
+    const chatId = await newChat(ctx, org.auth)
+    const bodies: PartBody[] = [
+      { type: 'prompt', text: 'hello' },
+      { type: 'message', text: 'hi' },
+      { type: 'prompt', text: prose(1, 8000) },
+      { type: 'message', text: 'noted' },
+    ]
+    ctx.store.parts.append(chatId, bodies.map((body) => ({ body, tokens: estimatePartTokens(body) })))
+    // /flaky: the provider fails before its first byte, and succeeds on a retry.
+    const failed = await turn(ctx, org.auth, chatId, { model: 'sandbox/echo-8k', input: [{ type: 'prompt', text: '/flaky' }] })
+    // The stream opened for compaction, so the failure is a frame, and the stream ends.
+    expect(failed.res.statusCode).toBe(200)
+    expect(failed.events).toEqual(['run', 'config_warnings', 'translation_warnings', 'compacting', 'error'])
+    expect(failed.of('error')[0]!.data).toMatchObject({ code: 'upstream_error', details: { run_id: failed.runId } })
+    expect((await getRun(ctx, org.auth, failed.runId)).status).toBe('failed')
+    expect(ctx.store.summaries.ofChat(chatId)).toHaveLength(1)
+    const retry = await turn(ctx, org.auth, chatId, { model: 'sandbox/echo-8k', input: [], retry_of: failed.runId })
+    expect(retry.events).not.toContain('compacting')
+    expect(retry.of('done')[0]!.data.compaction).toEqual({ blocks_generated: 0, blocks_reused: 1, in_progress_elsewhere: 0 })
   })
 
   it('deleting a chat deletes its summaries; its compaction runs stay for billing', async () => {
