@@ -5,12 +5,17 @@ import type {
   AdmitTurnInput,
   ChatInput,
   CompactHistoryInput,
+  EagerCompaction,
   SettleRunInput,
   SettleRunOutput,
   StreamRunInput,
   SubmitOutcome,
 } from '../../machines/chat.types.ts'
+import type { BlockToSummarise } from '../../src/actors/context-history.ts'
+import { RunChannel, type RunFrame } from '../../src/actors/run-channel.ts'
+import type { CompactionJob } from '../../src/actors/summarise-block.ts'
 import type { Admission, RunResult, Submission } from '../../src/actors/turn-types.ts'
+import { blockKey } from '../../src/domain/context/cut-blocks.ts'
 import { RunInProgressError, UnknownToolUseIdError } from '../../src/domain/errors.ts'
 import { ZERO_USAGE } from '../../src/domain/pricing/usage.ts'
 import type { PendingCall } from '../../src/domain/turns/close-pending-calls.ts'
@@ -39,7 +44,62 @@ const submission = (text = 'hello'): Submission =>
     input: [{ body: { type: 'prompt', text }, media: [], tokens: 1 }],
   }) as unknown as Submission
 
-const admission = (runId: string): Admission => ({ runId, chatId: CHAT_ID, startedAtMs: Date.parse('2030-01-02T03:04:05.000Z'), createdAt: '2030-01-02T03:04:05.000Z' }) as unknown as Admission
+/** An admitted run: a real RunChannel, so the frames the machine pushes can be read back. */
+const admission = (runId: string): Admission =>
+  ({
+    runId,
+    chatId: CHAT_ID,
+    channel: new RunChannel(runId),
+    prompt: [{ role: 'user', content: [{ type: 'text', text: 'hello' }] }],
+    startedAtMs: Date.parse('2030-01-02T03:04:05.000Z'),
+    createdAt: '2030-01-02T03:04:05.000Z',
+    compaction: null,
+    compactionReport: null,
+  }) as unknown as Admission
+
+/** The frames a run's channel carried so far (the channel replays them to a new subscriber). */
+const framesOf = (a: Admission): RunFrame[] => {
+  const frames: RunFrame[] = []
+  a.channel.subscribe((frame) => frames.push(frame))()
+  return frames
+}
+
+/** The i-th sealed block of a chat's ledger, ten ordinals long. */
+const block = (i: number): BlockToSummarise => ({
+  start: i * 10,
+  end: i * 10 + 10,
+  firstOrdinal: i * 10 + 1,
+  lastOrdinal: i * 10 + 10,
+  parts: 10,
+  tokens: 400,
+  ordinals: Array.from({ length: 10 }, (_, k) => i * 10 + 1 + k),
+})
+
+const job = (forRunId: string | null = null): CompactionJob =>
+  ({
+    chatId: CHAT_ID,
+    orgId: 'org',
+    apiKeyId: null,
+    namespace: null,
+    model: { id: 'model', name: 'sandbox/echo' },
+    markupPercent: '5',
+    forRunId,
+  }) as unknown as CompactionJob
+
+/** Eager work after a run settled: these blocks, summarised in the background. */
+const eager = (...blocks: number[]): EagerCompaction => ({ job: job(), blocks: blocks.map(block) })
+
+/**
+ * A run that must wait for `blocks` summaries before it streams; the last `elsewhere` of them are
+ * being made by other work (eager compaction).
+ */
+const needing = (runId: string, blocks: number, elsewhere = 0): Admission => {
+  const wanted = Array.from({ length: blocks }, (_, i) => block(i))
+  return {
+    ...admission(runId),
+    compaction: { blocks: wanted, inProgressElsewhere: elsewhere, elsewhere: wanted.slice(blocks - elsewhere).map(blockKey) },
+  }
+}
 
 const result = (status: RunResult['status'], pendingToolCalls: RunResult['pendingToolCalls'] = []): RunResult => ({
   status,
@@ -61,8 +121,14 @@ const result = (status: RunResult['status'], pendingToolCalls: RunResult['pendin
 function harness(input: Partial<ChatInput> = {}) {
   const admits: { input: AdmitTurnInput; d: ReturnType<typeof deferred<Admission>> }[] = []
   const streams: { input: StreamRunInput; d: ReturnType<typeof deferred<RunResult>> }[] = []
-  const settles: { input: SettleRunInput; d: ReturnType<typeof deferred<SettleRunOutput>> }[] = []
+  /** `settle` ends settlement with no eager work unless the test names some. */
+  const settles: {
+    input: SettleRunInput
+    d: ReturnType<typeof deferred<SettleRunOutput>>
+    settle: (output?: Partial<SettleRunOutput>) => void
+  }[] = []
   const compacts: { input: CompactHistoryInput; d: ReturnType<typeof deferred<Admission>> }[] = []
+  const eagers: { input: EagerCompaction; d: ReturnType<typeof deferred<void>> }[] = []
   const machine = chatMachine.provide({
     actors: {
       compactHistory: fromPromise<Admission, CompactHistoryInput>(({ input }) => {
@@ -82,7 +148,12 @@ function harness(input: Partial<ChatInput> = {}) {
       }),
       settleRun: fromPromise<SettleRunOutput, SettleRunInput>(({ input }) => {
         const d = deferred<SettleRunOutput>()
-        settles.push({ input, d })
+        settles.push({ input, d, settle: (output = {}) => d.resolve({ cost: '0', eager: null, ...output }) })
+        return d.promise
+      }),
+      compactEagerly: fromPromise<void, EagerCompaction>(({ input }) => {
+        const d = deferred<void>()
+        eagers.push({ input, d })
         return d.promise
       }),
     },
@@ -101,7 +172,16 @@ function harness(input: Partial<ChatInput> = {}) {
   const state = () => actor.getSnapshot().value
   const context = () => actor.getSnapshot().context
   const at = (value: Parameters<ReturnType<typeof actor.getSnapshot>['matches']>[0]) => waitFor(actor, (s) => s.matches(value), { timeout: 2_000 })
-  return { actor, admits, streams, settles, compacts, submit, state, context, at, errors }
+  /** The eager compaction child, while the chat has one. */
+  const eagerChild = () => actor.getSnapshot().children.eagerCompaction
+  /**
+   * Whether an eager compaction child is still at work. A finished child may linger in
+   * `snapshot.children` (XState keeps a spawned child there until it is stopped), but never active.
+   */
+  const eagerRunning = () => eagerChild()?.getSnapshot().status === 'active'
+  /** Until the eager child finished and the chat forgot it. */
+  const eagerDone = () => waitFor(actor, (s) => s.context.eagerCompaction === null, { timeout: 2_000 })
+  return { actor, admits, streams, settles, compacts, eagers, submit, state, context, at, errors, eagerChild, eagerRunning, eagerDone }
 }
 
 /** Drives a fresh harness to running.streaming for run `runId`. */
@@ -307,7 +387,7 @@ describe('chat machine: settling', () => {
     expect(h.context().result).toBe(r)
     // Still running until settled: the latest customer run has not changed yet.
     expect(h.context().latestCustomerRun).toEqual({ id: 'run-0', status: 'failed' })
-    h.settles[0]!.d.resolve({ cost: '0.01' })
+    h.settles[0]!.settle({ cost: '0.01' })
     await h.at('idle')
     expect(h.context()).toMatchObject({
       latestCustomerRun: { id: 'run-1', status: 'succeeded' },
@@ -323,7 +403,7 @@ describe('chat machine: settling', () => {
     const h = await streaming('run-9')
     h.streams[0]!.d.resolve(result(status))
     await h.at({ running: 'settling' })
-    h.settles[0]!.d.resolve({ cost: null })
+    h.settles[0]!.settle({ cost: null })
     await h.at('idle')
     expect(h.context().latestCustomerRun).toEqual({ id: 'run-9', status })
   })
@@ -336,7 +416,7 @@ describe('chat machine: settling', () => {
     ]
     h.streams[0]!.d.resolve(result('succeeded', calls))
     await h.at({ running: 'settling' })
-    h.settles[0]!.d.resolve({ cost: '0' })
+    h.settles[0]!.settle({ cost: '0' })
     await h.at('awaitingToolResults')
     expect(h.context().pendingCalls).toEqual(
       calls.map((c) => ({ ...c, created_at: '2030-01-02T03:04:05.000Z', run_status: 'succeeded' })),
@@ -357,7 +437,7 @@ describe('chat machine: settling', () => {
     h.actor.send({ type: 'CANCEL', runId: 'run-1' })
     h.streams[0]!.d.resolve(result('cancelled', [{ tool_name: 'weather', tool_use_id: 'call_1' }]))
     await h.at({ running: 'settling' })
-    h.settles[0]!.d.resolve({ cost: '0' })
+    h.settles[0]!.settle({ cost: '0' })
     await h.at('awaitingToolResults')
     expect(h.context().pendingCalls).toEqual([
       { tool_name: 'weather', tool_use_id: 'call_1', created_at: '2030-01-02T03:04:05.000Z', run_status: 'cancelled' },
@@ -387,7 +467,7 @@ describe('chat machine: settling', () => {
     expect(settled.error?.code).toBe('internal')
     // No internals reach the customer.
     expect(settled.error?.message).not.toContain('database')
-    h.settles[0]!.d.resolve({ cost: '0' })
+    h.settles[0]!.settle({ cost: '0' })
     await h.at('idle')
     expect(h.context().latestCustomerRun).toEqual({ id: 'run-1', status: 'failed' })
     const next = h.submit()
@@ -399,7 +479,7 @@ describe('chat machine: settling', () => {
     const h = await streaming('run-1')
     h.streams[0]!.d.resolve(result('succeeded'))
     await h.at({ running: 'settling' })
-    h.settles[0]!.d.resolve({ cost: '0' })
+    h.settles[0]!.settle({ cost: '0' })
     await h.at('idle')
     const respond = h.submit()
     await h.at({ running: 'packing' })
@@ -414,33 +494,53 @@ describe('chat machine: settling', () => {
 })
 
 describe('chat machine: compacting', () => {
-  const needing = (runId: string, blocks: number): Admission => ({ ...admission(runId), compaction: { blocks } }) as Admission
-
-  async function compacting(runId = 'run-c', blocks = 2) {
+  async function compacting(runId = 'run-c', blocks = 2, elsewhere = 0) {
     const h = harness()
     const respond = h.submit()
     await h.at({ running: 'packing' })
-    h.admits[0]!.d.resolve(needing(runId, blocks))
+    const admitted = needing(runId, blocks, elsewhere)
+    h.admits[0]!.d.resolve(admitted)
     await h.at({ running: 'compacting' })
-    return { ...h, respond }
+    return { ...h, respond, admitted }
   }
 
   it('packing → compacting when the admitted run needs summaries: the caller is answered, compactHistory gets the run and a live signal', async () => {
     const h = await compacting('run-c', 3)
-    expect(h.respond).toHaveBeenCalledWith({ kind: 'admitted', admission: expect.objectContaining({ runId: 'run-c' }) })
+    expect(h.respond).toHaveBeenCalledWith({ kind: 'admitted', admission: h.admitted })
     expect(h.compacts).toHaveLength(1)
-    expect(h.compacts[0]!.input.admission.compaction).toEqual({ blocks: 3 })
+    expect(h.compacts[0]!.input.admission).toBe(h.admitted)
+    expect(h.compacts[0]!.input.admission.compaction).toEqual({ blocks: [block(0), block(1), block(2)], inProgressElsewhere: 0, elsewhere: [] })
     expect(h.compacts[0]!.input.signal.aborted).toBe(false)
+    expect(h.context().admission).toBe(h.admitted)
+    expect(h.context().queued).toBeNull()
     expect(h.streams).toHaveLength(0)
   })
 
-  it('packing → streaming when compaction asks for no blocks', async () => {
+  it('compacting opens the stream and announces the blocks to make in a compacting frame', async () => {
+    const h = await compacting('run-c', 3)
+    await expect(h.admitted.channel.opening).resolves.toEqual({ ok: true })
+    expect(framesOf(h.admitted)).toEqual([{ event: 'compacting', data: { blocks: 3, in_progress_elsewhere: 0 } }])
+  })
+
+  it('the compacting frame counts blocks made elsewhere apart from those this turn makes', async () => {
+    const h = await compacting('run-c', 3, 1)
+    expect(framesOf(h.admitted)).toEqual([{ event: 'compacting', data: { blocks: 2, in_progress_elsewhere: 1 } }])
+    expect(h.compacts[0]!.input.admission.compaction?.elsewhere).toEqual([blockKey(block(2))])
+  })
+
+  it.each([
+    ['no blocks', (a: Admission) => needing(a.runId, 0)],
+    ['no compaction at all', (a: Admission) => a],
+  ])('packing → streaming when compaction asks for %s: no compacting frame, compactHistory not called', async (_, make) => {
     const h = harness()
     h.submit()
     await h.at({ running: 'packing' })
-    h.admits[0]!.d.resolve(needing('run-0', 0))
+    const a = make(admission('run-0'))
+    h.admits[0]!.d.resolve(a)
     await h.at({ running: { streaming: 'live' } })
     expect(h.compacts).toHaveLength(0)
+    expect(framesOf(a)).toEqual([])
+    expect(h.streams[0]!.input.admission).toBe(a)
   })
 
   it('compacting → streaming with the re-packed run: streamRun gets what compactHistory returned', async () => {
@@ -452,28 +552,95 @@ describe('chat machine: compacting', () => {
     expect(h.context().admission).toBe(repacked)
   })
 
+  it('compacting then streaming then settling: the frame, then the re-packed prompt and report reach streamRun and settleRun', async () => {
+    const h = await compacting('run-c', 2)
+    expect(framesOf(h.admitted)).toEqual([{ event: 'compacting', data: { blocks: 2, in_progress_elsewhere: 0 } }])
+    const signal = h.compacts[0]!.input.signal
+    const repacked: Admission = {
+      ...h.admitted,
+      prompt: [{ role: 'user', content: [{ type: 'text', text: 'Summary of ordinals 1-20: hello' }] }],
+      compaction: null,
+      compactionReport: { blocks_generated: 2, blocks_reused: 0, in_progress_elsewhere: 0 },
+    }
+    h.compacts[0]!.d.resolve(repacked)
+    await h.at({ running: { streaming: 'live' } })
+    expect(h.streams).toHaveLength(1)
+    expect(h.streams[0]!.input.admission).toBe(repacked)
+    expect(h.streams[0]!.input.admission.prompt).toEqual(repacked.prompt)
+    expect(h.streams[0]!.input.admission.compactionReport).toEqual({ blocks_generated: 2, blocks_reused: 0, in_progress_elsewhere: 0 })
+    // The same run: one abort controller from admission to settlement.
+    expect(h.streams[0]!.input.signal).toBe(signal)
+    expect(h.streams[0]!.input.signal.aborted).toBe(false)
+    // Compaction announced once, on entry: streaming does not repeat it.
+    expect(framesOf(repacked).filter((f) => f.event === 'compacting')).toHaveLength(1)
+
+    const r = result('succeeded')
+    h.streams[0]!.d.resolve(r)
+    await h.at({ running: 'settling' })
+    expect(h.settles[0]!.input).toEqual({ admission: repacked, result: r })
+    expect(h.settles[0]!.input.admission).toBe(repacked)
+    h.settles[0]!.settle()
+    await h.at('idle')
+    expect(h.context()).toMatchObject({ latestCustomerRun: { id: 'run-c', status: 'succeeded' }, admission: null, abort: null, result: null })
+  })
+
   it('compacting → settling when compaction fails: the run is settled failed with compaction_failed, then ready', async () => {
     const h = await compacting()
     h.compacts[0]!.d.reject(new Error('summariser down'))
     await h.at({ running: 'settling' })
+    expect(h.errors).toEqual([])
     const settled = h.settles[0]!.input.result
     expect(settled.status).toBe('failed')
     expect(settled.error).toEqual({ code: 'compaction_failed', message: 'the history could not be summarised: summariser down' })
     expect(settled.usage).toEqual(ZERO_USAGE)
+    expect(settled.pendingToolCalls).toEqual([])
+    expect(h.settles[0]!.input.admission).toBe(h.admitted)
     expect(h.streams).toHaveLength(0)
-    h.settles[0]!.d.resolve({ cost: '0' })
+    h.settles[0]!.settle({ cost: '0' })
     await h.at('idle')
     expect(h.context().latestCustomerRun).toEqual({ id: 'run-c', status: 'failed' })
+  })
+
+  it('after a failed compaction the chat is usable: the next SUBMIT is admitted and streams', async () => {
+    const h = await compacting('run-c')
+    h.compacts[0]!.d.reject('not an Error')
+    await h.at({ running: 'settling' })
+    expect(h.settles[0]!.input.result.error).toEqual({ code: 'compaction_failed', message: 'the history could not be summarised: not an Error' })
+    h.settles[0]!.settle()
+    await h.at('idle')
+    const respond = h.submit()
+    await h.at({ running: 'packing' })
+    expect(h.admits[1]!.input.facts).toEqual({ pendingCalls: [], latestCustomerRun: { id: 'run-c', status: 'failed' } })
+    const next = admission('run-d')
+    h.admits[1]!.d.resolve(next)
+    await h.at({ running: { streaming: 'live' } })
+    expect(respond).toHaveBeenCalledWith({ kind: 'admitted', admission: next })
+    expect(h.streams[0]!.input.admission).toBe(next)
+    expect(h.streams[0]!.input.signal.aborted).toBe(false)
   })
 
   it('CANCEL while compacting → settling as cancelled; the abort signal fires and no provider call starts', async () => {
     const h = await compacting('run-x')
     const signal = h.compacts[0]!.input.signal
+    const onAbort = vi.fn()
+    signal.addEventListener('abort', onAbort)
     h.actor.send({ type: 'CANCEL', runId: 'run-x' })
-    await h.at({ running: 'settling' })
+    expect(h.state()).toEqual({ running: 'settling' })
     expect(signal.aborted).toBe(true)
-    expect(h.settles[0]!.input.result.status).toBe('cancelled')
+    expect(onAbort).toHaveBeenCalledTimes(1)
+    const settled = h.settles[0]!.input
+    expect(settled.admission).toBe(h.admitted)
+    expect(settled.result).toMatchObject({ status: 'cancelled', error: null, usage: ZERO_USAGE, pendingToolCalls: [], stopReason: null })
     expect(h.streams).toHaveLength(0)
+    // compactHistory settling late changes nothing: its invocation was stopped with the state.
+    h.compacts[0]!.d.resolve({ ...h.admitted, compaction: null })
+    await Promise.resolve()
+    expect(h.state()).toEqual({ running: 'settling' })
+    expect(h.streams).toHaveLength(0)
+    h.settles[0]!.settle()
+    await h.at('idle')
+    expect(h.context()).toMatchObject({ latestCustomerRun: { id: 'run-x', status: 'cancelled' }, admission: null, abort: null, result: null })
+    expect(h.errors).toEqual([])
   })
 
   it('CANCEL naming another run while compacting is ignored', async () => {
@@ -481,6 +648,7 @@ describe('chat machine: compacting', () => {
     h.actor.send({ type: 'CANCEL', runId: 'someone-else' })
     expect(h.state()).toEqual({ running: 'compacting' })
     expect(h.compacts[0]!.input.signal.aborted).toBe(false)
+    expect(h.settles).toHaveLength(0)
   })
 
   it('a SUBMIT while compacting is rejected with run_in_progress naming the run', async () => {
@@ -491,5 +659,203 @@ describe('chat machine: compacting', () => {
     expect(outcome.error).toBeInstanceOf(RunInProgressError)
     expect((outcome.error as RunInProgressError).details).toEqual({ run_id: 'run-c' })
     expect(h.state()).toEqual({ running: 'compacting' })
+    expect(h.admits).toHaveLength(1)
+  })
+})
+
+/** Runs one turn to settlement on `h` and leaves settleRun pending. */
+async function runToSettling(h: ReturnType<typeof harness>, runId: string) {
+  const respond = h.submit()
+  await h.at({ running: 'packing' })
+  h.admits.at(-1)!.d.resolve(admission(runId))
+  await h.at({ running: { streaming: 'live' } })
+  h.streams.at(-1)!.d.resolve(result('succeeded'))
+  await h.at({ running: 'settling' })
+  return respond
+}
+
+describe('chat machine: eager compaction', () => {
+  it('a settle with eager blocks spawns compactEagerly with them, beside the turns', async () => {
+    const h = harness()
+    await runToSettling(h, 'run-1')
+    const work = eager(0, 1)
+    h.settles[0]!.settle({ cost: '0.01', eager: work })
+    await h.at('idle')
+    expect(h.eagers).toHaveLength(1)
+    expect(h.eagers[0]!.input).toEqual(work)
+    expect(h.context().eagerCompaction).toEqual(work)
+    expect(h.eagerChild()).toBeDefined()
+    expect(h.eagerRunning()).toBe(true)
+    // The run itself settled as usual.
+    expect(h.context()).toMatchObject({ latestCustomerRun: { id: 'run-1', status: 'succeeded' }, admission: null, result: null })
+  })
+
+  it('a second settle while eager work runs spawns no other', async () => {
+    const h = harness()
+    await runToSettling(h, 'run-1')
+    const first = eager(0)
+    h.settles[0]!.settle({ eager: first })
+    await h.at('idle')
+    const child = h.eagerChild()
+    await runToSettling(h, 'run-2')
+    h.settles[1]!.settle({ eager: eager(1, 2) })
+    await h.at('idle')
+    expect(h.eagers).toHaveLength(1)
+    expect(h.context().eagerCompaction).toEqual(first)
+    expect(h.eagerChild()).toBe(child)
+    expect(h.context().latestCustomerRun).toEqual({ id: 'run-2', status: 'succeeded' })
+  })
+
+  it.each([
+    ['resolves', (d: ReturnType<typeof deferred<void>>) => d.resolve()],
+    ['rejects', (d: ReturnType<typeof deferred<void>>) => d.reject(new Error('summariser down'))],
+  ])('when the child %s, context.eagerCompaction is null and no child runs; the next settle spawns a new one', async (_, end) => {
+    const h = harness()
+    await runToSettling(h, 'run-1')
+    h.settles[0]!.settle({ eager: eager(0) })
+    await h.at('idle')
+    const first = h.eagerChild()!
+    end(h.eagers[0]!.d)
+    await h.eagerDone()
+    expect(h.eagerRunning()).toBe(false)
+    expect(first.getSnapshot().status).not.toBe('active')
+    expect(h.state()).toBe('idle')
+    expect(h.errors).toEqual([])
+    expect(h.actor.getSnapshot().status).toBe('active')
+
+    await runToSettling(h, 'run-2')
+    const again = eager(1)
+    h.settles[1]!.settle({ eager: again })
+    await h.at('idle')
+    expect(h.eagers).toHaveLength(2)
+    expect(h.eagers[1]!.input).toEqual(again)
+    expect(h.context().eagerCompaction).toEqual(again)
+    expect(h.eagerChild()).not.toBe(first)
+    expect(h.eagerRunning()).toBe(true)
+  })
+
+  it.each([
+    ['eager: null', null],
+    ['no blocks', { job: job(), blocks: [] }],
+  ] as const)('a settle with %s spawns nothing', async (_, work) => {
+    const h = harness()
+    await runToSettling(h, 'run-1')
+    h.settles[0]!.settle({ eager: work as EagerCompaction | null })
+    await h.at('idle')
+    expect(h.eagers).toHaveLength(0)
+    expect(h.context().eagerCompaction).toBeNull()
+    expect(h.eagerChild()).toBeUndefined()
+  })
+
+  it('a settle that throws spawns nothing', async () => {
+    const h = harness()
+    await runToSettling(h, 'run-1')
+    h.settles[0]!.d.reject(new Error('disk full'))
+    await h.at('idle')
+    expect(h.eagers).toHaveLength(0)
+    expect(h.context().eagerCompaction).toBeNull()
+  })
+})
+
+describe('chat machine: a turn during eager compaction', () => {
+  /** A chat whose first run settled with eager work on block 0, still running. */
+  async function eagerRunning() {
+    const h = harness()
+    await runToSettling(h, 'run-1')
+    h.settles[0]!.settle({ eager: eager(0) })
+    await h.at('idle')
+    const child = h.eagerChild()!
+    expect(child.getSnapshot().status).toBe('active')
+    return { ...h, child }
+  }
+
+  it('a SUBMIT is admitted, waits in compacting for the blocks made elsewhere, and the eager child outlives its CANCEL and settlement', async () => {
+    const h = await eagerRunning()
+    const respond = h.submit()
+    expect(h.state()).toEqual({ running: 'packing' })
+    expect(respond).not.toHaveBeenCalled()
+    await h.at({ running: 'packing' })
+    // Every block this turn needs is the one eager work is making.
+    const a = needing('run-2', 1, 1)
+    h.admits[1]!.d.resolve(a)
+    await h.at({ running: 'compacting' })
+    expect(respond).toHaveBeenCalledTimes(1)
+    expect(respond).toHaveBeenCalledWith({ kind: 'admitted', admission: a })
+    expect(framesOf(a)).toEqual([{ event: 'compacting', data: { blocks: 0, in_progress_elsewhere: 1 } }])
+    expect(h.compacts).toHaveLength(1)
+    expect(h.compacts[0]!.input.admission.compaction).toEqual({ blocks: [block(0)], inProgressElsewhere: 1, elsewhere: [blockKey(block(0))] })
+    expect(h.eagerChild()).toBe(h.child)
+
+    h.actor.send({ type: 'CANCEL', runId: 'run-2' })
+    expect(h.state()).toEqual({ running: 'settling' })
+    expect(h.compacts[0]!.input.signal.aborted).toBe(true)
+    expect(h.settles[1]!.input.result).toMatchObject({ status: 'cancelled', usage: ZERO_USAGE })
+    expect(h.eagerChild()).toBe(h.child)
+    expect(h.child.getSnapshot().status).toBe('active')
+    expect(h.context().eagerCompaction).toEqual(eager(0))
+
+    h.settles[1]!.settle()
+    await h.at('idle')
+    expect(h.context().latestCustomerRun).toEqual({ id: 'run-2', status: 'cancelled' })
+    expect(h.eagerChild()).toBe(h.child)
+    expect(h.child.getSnapshot().status).toBe('active')
+    expect(h.context().eagerCompaction).toEqual(eager(0))
+    expect(h.eagers).toHaveLength(1)
+
+    h.eagers[0]!.d.resolve()
+    await h.eagerDone()
+    expect(h.eagerRunning()).toBe(false)
+    expect(h.errors).toEqual([])
+  })
+
+  it('a turn needing blocks of its own and blocks made elsewhere streams once compactHistory returns, the eager child still running', async () => {
+    const h = await eagerRunning()
+    h.submit()
+    await h.at({ running: 'packing' })
+    const a = needing('run-2', 3, 1)
+    h.admits[1]!.d.resolve(a)
+    await h.at({ running: 'compacting' })
+    expect(framesOf(a)).toEqual([{ event: 'compacting', data: { blocks: 2, in_progress_elsewhere: 1 } }])
+    const repacked: Admission = { ...a, compaction: null, compactionReport: { blocks_generated: 2, blocks_reused: 0, in_progress_elsewhere: 1 } }
+    h.compacts[0]!.d.resolve(repacked)
+    await h.at({ running: { streaming: 'live' } })
+    expect(h.streams[1]!.input.admission).toBe(repacked)
+    expect(h.eagerChild()).toBe(h.child)
+    h.streams[1]!.d.resolve(result('succeeded'))
+    await h.at({ running: 'settling' })
+    // A settle asking for eager work while the child runs spawns nothing more.
+    h.settles[1]!.settle({ eager: eager(3) })
+    await h.at('idle')
+    expect(h.eagers).toHaveLength(1)
+    expect(h.eagerChild()).toBe(h.child)
+    expect(h.child.getSnapshot().status).toBe('active')
+    expect(h.context().eagerCompaction).toEqual(eager(0))
+  })
+
+  it('the eager child finishing while a turn compacts frees the chat for the next eager work, the turn unaffected', async () => {
+    const h = await eagerRunning()
+    h.submit()
+    await h.at({ running: 'packing' })
+    const a = needing('run-2', 1, 1)
+    h.admits[1]!.d.resolve(a)
+    await h.at({ running: 'compacting' })
+    h.eagers[0]!.d.resolve()
+    await h.eagerDone()
+    expect(h.state()).toEqual({ running: 'compacting' })
+    expect(h.eagerRunning()).toBe(false)
+    expect(h.compacts[0]!.input.signal.aborted).toBe(false)
+    expect(framesOf(a)).toEqual([{ event: 'compacting', data: { blocks: 0, in_progress_elsewhere: 1 } }])
+    // The turn goes on when its compactHistory returns; its settle may start the next eager work.
+    h.compacts[0]!.d.resolve({ ...a, compaction: null })
+    await h.at({ running: { streaming: 'live' } })
+    h.streams[1]!.d.resolve(result('succeeded'))
+    await h.at({ running: 'settling' })
+    const next = eager(1)
+    h.settles[1]!.settle({ eager: next })
+    await h.at('idle')
+    expect(h.eagers).toHaveLength(2)
+    expect(h.eagers[1]!.input).toEqual(next)
+    expect(h.context().eagerCompaction).toEqual(next)
+    expect(h.eagerRunning()).toBe(true)
   })
 })
