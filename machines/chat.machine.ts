@@ -1,4 +1,4 @@
-import { assign, fromPromise, setup, spawnChild } from 'xstate'
+import { assign, fromPromise, setup, spawnChild, stopChild } from 'xstate'
 import { RunInProgressError } from '../src/domain/errors.ts'
 import { ZERO_USAGE } from '../src/domain/pricing/usage.ts'
 import type { Admission, RunResult } from '../src/actors/turn-types.ts'
@@ -100,6 +100,8 @@ export const chatMachine = setup({
     recordEagerCompaction: assign({ eagerCompaction: (_, output: SettleRunOutput) => output.eager }),
     startEagerCompaction: spawnChild('compactEagerly', { id: 'eagerCompaction', input: ({ context }) => context.eagerCompaction! }),
     forgetEagerCompaction: assign({ eagerCompaction: () => null }),
+    // A finished child stays among the children until stopped: its input (the blocks) goes with it.
+    removeEagerCompaction: stopChild('eagerCompaction'),
     applyCompaction: assign({ admission: (_, admission: Admission) => admission }),
     recordCancelledBeforeStreaming: assign({ result: ({ context }) => endedWithoutResult(context.admission, 'cancelled', null) }),
     recordFailedCompaction: assign({
@@ -138,8 +140,8 @@ export const chatMachine = setup({
   // Eager compaction (decisions §5.3) runs beside the turns as a child actor: a turn that needs its
   // blocks meanwhile waits for them in `running.compacting` instead of making them again.
   on: {
-    'xstate.done.actor.eagerCompaction': { actions: 'forgetEagerCompaction' },
-    'xstate.error.actor.eagerCompaction': { actions: 'forgetEagerCompaction' },
+    'xstate.done.actor.eagerCompaction': { actions: ['forgetEagerCompaction', 'removeEagerCompaction'] },
+    'xstate.error.actor.eagerCompaction': { actions: ['forgetEagerCompaction', 'removeEagerCompaction'] },
   },
   initial: 'ready',
   states: {

@@ -719,6 +719,8 @@ describe('chat machine: eager compaction', () => {
     await h.eagerDone()
     expect(h.eagerRunning()).toBe(false)
     expect(first.getSnapshot().status).not.toBe('active')
+    // The finished child is removed, and its input with it.
+    expect(h.eagerChild()).toBeUndefined()
     expect(h.state()).toBe('idle')
     expect(h.errors).toEqual([])
     expect(h.actor.getSnapshot().status).toBe('active')
