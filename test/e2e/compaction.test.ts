@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { estimateTokens } from '../../src/domain/tokens/estimate-tokens.ts'
+import { prose } from './prose.ts'
 import { startServer, type ServerProcess } from './server-process.ts'
 import { deltaText, moneyUnits, postTurn, readDatabase, request, type SseFrame } from './turn-client.ts'
 
@@ -15,22 +16,6 @@ import { deltaText, moneyUnits, postTurn, readDatabase, request, type SseFrame }
  * dropped with a warning while the turn goes on.
  */
 
-const WORDS =
-  'riverbanks cobblestones nightingales overhanging willowherb fishermen lanterns mooring estuary sandbanks marshlands kingfishers driftwood harbourmaster seaweed lighthouses'.split(' ')
-
-/** About `tokens` tokens of prose, different for every seed, never a line starting with `/`. */
-function prose(seed: number, tokens: number): string {
-  const words = [`Turn ${seed}:`]
-  let count = estimateTokens(words[0]!)
-  let i = seed
-  while (count < tokens) {
-    const word = WORDS[i % WORDS.length]!
-    words.push(word)
-    count += estimateTokens(` ${word}`)
-    i = (i * 7 + 3) % 9973
-  }
-  return words.join(' ')
-}
 
 type Turn = { frames: SseFrame[]; runId: string; done: any; events: string[] }
 

@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
 import { estimatePartTokens } from '../../src/domain/context/estimate-part-tokens.ts'
 import type { PartBody } from '../../src/domain/parts.ts'
 import { estimateTokens } from '../../src/domain/tokens/estimate-tokens.ts'
+import { prose } from './prose.ts'
 import { startServer, type ServerProcess } from './server-process.ts'
 import { deltaText, postTurn, request, type SseFrame } from './turn-client.ts'
 import { startReplayServer, type ReplayServer } from './vendor-replay-server.ts'
@@ -38,27 +39,6 @@ const GROWN_TURNS = 42
 const PNG_BASE64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=='
 const PNG_BYTES = Buffer.from(PNG_BASE64, 'base64').length
 
-// Words of several tokens each. The sandbox counts each word delta of its echo ('word ', trailing
-// space included) on its own against max_tokens, which counts one-token words twice: an echo of
-// ~1,000 tokens of short words would stop at max_tokens (2,048 on echo-8k) with ~950 tokens out.
-const WORDS =
-  'riverbanks cobblestones nightingales overhanging willowherb fishermen lanterns mooring estuary sandbanks marshlands kingfishers driftwood harbourmaster seaweed lighthouses'.split(
-    ' ',
-  )
-
-/** About `tokens` tokens of plain prose, different for every `seed`, never starting with `/`. */
-function prose(seed: number, tokens: number): string {
-  const words: string[] = [`Turn ${seed}:`]
-  let count = estimateTokens(words[0]!)
-  let i = seed
-  while (count < tokens) {
-    const word = WORDS[i % WORDS.length]!
-    words.push(word)
-    count += estimateTokens(` ${word}`)
-    i = (i * 7 + 3) % 9973
-  }
-  return words.join(' ')
-}
 
 type HistoryItem = { ordinal: number; part: PartBody; media?: { data_base64?: string | null; byte_len: number; mime: string }[] }
 type Turn = { frames: SseFrame[]; runId: string; last: SseFrame; configWarnings: any[]; translationWarnings: any[] }
