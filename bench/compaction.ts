@@ -241,6 +241,23 @@ export async function compactionChat(removeLater: (dir: string) => void): Promis
   ].join('\n')
 
   const verdict = pastShare.share >= AIM_CACHE_SHARE ? 'met' : 'missed'
+  const fitting = phases[2]!.list
+  const dropping = phases[3]!.list
+  const median = (values: number[]) => (values.length === 0 ? Number.NaN : percentile(Float64Array.from(values).sort(), 50))
+  const changed = dropping.filter((t, k) => k > 0 && (t.dropped !== dropping[k - 1]!.dropped || t.summaries !== dropping[k - 1]!.summaries)).length
+  const result = [
+    `- **Result**: ${fmt(per100(compactionRuns), 1)} summaries made per 100 turns; compaction ${pct(costShare)} of the chat's cost;`,
+    `  ${pct(pastShare.share)} of the customer runs' input served from the prefix cache after the chat passed its window (turn #${firstPast + 1}), aim ≥ ${AIM_CACHE_SHARE * 100} %: **${verdict}**.`,
+    `  Context: ${fmt(COMPACTION_TURNS / (httpMs / 1000), 1)} turns/s, ${millis(p(turns, 50))} per turn (p50).`,
+    ...(dropping.length > 0
+      ? [
+          `  While the summaries fit (turns ${range(fitting)}) the cache serves ${pct(share(fitting).share)}; a turn that makes a summary moves the verbatim start and reads less.`,
+          `  Once the summaries alone no longer fit (turn ${range(dropping.slice(0, 1))} on), the oldest summaries are dropped with \`history_dropped\`, ${Math.min(...dropping.map((t) => t.summaries))}-${Math.max(...dropping.map((t) => t.summaries))} summaries`,
+          `  packed, and the dropped range or the number of summaries differs from the previous turn's in ${changed} of ${dropping.length - 1} turns, so consecutive prompts share only their`,
+          `  first ${fmt(median(dropping.map((t) => t.cacheRead)))} tokens (median cache read, of ~${fmt(median(dropping.map((t) => t.input + t.cacheRead)))} sent): ${pct(share(dropping).share)} served from the cache in that phase, the steady state of a longer chat.`,
+        ]
+      : []),
+  ]
   const table = [
     '| Figure | Value |',
     '|---|--:|',
@@ -265,6 +282,7 @@ export async function compactionChat(removeLater: (dir: string) => void): Promis
     '',
     phaseTable,
     '',
+    ...result,
     `- **Summaries**: compaction runs counted from the usage report (\`group_by=entry_type\`, the chat's namespace), which also gives`,
     `  their cost; the customer runs' cost there equals the sum of the \`done\` frames' \`cost\` (checked). The cache share is`,
     '  sum(`cache_read_tokens`) / sum(`input_tokens` + `cache_read_tokens`) of the `done` frames\' usage; a phase is told from each run\'s manifest',
