@@ -21,7 +21,7 @@ type ChatHistory = {
   /** The chat's stored summaries by blockKey. */
   summaries: Map<string, BlockSummary>
   /** Where the previous turn began its verbatim history, and under which window and budget. */
-  previous: { start: number; window: number; budget: object } | null
+  previous: { start: number; firstSummary: number | null; window: number; budget: object } | null
 }
 
 /** A block to summarise, with the ordinals of its packable parts (others in its range are not sent). */
@@ -215,7 +215,7 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs' | 'summ
       const chat = refresh(chatId)
       try {
         const window = request.model.context_window
-        const previous = chat.previous?.window === window && chat.previous.budget === request.budget ? chat.previous.start : null
+        const previous = chat.previous?.window === window && chat.previous.budget === request.budget ? chat.previous : null
         const input: PackInput = {
           ...request,
           history: chat.history,
@@ -225,7 +225,8 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs' | 'summ
             unavailable: request.compaction?.unavailable ?? new Set(),
             madeNow: request.compaction?.madeNow ?? new Set(),
             // Eager planning looks ahead: it does not move the turns' boundary.
-            previousStart: request.fillFraction === undefined ? previous : null,
+            previousStart: request.fillFraction === undefined ? previous?.start ?? null : null,
+            previousFirstSummary: request.fillFraction === undefined ? previous?.firstSummary ?? null : null,
             estimate: SUMMARY_ESTIMATE_TOKENS,
           },
         }
@@ -241,7 +242,7 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs' | 'summ
         // Eager planning looks at less history than a turn does: what a turn did not reach goes.
         if (request.fillFraction === undefined) {
           releaseBodies(chat, packed.oldestVisited, request.rules.anchor_parts ?? 0)
-          chat.previous = { start: packed.verbatimStart, window, budget: request.budget }
+          chat.previous = { start: packed.verbatimStart, firstSummary: packed.firstSummary, window, budget: request.budget }
         }
         const entries = chat.history.entries
         const needed = packed.needed.map((block) => ({ ...block, ordinals: entries.slice(block.start, block.end).map((e) => e.ordinal) }))

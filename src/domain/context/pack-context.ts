@@ -44,6 +44,8 @@ export type CompactionInput = {
   madeNow: ReadonlySet<string>
   /** The verbatim start of the previous turn, kept while it fits (src/domain/context/plan-summaries.ts). */
   previousStart: number | null
+  /** Where the previous turn's first summary began: older summaries stay dropped. */
+  previousFirstSummary: number | null
   /** Tokens set aside for a summary that is not made yet. */
   estimate: number
 }
@@ -62,6 +64,8 @@ export type PackedContext = {
   needed: Block[]
   /** The first history entry sent verbatim. */
   verbatimStart: number
+  /** Where the first summary sent begins (an entry index); null when none is. */
+  firstSummary: number | null
   /** Counts of leading parts that stay the same from turn to turn: where cache breakpoints go. */
   stablePrefixEnds: number[]
 }
@@ -295,6 +299,7 @@ export function packContext(input: PackInput): PackResult {
       unavailable: compaction.unavailable,
       estimate: compaction.estimate,
       previousStart: compaction.previousStart,
+      previousFirstSummary: compaction.previousFirstSummary,
     })
     const cut = firstKeptAt(plan.verbatimStart)
     keptIndex.splice(0, cut)
@@ -404,6 +409,7 @@ export function packContext(input: PackInput): PackResult {
       oldestVisited,
       needed,
       verbatimStart: keptFrom,
+      firstSummary: plan?.firstSummary ?? null,
       stablePrefixEnds: [...new Set([summaryParts, historyEnd])].filter((n) => n > 0),
     },
     warnings: { config, translation },

@@ -9,6 +9,14 @@ import type { BlockSummary } from './render-summary.ts'
  */
 export const JUMP_FILL = 0.75
 
+/**
+ * The share of the history budget summaries keep for themselves when there is not room for all
+ * of them: the verbatim history never squeezes them below it, and they never grow past it. Within
+ * that share the oldest summaries go, several at a time, so the summaries sent change at their
+ * start only now and then (each change costs a vendor's prefix cache the whole prompt after it).
+ */
+export const SUMMARY_SHARE = 0.5
+
 /** What a turn sends in place of the history's oldest blocks. */
 export type SummaryChoice =
   | { kind: 'summary'; block: Block; summary: BlockSummary }
@@ -24,6 +32,8 @@ export type SummaryPlan = {
   /** History entries between the last summarised block and `verbatimStart`: not sealed yet, and did not fit. */
   gap: { start: number; end: number } | null
   summaryTokens: number
+  /** Where the first summary sent begins (an entry index), for the next turn's `previousFirstSummary`. */
+  firstSummary: number | null
 }
 
 export type PlanInput = {
@@ -43,13 +53,16 @@ export type PlanInput = {
   estimate: number
   /** The verbatim start of the chat's previous turn: kept while it still fits, for the prefix cache. */
   previousStart: number | null
+  /** Where the previous turn's first sent summary began (an entry index): older ones stay dropped. */
+  previousFirstSummary: number | null
 }
 
 /**
  * decisions §5.3 `summarize`: the oldest history goes as summaries of whole sealed blocks, the rest
  * verbatim from a block boundary. The boundary is the earliest that fits at or after the previous
- * turn's; when it must move, it moves until the history fills at most JUMP_FILL of the budget. If
- * the summaries alone still do not fit, the oldest are dropped.
+ * turn's; when it must move, it moves until the history fills at most JUMP_FILL of the budget.
+ * When the summaries do not all fit, they keep SUMMARY_SHARE of the budget and the oldest are
+ * dropped, never from earlier than the previous turn's first, several at a time.
  */
 export function planSummaries(input: PlanInput): SummaryPlan {
   const { blocks, anchorEnd, currentStart, keptFrom, allowance } = input
@@ -72,7 +85,9 @@ export function planSummaries(input: PlanInput): SummaryPlan {
     countBefore.set(s, counted)
   }
   const summarised = (start: number) => eligible.slice(0, countBefore.get(start)!)
-  const costOf = (start: number) => sums[countBefore.get(start)!]! + input.verbatimFrom(start)
+  // What the summaries may take: all of them while they fit, at least their share once they do not.
+  const share = floorTimes(Math.max(0, allowance), SUMMARY_SHARE)
+  const costOf = (start: number) => Math.min(sums[countBefore.get(start)!]!, share) + input.verbatimFrom(start)
 
   const floor = Math.max(keptFrom, input.previousStart !== null && input.previousStart <= starts.at(-1)! ? input.previousStart : 0)
   const from = starts.filter((s) => s >= floor)
@@ -82,23 +97,30 @@ export function planSummaries(input: PlanInput): SummaryPlan {
     const roomy = floorTimes(Math.max(0, allowance), JUMP_FILL)
     chosen = candidates.find((s) => s >= chosen! && costOf(s) <= roomy) ?? chosen
   }
-  const verbatimStart = chosen ?? candidates[0]!
+  // Nothing leaves the summaries their share: the least verbatim history.
+  const verbatimStart = chosen ?? candidates.at(-1)!
 
-  const choices: SummaryChoice[] = summarised(verbatimStart).map((block) => {
-    if (input.unavailable.has(blockKey(block))) return { kind: 'dropped', block }
+  // The summaries sent: the newest that fit, never from earlier than the previous turn's first.
+  const before = summarised(verbatimStart)
+  const suffix = new Array<number>(before.length + 1).fill(0)
+  for (let k = before.length - 1; k >= 0; k--) suffix[k] = suffix[k + 1]! + tokensOf(before[k]!)
+  const room = allowance - input.verbatimFrom(verbatimStart)
+  let first = 0
+  if (input.previousFirstSummary !== null) while (first < before.length && before[first]!.start < input.previousFirstSummary) first++
+  if (suffix[first]! > room) {
+    // Oldest first, until they fill at most JUMP_FILL of their share: the next turns add to them unchanged
+    // (the verbatim history leaves them their share until its start moves again).
+    const target = floorTimes(Math.max(0, Math.min(room, share)), JUMP_FILL)
+    while (first < before.length && suffix[first]! > target) first++
+  }
+  const choices: SummaryChoice[] = before.map((block, k) => {
+    if (k < first || input.unavailable.has(blockKey(block))) return { kind: 'dropped', block }
     const summary = input.summaryOf(block)
     return summary ? { kind: 'summary', block, summary } : { kind: 'needed', block }
   })
-  // Summaries alone do not fit: the oldest go.
-  let summaryTokens = choices.reduce((sum, c) => sum + (c.kind === 'dropped' ? 0 : tokensOf(c.block)), 0)
-  const room = allowance - input.verbatimFrom(verbatimStart)
-  for (let k = 0; k < choices.length && summaryTokens > room; k++) {
-    const choice = choices[k]!
-    if (choice.kind === 'dropped') continue
-    summaryTokens -= tokensOf(choice.block)
-    choices[k] = { kind: 'dropped', block: choice.block }
-  }
+  const summaryTokens = suffix[first]!
+  const firstSummary = before[first]?.start ?? verbatimStart
   const summarisedEnd = choices.at(-1)?.block.end ?? anchorEnd
   const gapStart = Math.max(anchorEnd, summarisedEnd)
-  return { verbatimStart, choices, gap: verbatimStart > gapStart ? { start: gapStart, end: verbatimStart } : null, summaryTokens }
+  return { verbatimStart, choices, gap: verbatimStart > gapStart ? { start: gapStart, end: verbatimStart } : null, summaryTokens, firstSummary }
 }
