@@ -253,8 +253,8 @@ export async function compactionChat(removeLater: (dir: string) => void): Promis
       ? [
           `  While the summaries fit (turns ${range(fitting)}) the cache serves ${pct(share(fitting).share)}; a turn that makes a summary moves the verbatim start and reads less.`,
           `  Once the summaries alone no longer fit (turn ${range(dropping.slice(0, 1))} on), the oldest summaries are dropped with \`history_dropped\`, ${Math.min(...dropping.map((t) => t.summaries))}-${Math.max(...dropping.map((t) => t.summaries))} summaries`,
-          `  packed, and the dropped range or the number of summaries differs from the previous turn's in ${changed} of ${dropping.length - 1} turns, so consecutive prompts share only their`,
-          `  first ${fmt(median(dropping.map((t) => t.cacheRead)))} tokens (median cache read, of ~${fmt(median(dropping.map((t) => t.input + t.cacheRead)))} sent): ${pct(share(dropping).share)} served from the cache in that phase, the steady state of a longer chat.`,
+          `  packed, and the dropped range or the number of summaries differs from the previous turn's in ${changed} of ${dropping.length - 1} turns (decision 013: several go at a time);`,
+          `  the median turn reads ${fmt(median(dropping.map((t) => t.cacheRead)))} of ~${fmt(median(dropping.map((t) => t.input + t.cacheRead)))} prompt tokens from the cache: ${pct(share(dropping).share)} served from the cache in that phase, the steady state of a longer chat.`,
         ]
       : []),
   ]
