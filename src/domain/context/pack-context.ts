@@ -323,6 +323,11 @@ export function packContext(input: PackInput): PackResult {
   const droppedRanges: { start: number; end: number }[] = []
   let summaryTokens = 0
   if (plan) {
+    if (plan.skipped) {
+      const { start, end } = plan.skipped
+      droppedRanges.push(plan.skipped)
+      addSegment(segments, entries[start]!.ordinal, entries[end - 1]!.ordinal, end - start, 'dropped', 0)
+    }
     for (const choice of plan.choices) {
       const start = Math.max(choice.block.start, anchorEnd)
       const first = entries[start]!.ordinal

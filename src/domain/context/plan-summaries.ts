@@ -28,6 +28,8 @@ export type SummaryChoice =
 export type SummaryPlan = {
   /** The first history entry sent verbatim. */
   verbatimStart: number
+  /** Entries of the blocks before the previous turn's first summary: dropped, not looked at again. */
+  skipped: { start: number; end: number } | null
   choices: SummaryChoice[]
   /** History entries between the last summarised block and `verbatimStart`: not sealed yet, and did not fit. */
   gap: { start: number; end: number } | null
@@ -66,8 +68,26 @@ export type PlanInput = {
  */
 export function planSummaries(input: PlanInput): SummaryPlan {
   const { blocks, anchorEnd, currentStart, keptFrom, allowance } = input
-  const eligible = blocks.filter((b) => b.end > anchorEnd && b.end <= currentStart)
-  const lastEnd = eligible.at(-1)?.end ?? anchorEnd
+  /** The first block from which `holds` is true (it stays true after): blocks are in ledger order. */
+  const firstWhere = (holds: (b: Block) => boolean) => {
+    let lo = 0
+    let hi = blocks.length
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if (holds(blocks[mid]!)) hi = mid
+      else lo = mid + 1
+    }
+    return lo
+  }
+  // Blocks with something besides anchors, sealed before the current exchange. Those before the
+  // previous turn's first summary stay dropped and are not looked at again: a turn costs what it sends.
+  const firstEligible = firstWhere((b) => b.end > anchorEnd)
+  const to = Math.max(firstEligible, firstWhere((b) => b.end > currentStart))
+  const hinted =
+    input.previousFirstSummary === null ? firstEligible : Math.min(to, Math.max(firstEligible, firstWhere((b) => b.start >= input.previousFirstSummary!)))
+  const skipped = hinted > firstEligible ? { start: Math.max(anchorEnd, blocks[firstEligible]!.start), end: blocks[hinted - 1]!.end } : null
+  const eligible = blocks.slice(hinted, to)
+  const lastEnd = eligible.at(-1)?.end ?? skipped?.end ?? anchorEnd
   const starts = eligible.filter((b) => b.end >= keptFrom).map((b) => b.end)
   if (keptFrom > lastEnd || starts.length === 0) starts.push(Math.max(keptFrom, lastEnd))
 
@@ -106,7 +126,6 @@ export function planSummaries(input: PlanInput): SummaryPlan {
   for (let k = before.length - 1; k >= 0; k--) suffix[k] = suffix[k + 1]! + tokensOf(before[k]!)
   const room = allowance - input.verbatimFrom(verbatimStart)
   let first = 0
-  if (input.previousFirstSummary !== null) while (first < before.length && before[first]!.start < input.previousFirstSummary) first++
   if (suffix[first]! > room) {
     // Oldest first, until they fill at most JUMP_FILL of their share: the next turns add to them unchanged
     // (the verbatim history leaves them their share until its start moves again).
@@ -120,7 +139,7 @@ export function planSummaries(input: PlanInput): SummaryPlan {
   })
   const summaryTokens = suffix[first]!
   const firstSummary = before[first]?.start ?? verbatimStart
-  const summarisedEnd = choices.at(-1)?.block.end ?? anchorEnd
+  const summarisedEnd = choices.at(-1)?.block.end ?? skipped?.end ?? anchorEnd
   const gapStart = Math.max(anchorEnd, summarisedEnd)
-  return { verbatimStart, choices, gap: verbatimStart > gapStart ? { start: gapStart, end: verbatimStart } : null, summaryTokens, firstSummary }
+  return { verbatimStart, skipped, choices, gap: verbatimStart > gapStart ? { start: gapStart, end: verbatimStart } : null, summaryTokens, firstSummary }
 }
