@@ -114,8 +114,10 @@ export function planSummaries(input: PlanInput): SummaryPlan {
   const candidates = from.length > 0 ? from : [starts.at(-1)!]
   let chosen = candidates.find((s) => costOf(s) <= allowance)
   if (chosen !== undefined && chosen !== input.previousStart) {
+    // Moving on for room never takes the whole history into summaries: the newest stays verbatim.
     const roomy = floorTimes(Math.max(0, allowance), JUMP_FILL)
-    chosen = candidates.find((s) => s >= chosen! && costOf(s) <= roomy) ?? chosen
+    const keepingSome = candidates.filter((s) => s >= chosen! && input.verbatimFrom(s) > 0)
+    chosen = keepingSome.find((s) => costOf(s) <= roomy) ?? keepingSome.at(-1) ?? chosen
   }
   // Nothing leaves the summaries their share: the least verbatim history.
   const verbatimStart = chosen ?? candidates.at(-1)!
@@ -138,7 +140,8 @@ export function planSummaries(input: PlanInput): SummaryPlan {
     return summary ? { kind: 'summary', block, summary } : { kind: 'needed', block }
   })
   const summaryTokens = suffix[first]!
-  const firstSummary = before[first]?.start ?? verbatimStart
+  // None sent: the next turn is not held to any (a large input may have left them no room this once).
+  const firstSummary = first < before.length ? before[first]!.start : null
   const summarisedEnd = choices.at(-1)?.block.end ?? skipped?.end ?? anchorEnd
   const gapStart = Math.max(anchorEnd, summarisedEnd)
   return { verbatimStart, skipped, choices, gap: verbatimStart > gapStart ? { start: gapStart, end: verbatimStart } : null, summaryTokens, firstSummary }

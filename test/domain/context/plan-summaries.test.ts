@@ -373,4 +373,24 @@ describe('planSummaries', () => {
     })
     expect(new Set(asked)).toEqual(new Set(['50-60', '70-80', '90-100']))
   })
+
+  it('a turn that sends no summary holds the next turn to none: older summaries come back once there is room', () => {
+    // Turn 1: a large input leaves 200 tokens; three 100-token summaries cannot all fit their share (100), all go.
+    const first = plan({ currentStart: 6, blocks: blocks(3), allowance: 200, summaries: all(3, 100), keptFrom: 6 })
+    expect(first.choices.every((c) => c.kind === 'dropped')).toBe(true)
+    expect(first.firstSummary).toBeNull()
+    // Turn 2: room again; the previous start holds, and all three summaries are sent.
+    const second = plan({ currentStart: 6, blocks: blocks(3), allowance: 6000, summaries: all(3, 100), keptFrom: 6, previousStart: first.verbatimStart, previousFirstSummary: first.firstSummary })
+    expect(shape(second.choices).map((c) => c[0])).toEqual(['summary', 'summary', 'summary'])
+    expect(second.summaryTokens).toBe(300)
+  })
+
+  it('moving on for room never takes the whole history into summaries: the newest stays verbatim', () => {
+    // Six blocks of 1024 tokens before the input, estimate 424, summaries counted at most their share (2000).
+    // From 8: 1696 + 2048 = 3744 fits 4000; within floor(4000 × 0.75) = 3000 only 12 (2000 + 0), which
+    // sends nothing verbatim: the move stops at the last start that keeps some, 10 (2000 + 1024 = 3024).
+    const p = plan({ currentStart: 12, blocks: blocks(6), allowance: 4000, estimate: 424 })
+    expect(p.verbatimStart).toBe(10)
+    expect(p.choices.filter((c) => c.kind === 'needed')).toHaveLength(5)
+  })
 })
