@@ -29,7 +29,7 @@ export const responseRoutes =
           tags: ['chats'],
           summary: 'Submit a turn (or a retry) and stream the answer as server-sent events',
           description:
-            'Events, in order: `run`, `config_warnings`, `translation_warnings`, then `block_start` / `delta` / `block_stop` per content block, and `done` or `error`. A comment line is sent every 15 s as a heartbeat.',
+            'Events, in order: `run`, `config_warnings`, `translation_warnings`, then `compacting` when the turn waits for summaries of older history (then `config_warnings` again if they changed), `block_start` / `delta` / `block_stop` per content block, and `done` or `error`. A comment line is sent every 15 s as a heartbeat.',
           security: ApiKeySecurity,
           params: ChatParams,
           body: Type.Ref(CreateResponseRequest),
