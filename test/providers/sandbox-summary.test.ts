@@ -1,0 +1,77 @@
+import type { LanguageModelV3StreamPart } from '@ai-sdk/provider'
+import { describe, expect, it } from 'vitest'
+import type { PartBody } from '../../src/domain/parts.ts'
+import { compactionPrompt, SUMMARISATION_INSTRUCTION } from '../../src/providers/compaction-prompt.ts'
+import { estimatePromptTokens } from '../../src/providers/estimate-prompt-tokens.ts'
+import { createSandboxLanguageModel } from '../../src/providers/sandbox/sandbox-language-model.ts'
+
+/** decisions §6: the sandbox's deterministic summary of a block, and `/fail-summary`. */
+
+const parts: { ordinal: number; body: PartBody }[] = [
+  { ordinal: 7, body: { type: 'prompt', text: 'Please book a table for four at eight tonight near the harbour' } },
+  { ordinal: 8, body: { type: 'tool_call', tool_name: 'book', tool_use_id: 'call_1', arguments: '{"people":4,"time":"20:00"}' } },
+  { ordinal: 9, body: { type: 'tool_result', tool_name: 'book', tool_use_id: 'call_1', text: 'confirmed at The Lantern', is_error: false, trust: 'trusted' } },
+  { ordinal: 11, body: { type: 'message', text: 'Booked: The Lantern, 20:00, four people.' } },
+]
+
+async function summarise(blockParts: typeof parts, maxOutputTokens = 400) {
+  const model = createSandboxLanguageModel('echo-8k')
+  const prompt = compactionPrompt(7, 11, blockParts)
+  const { stream } = await model.doStream({ prompt, maxOutputTokens, providerOptions: { sandbox: { compaction: { firstOrdinal: 7, lastOrdinal: 11 } } } })
+  const chunks: LanguageModelV3StreamPart[] = []
+  for await (const chunk of stream as unknown as AsyncIterable<LanguageModelV3StreamPart>) chunks.push(chunk)
+  const text = chunks.flatMap((c) => (c.type === 'text-delta' ? [c.delta] : [])).join('')
+  const finish = chunks.find((c) => c.type === 'finish') as Extract<LanguageModelV3StreamPart, { type: 'finish' }>
+  return { text, finish, prompt }
+}
+
+describe('compaction prompt', () => {
+  it('is our instruction, then the block as one user message of one text item per part', () => {
+    const prompt = compactionPrompt(7, 11, parts)
+    expect(prompt[0]).toEqual({ role: 'system', content: SUMMARISATION_INSTRUCTION })
+    expect(prompt).toHaveLength(2)
+    const items = prompt[1]!.content.map((c) => (c.type === 'text' ? c.text : ''))
+    expect(items).toEqual([
+      'Transcript of ledger ordinals 7-11:',
+      '[#7 prompt]\nPlease book a table for four at eight tonight near the harbour',
+      '[#8 tool_call]\nbook called with {"people":4,"time":"20:00"}',
+      '[#9 tool_result]\nbook returned: confirmed at The Lantern',
+      '[#11 message]\nBooked: The Lantern, 20:00, four people.',
+    ])
+  })
+
+  it('cuts a very long part to 2,000 tokens, head and tail, with a marker', () => {
+    const long = compactionPrompt(1, 1, [{ ordinal: 1, body: { type: 'prompt', text: 'word '.repeat(10_000) } }])
+    const item = long[1]!.content[1]!
+    expect(item.type === 'text' && item.text).toMatch(/\[… \d+ tokens truncated …\]/)
+  })
+})
+
+describe('the sandbox summarises a block deterministically (decisions §6)', () => {
+  it('`Summary of ordinals A-B:` then the first words of each part, with usage by the one estimator', async () => {
+    const { text, finish, prompt } = await summarise(parts)
+    expect(text).toBe(
+      'Summary of ordinals 7-11: Please book a table for four / book called with {"people":4,"time":"20:00"} / book returned: confirmed at The Lantern / Booked: The Lantern, 20:00, four people.',
+    )
+    expect(finish.finishReason.unified).toBe('stop')
+    expect(finish.usage.inputTokens.total).toBe(estimatePromptTokens(prompt))
+    expect(finish.usage.outputTokens.total).toBeGreaterThan(0)
+    // The same block, the same summary.
+    expect((await summarise(parts)).text).toBe(text)
+  })
+
+  it('stops at max_tokens with stop reason length', async () => {
+    const { text, finish } = await summarise(parts, 5)
+    expect(finish.finishReason.unified).toBe('length')
+    expect(text.startsWith('Summary of')).toBe(true)
+    expect(text.length).toBeLessThan(40)
+  })
+
+  it('a block holding a prompt with the line /fail-summary cannot be summarised: the call fails before its first byte', async () => {
+    const failing = [{ ordinal: 7, body: { type: 'prompt', text: 'plan the trip\n/fail-summary' } as PartBody }, ...parts.slice(1)]
+    await expect(summarise(failing)).rejects.toThrow(/fail-summary/)
+    // Only a prompt's line counts: a tool result saying it does not.
+    const inResult = [...parts.slice(0, 2), { ordinal: 9, body: { ...(parts[2]!.body as Extract<PartBody, { type: 'tool_result' }>), text: '/fail-summary' } }]
+    await expect(summarise(inResult)).resolves.toMatchObject({ text: expect.stringMatching(/^Summary of ordinals 7-11:/) })
+  })
+})
