@@ -30,7 +30,9 @@ describe('compaction prompt', () => {
     const prompt = compactionPrompt(7, 11, parts)
     expect(prompt[0]).toEqual({ role: 'system', content: SUMMARISATION_INSTRUCTION })
     expect(prompt).toHaveLength(2)
-    const items = prompt[1]!.content.map((c) => (c.type === 'text' ? c.text : ''))
+    const user = prompt[1]!
+    if (user.role !== 'user') throw new Error('expected the transcript as a user message')
+    const items = user.content.map((c) => (c.type === 'text' ? c.text : ''))
     expect(items).toEqual([
       'Transcript of ledger ordinals 7-11:',
       '[#7 prompt]\nPlease book a table for four at eight tonight near the harbour',
@@ -42,7 +44,9 @@ describe('compaction prompt', () => {
 
   it('cuts a very long part to 2,000 tokens, head and tail, with a marker', () => {
     const long = compactionPrompt(1, 1, [{ ordinal: 1, body: { type: 'prompt', text: 'word '.repeat(10_000) } }])
-    const item = long[1]!.content[1]!
+    const user = long[1]!
+    if (user.role !== 'user') throw new Error('expected the transcript as a user message')
+    const item = user.content[1]!
     expect(item.type === 'text' && item.text).toMatch(/\[… \d+ tokens truncated …\]/)
   })
 })
