@@ -33,6 +33,8 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
   let modelServed: string | null = null
   let usage: Usage | null = null
   let stopReason: RunResult['stopReason'] = null
+  /** Whether the provider said how the answer ended: a stream that just stops may have been cut off. */
+  let finished = false
   let emitted = ''
   const pending: PendingToolCall[] = []
   const open = new Map<string, OpenBlock>()
@@ -207,6 +209,7 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
           break
         }
         case 'finish':
+          finished = true
           stopReason = mapStopReason(part.finishReason)
           usage = usageFrom(part.usage)
           break
@@ -225,6 +228,8 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
     signal.removeEventListener('abort', onAbort)
   }
   if (signal.aborted) return result('cancelled', null, true)
+  // Never call a cut-off answer a success: without its finish the answer may be incomplete.
+  if (!finished) return result('failed', { code: 'upstream_error', message: 'the provider stream ended without saying how the answer ended: it may be cut off' }, true)
   return result('succeeded', null, true)
 }
 

@@ -30,6 +30,7 @@ import {
 const FAKE_DELTAS = variantOf('fake/deltas', '7f0c5a3e-1111-4a1a-9b1b-000000000001', { provider: 'fake', vendor_model_id: 'deltas' })
 const FAKE_CAPTURE = variantOf('fake/capture', '7f0c5a3e-1111-4a1a-9b1b-000000000003', { provider: 'fake', vendor_model_id: 'capture' })
 const FAKE_HOLD = variantOf('fake/hold', '7f0c5a3e-1111-4a1a-9b1b-000000000002', { provider: 'fake', vendor_model_id: 'hold' })
+const FAKE_CUT = variantOf('fake/cut', '7f0c5a3e-1111-4a1a-9b1b-000000000004', { provider: 'fake', vendor_model_id: 'cut' })
 
 /** Released by the test once it has cancelled; the `hold` model then waits for its abort signal. */
 let holding = deferred()
@@ -52,6 +53,11 @@ const fakes = {
     emit({ type: 'text-end', id: 't' })
     emit(finishPart('stop'))
   }),
+  // Some text, then the stream closes without a finish: the answer may be cut off.
+  cut: scriptedModel(async (emit) => {
+    emit({ type: 'text-start', id: 't' })
+    emit({ type: 'text-delta', id: 't', delta: 'the first half of an answer' })
+  }),
   // Some text, then nothing until cancelled.
   hold: scriptedModel(async (emit, options) => {
     emit({ type: 'text-start', id: 't' })
@@ -68,7 +74,7 @@ let chatId: string
 beforeEach(async () => {
   holding = deferred()
   captured = null
-  ctx = await createTestApp({ catalogue: [...sandboxCatalogue(), FAKE_DELTAS, FAKE_HOLD, FAKE_CAPTURE], languageModelFor: withFakes(fakes) })
+  ctx = await createTestApp({ catalogue: [...sandboxCatalogue(), FAKE_DELTAS, FAKE_HOLD, FAKE_CAPTURE, FAKE_CUT], languageModelFor: withFakes(fakes) })
   org = fundedOrg(ctx)
   chatId = await newChat(ctx, org.auth)
 })
@@ -351,6 +357,22 @@ describe('sandbox magic lines through the route', () => {
       { first_ordinal: firstPrompt.ordinal, last_ordinal: nextPrompt.ordinal, parts: 2, treatment: 'verbatim', tokens: expect.any(Number) },
     ])
     expect(manifest.context.dropped).toBeNull()
+  })
+})
+
+describe('a provider stream that ends without its finish', () => {
+  it('is never called a success: the run fails with upstream_error, its text is kept, and it is billed for what it used', async () => {
+    const t = await turn(ctx, org.auth, chatId, { model: 'fake/cut', input: [prompt('tell me everything')] })
+    expect(t.events).toEqual(['run', 'config_warnings', 'translation_warnings', 'block_start', 'delta', 'block_stop', 'error'])
+    expect(t.of('error')[0]!.data).toMatchObject({ code: 'upstream_error', details: { run_id: t.runId } })
+    expect(t.of('error')[0]!.data.message).toMatch(/cut off/)
+    const run = await getRun(ctx, org.auth, t.runId)
+    expect(run.status).toBe('failed')
+    expect(run.usage.input_tokens).toBeGreaterThan(0)
+    expect(run.usage.output_tokens).toBeGreaterThan(0)
+    expect(Number(run.cost)).toBeGreaterThan(0)
+    // The customer saw the text streamed: it stays in the ledger (never packed again, decisions §4).
+    expect((await history(ctx, org.auth, chatId)).data.at(-1)!.part).toEqual({ type: 'message', text: 'the first half of an answer' })
   })
 })
 
