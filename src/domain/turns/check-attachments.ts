@@ -51,9 +51,26 @@ export function checkAttachments(
   return problems
 }
 
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
+/** Whether a UTF-16 code unit is in the standard base64 alphabet (A-Z a-z 0-9 + /). */
+const isBase64Char = (c: number): boolean =>
+  (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 43 || c === 47
 
-/** Standard base64 only: no data-URI prefix, no URL alphabet, correct padding. */
+/**
+ * Standard base64 only: no data-URI prefix, no URL alphabet, correct padding.
+ *
+ * Accepts exactly what `^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$` does: a
+ * length that is a multiple of 4, alphabet characters only, and at most two '=' at the very end.
+ * No whitespace, no '=' inside. The empty string is valid (no bytes). A single linear scan, no
+ * regex: a backtracking regex overflowed the stack on attachments of a few MiB (issue 11).
+ */
 export function decodeBase64Strict(value: string): Buffer | null {
-  return BASE64.test(value) ? Buffer.from(value, 'base64') : null
+  const length = value.length
+  if (length % 4 !== 0) return null
+  let padding = 0
+  if (length > 0 && value.charCodeAt(length - 1) === 61) padding = value.charCodeAt(length - 2) === 61 ? 2 : 1
+  const end = length - padding
+  for (let i = 0; i < end; i++) {
+    if (!isBase64Char(value.charCodeAt(i))) return null
+  }
+  return Buffer.from(value, 'base64')
 }

@@ -1,7 +1,8 @@
 import { Ajv, type ErrorObject } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifyInstance, FastifySchemaCompiler } from 'fastify'
-import type { Problem } from '../../domain/errors.ts'
+import { ValidationError, type Problem } from '../../domain/errors.ts'
+import { findTooDeep } from '../../domain/json-depth.ts'
 
 // ajv-formats is CommonJS; its default export arrives wrapped under Node's ESM loader.
 const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ??
@@ -34,6 +35,12 @@ export function installValidators(app: FastifyInstance, sharedSchemas: object[])
   const compiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
     (httpPart === 'body' ? bodyAjv : textAjv).compile(schema as object)
   app.setValidatorCompiler(compiler)
+  // Before schema validation and every handler: nesting limits, checked without recursion, so a
+  // body nested thousands of levels is a 422 with a pointer, never a stack overflow (issue 11).
+  app.addHook('preValidation', async (request) => {
+    const problem = findTooDeep(request.body)
+    if (problem) throw new ValidationError([problem])
+  })
 }
 
 const escapeToken = (token: string) => token.replace(/~/g, '~0').replace(/\//g, '~1')
