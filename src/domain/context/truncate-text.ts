@@ -1,8 +1,6 @@
-import { decode, encode } from 'gpt-tokenizer'
+import { decode } from 'gpt-tokenizer'
 import type { Truncation, TruncationShape } from '../config/config-types.ts'
-import { estimateTokens } from '../tokens/estimate-tokens.ts'
-
-const NO_SPECIAL_TOKENS = { disallowedSpecial: new Set<string>() }
+import { encodeBounded, estimateTokens } from '../tokens/estimate-tokens.ts'
 
 /** The visible marker a cut payload carries (decisions §5.2). */
 export const truncationMarker = (cutTokens: number) => `[… ${cutTokens} tokens truncated …]`
@@ -36,7 +34,8 @@ export function truncateText(text: string, truncation: Truncation, mark: boolean
 }
 
 function cutTo(text: string, to: number, shape: TruncationShape, mark: boolean): string {
-  const tokens = encode(text, NO_SPECIAL_TOKENS)
+  // The estimator's own tokens (linear even on unbroken text), so the cut and the count agree.
+  const tokens = encodeBounded(text)
   const marker = mark ? truncationMarker(tokens.length - to) : ''
   switch (shape) {
     case 'head':

@@ -1,4 +1,5 @@
-import { countTokens } from 'gpt-tokenizer'
+import { countTokens, encode } from 'gpt-tokenizer'
+import { O200K_TOKEN_SPLIT_REGEX } from 'gpt-tokenizer/esm/encodingParams/constants'
 
 /** TokenEstimate is a saturating int32 (spec §2.1). */
 export const TOKEN_ESTIMATE_MAX = 2_147_483_647
@@ -50,7 +51,120 @@ const memo = new Map<string, number>()
 const SHORT_MEMO_MAX_ENTRIES = 65_536
 const shortMemo = new Map<string, number>()
 let memoChars = 0
-const count = (text: string) => Math.min(TOKEN_ESTIMATE_MAX, countTokens(text, NO_SPECIAL_TOKENS))
+const count = (text: string) => {
+  let tokens = 0
+  for (const segment of boundedSegments(text)) tokens += countTokens(segment, NO_SPECIAL_TOKENS)
+  return Math.min(TOKEN_ESTIMATE_MAX, tokens)
+}
+
+/**
+ * A pre-tokenizer piece longer than this is cut into chunks before BPE. gpt-tokenizer's BPE merge is
+ * quadratic in the length of one piece (its `isWithinTokenLimit` and generators still merge a whole
+ * piece at once, and it has no chunked API), so one unbroken run (`"xxxx…"`, DNA, 100k lowercase
+ * letters, 100k spaces) of n characters costs n² without this: 11 s for 120,000 characters.
+ */
+export const LONG_PIECE_CHARS = 400
+/** The length, in UTF-16 units, of the chunks a long piece is cut into (one less where a pair would split). */
+export const PIECE_CHUNK_CHARS = 256
+
+/**
+ * The estimator's tokens for `text` (o200k_base, special-token text as plain text), in work linear in
+ * its length: `estimateTokens` counts these tokens and cuts keep a prefix or suffix of them, so counts
+ * and cuts agree. `decode` of them gives back `text` exactly (for well-formed UTF-16).
+ *
+ * For text whose pre-tokenizer pieces are at most `LONG_PIECE_CHARS` long (prose, code, JSON, CJK,
+ * emoji: nearly everything), this is exactly `encode(text)`. A longer piece, which only an unbroken
+ * run of letters, of punctuation or of whitespace makes, is encoded chunk by chunk, so for such runs
+ * the estimate is that of the chunked text: close to the real count and normally a little above it
+ * (at most about one token per chunk more, as BPE cannot merge across a chunk's edge).
+ */
+export function encodeBounded(text: string): number[] {
+  const tokens: number[] = []
+  for (const segment of boundedSegments(text)) for (const token of encode(segment, NO_SPECIAL_TOKENS)) tokens.push(token)
+  return tokens
+}
+
+/**
+ * `text` as consecutive segments to encode one by one: the whole text when it has no long piece;
+ * otherwise the text between long pieces, and each long piece in chunks.
+ *
+ * A segment between long pieces tokenizes alone as it does in context, because it starts and ends on
+ * piece boundaries and the pre-tokenizer has no look-behind; its only look-ahead is `\s+(?!\S)`, which can
+ * see past a segment's end only when the segment ends with whitespace. So a segment is encoded whole up
+ * to its last piece that ends with a non-whitespace character, and each piece after that alone (a
+ * single piece always tokenizes to itself).
+ */
+function* boundedSegments(text: string): Generator<string> {
+  if (!mayHaveLongPiece(text)) {
+    if (text.length > 0) yield text
+    return
+  }
+  let segmentStart = 0
+  let wholeEnd = 0
+  let pieceStarts: number[] = []
+  for (const match of text.matchAll(PIECES)) {
+    const start = match.index
+    const end = start + match[0].length
+    if (end - start <= LONG_PIECE_CHARS) {
+      if (isWhitespace(text.charCodeAt(end - 1))) pieceStarts.push(start)
+      else {
+        wholeEnd = end
+        pieceStarts = []
+      }
+      continue
+    }
+    if (wholeEnd > segmentStart) yield text.slice(segmentStart, wholeEnd)
+    pieceStarts.push(start)
+    for (let i = 0; i < pieceStarts.length - 1; i++) yield text.slice(pieceStarts[i], pieceStarts[i + 1])
+    for (let at = start; at < end; ) {
+      let to = Math.min(end, at + PIECE_CHUNK_CHARS)
+      if (to < end && isHighSurrogate(text.charCodeAt(to - 1))) to--
+      yield text.slice(at, to)
+      at = to
+    }
+    segmentStart = wholeEnd = end
+    pieceStarts = []
+  }
+  if (segmentStart < text.length) yield segmentStart === 0 ? text : text.slice(segmentStart)
+}
+
+/**
+ * False only when no pre-tokenizer piece of `text` is longer than `LONG_PIECE_CHARS`, found by one cheap
+ * pass instead of running the pre-tokenizer twice. A piece is a run of letters and marks with one
+ * character before and a contraction after, a run of whitespace, or ` ?[^\s\p{L}\p{N}]+[\r\n/]*`; so a
+ * long one holds `LONG_PIECE_CHARS - 4` characters in a row that are all whitespace, or all not
+ * whitespace but for \r and \n. Minified JSON or CJK without spaces can pass this test: then the
+ * pre-tokenizer decides.
+ */
+function mayHaveLongPiece(text: string): boolean {
+  if (text.length <= LONG_PIECE_CHARS) return false
+  const limit = LONG_PIECE_CHARS - 4
+  let solid = 0
+  let blank = 0
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i)
+    if (isWhitespace(unit)) {
+      blank++
+      solid = unit === 0x0a || unit === 0x0d ? solid + 1 : 0
+    } else {
+      blank = 0
+      solid++
+    }
+    if (solid >= limit || blank >= limit) return true
+  }
+  return false
+}
+
+// Exactly the characters of `\s` in a regular expression.
+const isWhitespace = (unit: number) =>
+  unit <= 0x20
+    ? unit === 0x20 || (unit >= 0x09 && unit <= 0x0d)
+    : unit >= 0xa0 &&
+      (unit === 0xa0 || unit === 0x1680 || (unit >= 0x2000 && unit <= 0x200a) || unit === 0x2028 || unit === 0x2029 || unit === 0x202f || unit === 0x205f || unit === 0x3000 || unit === 0xfeff)
+
+// The pre-tokenizer of the encoding `gpt-tokenizer`'s default export uses (o200k_base).
+const PIECES = O200K_TOKEN_SPLIT_REGEX
+const isHighSurrogate = (unit: number) => unit >= 0xd800 && unit <= 0xdbff
 
 export function saturatingAdd(...estimates: number[]): number {
   return Math.min(TOKEN_ESTIMATE_MAX, estimates.reduce((sum, n) => sum + n, 0))
