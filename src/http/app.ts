@@ -10,6 +10,7 @@ import { installErrorHandler } from './plugins/error-handler.ts'
 import { installPrimaryRouting } from './plugins/primary-routing.ts'
 import { installRateLimit } from './plugins/rate-limit.ts'
 import { installValidators } from './plugins/validation.ts'
+import { serializeRequest } from './redact-url.ts'
 import { chatRoutes } from './routes/api/v1/chats/index.ts'
 import { historyRoutes } from './routes/api/v1/chats/history.ts'
 import { configRoutes } from './routes/api/v1/config/index.ts'
@@ -70,9 +71,23 @@ export type BuildAppOptions = {
   rateLimitPerMinute?: number
 }
 
+/**
+ * Whatever logger the caller asks for logs requests through the redacting `req` serializer
+ * (no secret in a logged URL, no headers), and redacts the known secret paths unless told otherwise.
+ */
+function loggerOptions(logger: BuildAppOptions['logger']): FastifyServerOptions['logger'] {
+  if (!logger) return false
+  const base = logger === true ? {} : logger
+  return {
+    redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' },
+    ...base,
+    serializers: { ...base.serializers, req: serializeRequest },
+  }
+}
+
 export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
   const app = Fastify({
-    logger: options.logger ?? false,
+    logger: loggerOptions(options.logger),
     bodyLimit: DEFAULT_BODY_LIMIT,
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
