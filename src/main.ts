@@ -34,6 +34,7 @@ const app = await buildApp(
   deps,
   {
     logger: { level: settings.logLevel, redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' } },
+    requestTimeoutMs: settings.requestTimeoutMs,
     ...(settings.rateLimitPerMinute === null ? {} : { rateLimitPerMinute: settings.rateLimitPerMinute }),
   },
 )

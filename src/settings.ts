@@ -12,11 +12,20 @@ export type Settings = {
   /** RATE_LIMIT_PER_MINUTE: requests a minute per API key on each node (decision 011); null: no limit. */
   rateLimitPerMinute: number | null
   /**
+   * REQUEST_TIMEOUT_MS: how long a client may take to send a whole request, headers and body
+   * (issue 11: slow bodies); the headers alone get at most 10 s of it. A response, such as a
+   * turn's stream, is never bounded by it.
+   */
+  requestTimeoutMs: number
+  /**
    * LiteFS (decision 009): the mount holding the database, and the file that names the primary
    * (present on replicas only). Null without LiteFS: the one process is the primary.
    */
   litefs: { dir: string; primaryFile: string; primaryPort: number; positionFile: string } | null
 }
+
+/** 60 s to send a request: the largest turn body (32 MiB) still fits an upload of about 4.5 Mbit/s. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000
 
 export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   const production = env.NODE_ENV === 'production'
@@ -27,6 +36,10 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   const rateLimit = env.RATE_LIMIT_PER_MINUTE === undefined || env.RATE_LIMIT_PER_MINUTE === '' ? null : Number(env.RATE_LIMIT_PER_MINUTE)
   if (rateLimit !== null && (!Number.isInteger(rateLimit) || rateLimit <= 0)) {
     throw new Error(`RATE_LIMIT_PER_MINUTE must be a positive whole number, got ${env.RATE_LIMIT_PER_MINUTE}`)
+  }
+  const requestTimeoutMs = env.REQUEST_TIMEOUT_MS === undefined || env.REQUEST_TIMEOUT_MS === '' ? DEFAULT_REQUEST_TIMEOUT_MS : Number(env.REQUEST_TIMEOUT_MS)
+  if (!Number.isInteger(requestTimeoutMs) || requestTimeoutMs <= 0) {
+    throw new Error(`REQUEST_TIMEOUT_MS must be a positive whole number of milliseconds, got ${env.REQUEST_TIMEOUT_MS}`)
   }
   const litefsDir = env.LITEFS_DIR ? resolve(env.LITEFS_DIR) : null
   const primaryPort = Number(env.LITEFS_PRIMARY_PORT ?? port)
@@ -42,6 +55,7 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     production,
     sandbox,
     rateLimitPerMinute: rateLimit,
+    requestTimeoutMs,
     litefs: litefsDir
       ? {
           dir: litefsDir,

@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import scalar from '@scalar/fastify-api-reference'
 import Fastify, { type FastifyServerOptions } from 'fastify'
 import { randomUUID } from 'node:crypto'
+import { DEFAULT_REQUEST_TIMEOUT_MS } from '../settings.ts'
 import type { AppDeps } from './app-deps.ts'
 import { requireApiKey } from './plugins/auth.ts'
 import { installErrorHandler } from './plugins/error-handler.ts'
@@ -69,6 +70,30 @@ export type BuildAppOptions = {
   logger?: FastifyServerOptions['logger']
   /** Requests a minute per API key on this node (decision 011); absent: no limit. */
   rateLimitPerMinute?: number
+  /** How long a client may take to send a whole request, headers and body; default 60 s (REQUEST_TIMEOUT_MS). */
+  requestTimeoutMs?: number
+}
+
+/**
+ * Deadlines for receiving a request (issue 11: slow bodies held connections forever). Node's HTTP
+ * server measures them from the start of each request to its last body byte, and never afterwards:
+ * a turn's stream lasts as long as its run. Node checks them every connectionsCheckingInterval
+ * (30 s by default, too coarse for a 60 s deadline), so a late sender is closed within a second of
+ * its deadline, with a 408 written by Fastify's clientError handler. A connection that never sends
+ * a byte is closed at the headers deadline; between requests, keep-alive (Fastify's 72 s) applies.
+ * There is no socket inactivity timeout (Fastify's connectionTimeout stays 0): a quiet stream is
+ * not a slow client.
+ */
+export function receiveDeadlines(requestTimeoutMs = DEFAULT_REQUEST_TIMEOUT_MS) {
+  const headersTimeout = Math.min(10_000, requestTimeoutMs)
+  return {
+    requestTimeout: requestTimeoutMs,
+    http: {
+      requestTimeout: requestTimeoutMs,
+      headersTimeout,
+      connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(headersTimeout / 4))),
+    },
+  }
 }
 
 /**
@@ -89,6 +114,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
   const app = Fastify({
     logger: loggerOptions(options.logger),
     bodyLimit: DEFAULT_BODY_LIMIT,
+    ...receiveDeadlines(options.requestTimeoutMs),
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
     routerOptions: { ignoreTrailingSlash: true },
