@@ -6,6 +6,7 @@ import Fastify, { type FastifyServerOptions } from 'fastify'
 import { randomUUID } from 'node:crypto'
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../settings.ts'
 import type { AppDeps } from './app-deps.ts'
+import { clientErrorHandler, frameworkErrors } from './edge-errors.ts'
 import { requireApiKey } from './plugins/auth.ts'
 import { installErrorHandler } from './plugins/error-handler.ts'
 import { installPrimaryRouting } from './plugins/primary-routing.ts'
@@ -79,7 +80,7 @@ export type BuildAppOptions = {
  * server measures them from the start of each request to its last body byte, and never afterwards:
  * a turn's stream lasts as long as its run. Node checks them every connectionsCheckingInterval
  * (30 s by default, too coarse for a 60 s deadline), so a late sender is closed within a second of
- * its deadline, with a 408 written by Fastify's clientError handler. A connection that never sends
+ * its deadline, with a 408 in the error envelope written by clientErrorHandler (edge-errors.ts). A connection that never sends
  * a byte is closed at the headers deadline; between requests, keep-alive (Fastify's 72 s) applies.
  * There is no socket inactivity timeout (Fastify's connectionTimeout stays 0): a quiet stream is
  * not a slow client.
@@ -111,10 +112,16 @@ function loggerOptions(logger: BuildAppOptions['logger']): FastifyServerOptions[
 }
 
 export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
+  const deadlines = receiveDeadlines(options.requestTimeoutMs)
   const app = Fastify({
     logger: loggerOptions(options.logger),
     bodyLimit: DEFAULT_BODY_LIMIT,
-    ...receiveDeadlines(options.requestTimeoutMs),
+    ...deadlines,
+    // A missing Host is answered in the envelope by the error handler's hook, not by Node's empty 400.
+    http: { ...deadlines.http, requireHostHeader: false },
+    // Rejections before routing answer in the error envelope too (issue 11), without echoing the URL.
+    clientErrorHandler,
+    frameworkErrors,
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
     routerOptions: { ignoreTrailingSlash: true },

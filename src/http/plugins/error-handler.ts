@@ -77,7 +77,14 @@ export function installErrorHandler(app: FastifyInstance): void {
     request.log.error({ err: error }, 'unhandled error')
     return reply.code(500).send({ error: { code: 'internal', message: 'internal error' } })
   })
-  app.setNotFoundHandler((request, reply) =>
-    sendError(reply, new NotFoundError(`no route for ${request.method} ${request.url.split('?')[0]}`)),
-  )
+  // HTTP/1.1 requires Host (RFC 9112 §3.2). Node's own check answers an empty 400, so buildApp turns
+  // it off (requireHostHeader: false) and the check is made here, before any other hook.
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+      reply.header('connection', 'close')
+      return sendError(reply, new InvalidRequestError('the Host header is required'))
+    }
+  })
+  // Unknown path or method: 404, without echoing the URL.
+  app.setNotFoundHandler((request, reply) => sendError(reply, new NotFoundError(`no route for ${request.method} at this path`)))
 }

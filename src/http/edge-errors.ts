@@ -1,0 +1,65 @@
+import { STATUS_CODES } from 'node:http'
+import type { Socket } from 'node:net'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+
+/**
+ * Issue 11: rejections made before a route runs (by Node's HTTP parser or Fastify's router) answer
+ * in the error envelope like every other error, and never echo the request's URL or headers.
+ */
+
+/** The envelope as bytes, for the answers written straight onto a socket. */
+function envelope(code: string, message: string): string {
+  return JSON.stringify({ error: { code, message } })
+}
+
+function answerOf(err: NodeJS.ErrnoException): { status: number; code: string; message: string } {
+  switch (err.code) {
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+    case 'ERR_HTTP_HEADERS_TIMEOUT':
+      return { status: 408, code: 'request_timeout', message: 'the request was not received in time' }
+    case 'HPE_HEADER_OVERFLOW':
+      return { status: 431, code: 'headers_too_large', message: 'the request line and headers exceed 16 KB' }
+    default:
+      return { status: 400, code: 'invalid_request', message: 'malformed HTTP request' }
+  }
+}
+
+/**
+ * Fastify's `clientErrorHandler`: errors Node reports before there is a request (header overflow,
+ * a malformed or non-ASCII request line, a request deadline). Writes a minimal HTTP/1.1 answer
+ * and closes the connection, as Node's own handler does.
+ */
+export function clientErrorHandler(this: FastifyInstance, err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return
+  const { status, code, message } = answerOf(err)
+  this.log.debug({ err: { code: err.code, message: err.message } }, 'client error')
+  // A response already under way (a pipelined request) cannot be followed by another status line.
+  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage
+  if (socket.writable && !inFlight?.headersSent) {
+    const body = envelope(code, message)
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+        'Content-Type: application/json; charset=utf-8\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+        'Connection: close\r\n\r\n' +
+        body,
+    )
+  }
+  socket.destroy(err)
+}
+
+/** Fastify's `frameworkErrors`: rejections by the router, before any route or hook. */
+export function frameworkErrors(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  switch (error.code) {
+    case 'FST_ERR_BAD_URL':
+      reply.code(400).send({ error: { code: 'invalid_request', message: 'the URL is not valid percent-encoding' } })
+      return
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      // No identifier or name in this API is that long: the path names nothing.
+      reply.code(404).send({ error: { code: 'not_found', message: 'not found: a path segment is longer than 100 characters' } })
+      return
+    default:
+      reply.log.error({ err: error }, 'framework error')
+      reply.code(500).send({ error: { code: 'internal', message: 'internal error' } })
+  }
+}
