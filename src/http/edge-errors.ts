@@ -63,3 +63,17 @@ export function frameworkErrors(error: FastifyError, _request: FastifyRequest, r
       reply.code(500).send({ error: { code: 'internal', message: 'internal error' } })
   }
 }
+
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
+
+/** The methods routed at this concrete path (query string ignored); empty when the path is unknown. */
+export function allowedMethods(app: FastifyInstance, url: string): string[] {
+  const path = url.split('?')[0] ?? ''
+  return METHODS.filter((method) => {
+    try {
+      return app.findRoute({ method, url: path }) !== null
+    } catch {
+      return false
+    }
+  })
+}

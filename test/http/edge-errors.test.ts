@@ -147,9 +147,26 @@ describe('rejections by the router', () => {
     expectEnvelope({ status: res.statusCode, headers: res.headers, body: res.body }, 404, 'not_found', segment)
   })
 
+  it('a known path with the wrong method: 405 method_not_allowed with Allow', async () => {
+    const url = '/api/v1/version'
+    const res = await app.inject({ method: 'PUT', url })
+    expectEnvelope({ status: res.statusCode, headers: res.headers, body: res.body }, 405, 'method_not_allowed', url)
+    expect(String(res.headers.allow).split(', ')).toEqual(['GET', 'HEAD'])
+  })
+
+  it('a parameterised path with the wrong method: 405, Allow lists the methods routed there', async () => {
+    const url = '/api/v1/chats/3f2c1b0a-9d8e-4f7a-b6c5-d4e3f2a1b0c9?x=secret-marker'
+    const res = await app.inject({ method: 'PUT', url, headers: auth })
+    expectEnvelope({ status: res.statusCode, headers: res.headers, body: res.body }, 405, 'method_not_allowed', 'secret-marker')
+    expect(res.body).not.toContain('3f2c1b0a')
+    expect(String(res.headers.allow)).toMatch(/\bGET\b/)
+    expect(String(res.headers.allow)).not.toMatch(/\bPUT\b/)
+  })
+
   it('an unknown path: 404 not_found without the path', async () => {
     const url = '/api/v1/no-such-thing-marker'
     const res = await app.inject({ method: 'GET', url, headers: auth })
     expectEnvelope({ status: res.statusCode, headers: res.headers, body: res.body }, 404, 'not_found', 'no-such-thing-marker')
+    expect(res.headers.allow).toBeUndefined()
   })
 })

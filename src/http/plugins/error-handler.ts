@@ -7,6 +7,7 @@ import {
   ValidationError,
   type Problem,
 } from '../../domain/errors.ts'
+import { allowedMethods } from '../edge-errors.ts'
 import { problemsFromAjv } from './validation.ts'
 
 /** decisions §3: the one place where a domain error code becomes an HTTP status. */
@@ -85,6 +86,15 @@ export function installErrorHandler(app: FastifyInstance): void {
       return sendError(reply, new InvalidRequestError('the Host header is required'))
     }
   })
-  // Unknown path or method: 404, without echoing the URL.
-  app.setNotFoundHandler((request, reply) => sendError(reply, new NotFoundError(`no route for ${request.method} at this path`)))
+  // Known path, other method: 405 with Allow; unknown path: 404. Neither echoes the URL.
+  app.setNotFoundHandler((request, reply) => {
+    const allow = allowedMethods(app, request.url)
+    if (allow.length > 0) {
+      return reply
+        .code(405)
+        .header('allow', allow.join(', '))
+        .send({ error: { code: 'method_not_allowed', message: `${request.method} is not allowed here; use ${allow.join(', ')}` } })
+    }
+    return sendError(reply, new NotFoundError(`no route for ${request.method} at this path`))
+  })
 }

@@ -118,6 +118,12 @@ describe('unknown routes', () => {
     expectError(await ctx.app.inject({ url: '/api/v1/nowhere' }), 404, 'not_found')
     const org = ctx.org()
     expectError(await ctx.app.inject({ url: '/api/v1/nowhere', headers: org.auth }), 404, 'not_found')
-    expectError(await ctx.app.inject({ method: 'PUT', url: '/api/v1/chats', headers: org.auth }), 404, 'not_found')
+  })
+
+  it('a known path with a method it does not take is 405 method_not_allowed, naming the methods it takes', async () => {
+    const org = ctx.org()
+    const res = await ctx.app.inject({ method: 'PUT', url: '/api/v1/chats', headers: org.auth })
+    expectError(res, 405, 'method_not_allowed')
+    expect(String(res.headers.allow).split(', ')).toEqual(expect.arrayContaining(['GET', 'POST']))
   })
 })
