@@ -24,6 +24,7 @@ const result: RunResult = {
   latencyMs: 1,
   firstDeltaMs: 1,
   streamOpened: true,
+  vendorRequests: 1,
 }
 const machine = chatMachine.provide({
   actors: {

@@ -1,3 +1,4 @@
+import { newVendorCallRecord, withVendorCallRecord } from '../providers/vendor-call-record.ts'
 import type { LanguageModelV3StreamPart } from '@ai-sdk/provider'
 import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
 import { SUMMARY_MAX_TOKENS, summaryTokens, type BlockSummary } from '../domain/context/render-summary.ts'
@@ -81,13 +82,16 @@ export async function summariseBlock(deps: RunDeps, job: CompactionJob, block: B
   let reached = false
   let finished = false
   let error: string | null = null
+  const vendorCall = newVendorCallRecord()
   try {
-    const call = await deps.languageModelFor(job.model).doStream({
-      prompt,
-      maxOutputTokens: SUMMARY_MAX_TOKENS,
-      abortSignal: signal,
-      providerOptions: { sandbox: { compaction: { firstOrdinal: block.firstOrdinal, lastOrdinal: block.lastOrdinal } } },
-    })
+    const call = await withVendorCallRecord(vendorCall, () =>
+      deps.languageModelFor(job.model).doStream({
+        prompt,
+        maxOutputTokens: SUMMARY_MAX_TOKENS,
+        abortSignal: signal,
+        providerOptions: { sandbox: { compaction: { firstOrdinal: block.firstOrdinal, lastOrdinal: block.lastOrdinal } } },
+      }),
+    )
     reached = true
     const reader = (call.stream as ReadableStream<LanguageModelV3StreamPart>).getReader()
     for (;;) {
@@ -129,10 +133,12 @@ export async function summariseBlock(deps: RunDeps, job: CompactionJob, block: B
       stopReason,
       error,
       usage: usage ?? estimatedUsage(inputTokens, text, reached),
+      usageLost: usage === null,
       latencyMs: Date.now() - startedAt,
       providerResponseId,
       entryType: 'compaction',
-      sample: status === 'cancelled' ? undefined : { startedAt: new Date(startedAt).toISOString(), firstDeltaMs },
+      // As for a turn's run (src/actors/finish-run.ts): cancels and calls refused locally are no sample.
+      sample: status === 'cancelled' || vendorCall.requests === 0 ? undefined : { startedAt: new Date(startedAt).toISOString(), firstDeltaMs },
     })
     if (summary) store.summaries.insert(job.chatId, summary, deps.now().toISOString())
   })

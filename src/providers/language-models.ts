@@ -8,10 +8,12 @@ import { createXai } from '@ai-sdk/xai'
 import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
 import { VENDOR_KEY_VARIABLES } from './catalogue/active-providers.ts'
 import { createSandboxLanguageModel } from './sandbox/sandbox-language-model.ts'
+import { readVendorCallLimits } from './vendor-call-limits.ts'
+import { createVendorFetch, networkFetch, sleep } from './vendor-fetch.ts'
 
 export type LanguageModelFor = (entry: Pick<CatalogueEntry, 'provider' | 'vendor_model_id'>) => LanguageModelV3
 
-type VendorFactory = (settings: { apiKey?: string; baseURL?: string }) => (modelId: string) => LanguageModelV3
+type VendorFactory = (settings: { apiKey?: string; baseURL?: string; fetch: typeof globalThis.fetch }) => (modelId: string) => LanguageModelV3
 
 const VENDORS: Record<string, VendorFactory> = {
   anthropic: (s) => createAnthropic(s),
@@ -24,10 +26,13 @@ const VENDORS: Record<string, VendorFactory> = {
 
 /**
  * One interface for every vendor and the sandbox: the AI SDK's LanguageModelV3. Keys and base URLs
- * come from `<VENDOR>_API_KEY` / `<VENDOR>_BASE_URL` (decisions §1).
+ * come from `<VENDOR>_API_KEY` / `<VENDOR>_BASE_URL` (decisions §1). Every vendor calls through the
+ * vendor fetch: deadlines and retries before the first byte (decision 015).
  */
 export function createLanguageModels(env: NodeJS.ProcessEnv): LanguageModelFor {
   const cache = new Map<string, LanguageModelV3>()
+  const limits = readVendorCallLimits(env)
+  const fetch = createVendorFetch(limits, { fetch: networkFetch(limits), sleep, random: Math.random, now: Date.now }) as typeof globalThis.fetch
   return (entry) => {
     const key = `${entry.provider}/${entry.vendor_model_id}`
     let model = cache.get(key)
@@ -37,7 +42,7 @@ export function createLanguageModels(env: NodeJS.ProcessEnv): LanguageModelFor {
         const factory = VENDORS[entry.provider]
         if (!factory) throw new Error(`no provider adapter for ${entry.provider}`)
         const prefix = entry.provider.toUpperCase()
-        model = factory({ apiKey: env[VENDOR_KEY_VARIABLES[entry.provider]!], baseURL: env[`${prefix}_BASE_URL`] })(entry.vendor_model_id)
+        model = factory({ apiKey: env[VENDOR_KEY_VARIABLES[entry.provider]!], baseURL: env[`${prefix}_BASE_URL`], fetch })(entry.vendor_model_id)
       }
       cache.set(key, model)
     }

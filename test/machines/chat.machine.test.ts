@@ -112,6 +112,7 @@ const result = (status: RunResult['status'], pendingToolCalls: RunResult['pendin
   latencyMs: 1,
   firstDeltaMs: null,
   streamOpened: true,
+  vendorRequests: 1,
 })
 
 /**

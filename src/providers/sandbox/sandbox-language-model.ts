@@ -1,3 +1,4 @@
+import { currentVendorCall } from '../vendor-call-record.ts'
 import {
   APICallError,
   type LanguageModelV3,
@@ -68,6 +69,9 @@ export function createSandboxLanguageModel(modelId: string): LanguageModelV3 {
       throw new Error('the sandbox model only streams')
     },
     async doStream(options: LanguageModelV3CallOptions) {
+      // The sandbox is this call's vendor: it counts as a request sent (src/providers/vendor-call-record.ts).
+      const vendorCall = currentVendorCall()
+      if (vendorCall) vendorCall.requests += 1
       // A compaction run (src/actors/summarise-block.ts) is answered with the block's summary.
       const compaction = (options.providerOptions?.sandbox as { compaction?: SandboxCompaction } | undefined)?.compaction
       if (compaction) return sandboxSummaryCall(modelId, options, compaction)
