@@ -26,6 +26,7 @@ const catalogue = createCatalogueService(
   (since) => store.providerCalls.statsSince(since),
 )
 const stopStats = catalogue.start()
+store.providerCalls.onRecord(() => catalogue.noteCall())
 
 const position = settings.litefs ? litefsPosition(settings.litefs.positionFile) : NO_POSITION
 const deps = composeApp({ store, catalogue, allModels: loaded.entries, build: readBuildInfo(), role, position })

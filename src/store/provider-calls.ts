@@ -16,9 +16,15 @@ export function createProviderCallStore(db: Db) {
        avg(CASE WHEN succeeded = 1 THEN first_delta_ms END) AS avg_ms
      FROM provider_calls WHERE started_at >= ? GROUP BY model_id`,
   )
+  const listeners: (() => void)[] = []
   return {
     record(call: { modelId: string; startedAt: string; succeeded: boolean; firstDeltaMs: number | null }) {
       insert.run(call.modelId, call.startedAt, call.succeeded ? 1 : 0, call.firstDeltaMs)
+      for (const listener of listeners) listener()
+    },
+    /** Calls `listener` after each recorded call (the catalogue refreshes its figures soon after). */
+    onRecord(listener: () => void) {
+      listeners.push(listener)
     },
     statsSince(since: string): Map<string, ModelCallStats> {
       return new Map(

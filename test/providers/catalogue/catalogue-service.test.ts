@@ -2,6 +2,7 @@ import { Decimal } from 'decimal.js'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import {
   createCatalogueService,
+  STATS_AFTER_CALL_MS,
   STATS_REFRESH_MS,
   type ModelStats,
 } from '../../../src/providers/catalogue/catalogue-service.ts'
@@ -151,5 +152,26 @@ describe('createCatalogueService', () => {
     stop()
     vi.advanceTimersByTime(60 * MIN)
     expect(windows).toHaveLength(4)
+  })
+
+  it('includes a call settled here within a second, one refresh for a burst of calls', () => {
+    vi.useFakeTimers({ now: NOW })
+    const service = serviceOver(['sandbox'])
+    let refreshes = 0
+    const refresh = service.refreshStats.bind(service)
+    service.refreshStats = (now) => {
+      refreshes += 1
+      refresh(now)
+    }
+    const stop = service.start()
+    t.store.providerCalls.onRecord(() => service.noteCall())
+    expect(refreshes).toBe(1)
+    t.store.providerCalls.record({ modelId: ECHO.id, startedAt: ago(1), succeeded: true, firstDeltaMs: 120 })
+    t.store.providerCalls.record({ modelId: ECHO.id, startedAt: ago(1), succeeded: false, firstDeltaMs: null })
+    expect(service.findByName('sandbox/echo')!.uptime).toBeNull()
+    vi.advanceTimersByTime(STATS_AFTER_CALL_MS)
+    expect(refreshes).toBe(2)
+    expect(service.findByName('sandbox/echo')).toMatchObject({ avg_time_to_first_token_ms: 120, uptime: '0.5000' })
+    stop()
   })
 })
