@@ -9,6 +9,7 @@ import {
   type VersionBody,
 } from '../../helpers/config-api.ts'
 import { createTestApp, type TestContext } from '../../helpers/test-app.ts'
+import { variantOf } from '../../helpers/turns.ts'
 
 const BASE = '/api/v1/config/budgets'
 const BUDGET = { version: 3, headroom: 0.2, history_mode: 'drop_oldest', eager_compaction: { mode: 'at_fill', at: 0.75 }, max_history_tokens: 64_000 }
@@ -18,7 +19,8 @@ let api: ReturnType<typeof client>
 
 // One app per file; every test works in an organisation of its own, and everything asserted is per organisation.
 beforeAll(async () => {
-  ctx = await createTestApp()
+  // Budgets name catalogue models: publishing for an unknown model id is a 422 (decision 017).
+  ctx = await createTestApp({ catalogue: [variantOf('test/model-a', MODEL_A), variantOf('test/model-b', MODEL_B)] })
 })
 afterAll(async () => {
   await ctx.close()
@@ -147,6 +149,11 @@ describe('budget model ids are validated', () => {
       'body',
       '/model_ids/1',
     )
+  })
+
+  it('a well-formed id of no catalogue model is 422 validation_failed pointing at it, and writes nothing', async () => {
+    const unknown = '5e4d3c2b-1a09-4f8e-9d7c-6b5a4f3e2d1c'
+    await expectRejectedUnwritten(ctx, () => api.call('POST', BASE, { budget: BUDGET, model_ids: [MODEL_A, unknown] }), 'body', '/model_ids/1')
   })
 
   it('model_ids must be an array', async () => {

@@ -3,6 +3,7 @@ import { estimateToolTokens } from '../../../src/domain/tokens/estimate-tool-tok
 import { estimateTokens } from '../../../src/domain/tokens/estimate-tokens.ts'
 import { client, configSnapshot, expectError, expectRejectedUnwritten, MODEL_A, MODEL_B, q, type VersionBody } from '../../helpers/config-api.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../../helpers/test-app.ts'
+import { variantOf } from '../../helpers/turns.ts'
 
 /** GET /config/defaults, /config/namespaces, /config/resolved and /config/resolved-budget (spec §2.6, §4.3). */
 
@@ -34,7 +35,8 @@ let api: ReturnType<typeof client>
 
 // One app per file; every test works in an organisation of its own, and everything asserted is per organisation.
 beforeAll(async () => {
-  ctx = await createTestApp()
+  // Budgets name catalogue models: publishing for an unknown model id is a 422 (decision 017).
+  ctx = await createTestApp({ catalogue: [variantOf('test/model-a', MODEL_A), variantOf('test/model-b', MODEL_B)] })
 })
 afterAll(async () => {
   await ctx.close()

@@ -117,6 +117,14 @@ export const configRoutes =
         publishesMany: true,
         byModel: true,
         toVersions: (body, orgId) => {
+          // A budget for a model the catalogue does not have could never apply: 422 with a pointer (decision 017).
+          const known = new Set(deps.catalogue.list().map((m) => m.id))
+          rejectProblems(
+            (body.model_ids ?? []).flatMap((id, i) =>
+              known.has(id) ? [] : [{ pointer: `/${i}`, message: `no model with id ${id} in the catalogue (GET /api/v1/models lists them)` }],
+            ),
+            '/model_ids',
+          )
           const models = body.model_ids && body.model_ids.length > 0 ? [...new Set(body.model_ids)] : [null]
           return models.map((modelId) => ({
             orgId,
