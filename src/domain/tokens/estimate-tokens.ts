@@ -9,6 +9,10 @@ const NO_SPECIAL_TOKENS = { disallowedSpecial: new Set<string>() }
 /**
  * The project's one token estimator (decisions §5): o200k_base BPE counts, used alike for
  * budgets, `estimated_tokens` and the sandbox's usage. Special-token text counts as plain text.
+ *
+ * Up to `EXACT_MAX_CHARS` UTF-16 units this is the exact count of `encodeBounded(text)`; past it,
+ * an estimate from `SAMPLE_COUNT` evenly spaced windows counted exactly, scaled by length, so one
+ * call never blocks the event loop for more than a few tens of milliseconds (decision 016).
  */
 export function estimateTokens(text: string): number {
   if (text.length === 0) return 0
@@ -51,10 +55,84 @@ const memo = new Map<string, number>()
 const SHORT_MEMO_MAX_ENTRIES = 65_536
 const shortMemo = new Map<string, number>()
 let memoChars = 0
-const count = (text: string) => {
+const count = (text: string) => Math.min(TOKEN_ESTIMATE_MAX, text.length <= EXACT_MAX_CHARS ? countExactly(text) : countBySamples(text))
+
+/**
+ * The length of `encodeBounded(text)`, in work linear in `text`'s length but at up to about 5 µs a
+ * character (random letters, CJK): `estimateTokens` counts this way only up to `EXACT_MAX_CHARS`.
+ */
+export function countExactly(text: string): number {
   let tokens = 0
   for (const segment of boundedSegments(text)) tokens += countTokens(segment, NO_SPECIAL_TOKENS)
-  return Math.min(TOKEN_ESTIMATE_MAX, tokens)
+  return tokens
+}
+
+/**
+ * Texts up to this many UTF-16 units are counted exactly (`countExactly`); longer ones are estimated
+ * from samples. gpt-tokenizer costs from about 0.05 µs a character (prose whose words it has seen)
+ * to about 5 µs (random letters, CJK, emoji: every piece new), so this bounds one exact count at
+ * a few tens of milliseconds whatever the text (docs/decisions/016-bounded-token-estimation.md).
+ */
+export const EXACT_MAX_CHARS = 8_192
+/** A longer text is estimated from this many windows, evenly spaced from its start to its end… */
+export const SAMPLE_COUNT = 16
+/** …of about this many UTF-16 units each (so a sampled estimate tokenizes at most EXACT_MAX_CHARS + 2 × SAMPLE_COUNT × SAMPLE_ALIGN_CHARS). */
+export const SAMPLE_CHARS = 256
+/** A window's edges move forward to the next whitespace within this many units, so windows start and end on word boundaries. */
+const SAMPLE_ALIGN_CHARS = 64
+
+/**
+ * The windows `[start, end)` a text longer than `EXACT_MAX_CHARS` is estimated from: `SAMPLE_COUNT`
+ * windows, the first at the start, the last at the end, the others evenly spaced between, each
+ * moved onto whitespace where there is some near, never splitting a surrogate pair. Depends only on
+ * the text, so the estimate is deterministic.
+ */
+export function sampleWindows(text: string): [number, number][] {
+  const windows: [number, number][] = []
+  const last = text.length - SAMPLE_CHARS
+  for (let i = 0; i < SAMPLE_COUNT; i++) {
+    const nominal = Math.round((i * last) / (SAMPLE_COUNT - 1))
+    let start = i === 0 ? 0 : alignForward(text, nominal)
+    if (start > 0 && isLowSurrogate(text.charCodeAt(start))) start++
+    let end = i === SAMPLE_COUNT - 1 ? text.length : alignForward(text, Math.min(text.length, start + SAMPLE_CHARS))
+    if (end < text.length && isLowSurrogate(text.charCodeAt(end))) end++
+    windows.push([start, end])
+  }
+  return windows
+}
+
+const alignForward = (text: string, at: number) => {
+  const limit = Math.min(text.length, at + SAMPLE_ALIGN_CHARS)
+  for (let i = at; i < limit; i++) if (isWhitespace(text.charCodeAt(i))) return i
+  return at
+}
+
+/**
+ * A long text's estimate: the exact tokens of its sample windows, scaled by the UTF-8 length of the
+ * whole text over that of the windows. Scaling by UTF-8 bytes rather than characters keeps a text
+ * mixing scripts (ASCII JSON with CJK strings) close, as tokens a byte vary less than tokens a
+ * character. Linear in the length (one pass over the text) plus a bounded exact count.
+ */
+function countBySamples(text: string): number {
+  let sampleTokens = 0
+  let sampleBytes = 0
+  for (const [start, end] of sampleWindows(text)) {
+    const window = text.slice(start, end)
+    sampleTokens += countExactly(window)
+    sampleBytes += utf8Length(text, start, end)
+  }
+  return Math.max(1, Math.round((sampleTokens * utf8Length(text, 0, text.length)) / sampleBytes))
+}
+
+/** The UTF-8 length of `text[start, end)` (a lone surrogate counted as the 3 bytes of U+FFFD). */
+function utf8Length(text: string, start: number, end: number): number {
+  let bytes = 0
+  for (let i = start; i < end; i++) {
+    const unit = text.charCodeAt(i)
+    // A surrogate pair is 4 bytes: 2 for each half.
+    bytes += unit < 0x80 ? 1 : unit < 0x800 ? 2 : unit >= 0xd800 && unit <= 0xdfff ? 2 : 3
+  }
+  return bytes
 }
 
 /**
@@ -165,6 +243,7 @@ const isWhitespace = (unit: number) =>
 // The pre-tokenizer of the encoding `gpt-tokenizer`'s default export uses (o200k_base).
 const PIECES = O200K_TOKEN_SPLIT_REGEX
 const isHighSurrogate = (unit: number) => unit >= 0xd800 && unit <= 0xdbff
+const isLowSurrogate = (unit: number) => unit >= 0xdc00 && unit <= 0xdfff
 
 export function saturatingAdd(...estimates: number[]): number {
   return Math.min(TOKEN_ESTIMATE_MAX, estimates.reduce((sum, n) => sum + n, 0))
