@@ -12,7 +12,7 @@ import { installErrorHandler } from './plugins/error-handler.ts'
 import { installPrimaryRouting } from './plugins/primary-routing.ts'
 import { installRateLimit } from './plugins/rate-limit.ts'
 import { installValidators } from './plugins/validation.ts'
-import { serializeRequest } from './redact-url.ts'
+import { redactText, serializeError, serializeRequest } from './redact-url.ts'
 import { chatRoutes } from './routes/api/v1/chats/index.ts'
 import { historyRoutes } from './routes/api/v1/chats/history.ts'
 import { configRoutes } from './routes/api/v1/config/index.ts'
@@ -100,6 +100,8 @@ export function receiveDeadlines(requestTimeoutMs = DEFAULT_REQUEST_TIMEOUT_MS) 
 /**
  * Whatever logger the caller asks for logs requests through the redacting `req` serializer
  * (no secret in a logged URL, no headers), and redacts the known secret paths unless told otherwise.
+ * Messages (`msg`, Fastify's among them) and errors' messages and stacks may quote a URL: they are
+ * scrubbed by `redactText` too.
  */
 function loggerOptions(logger: BuildAppOptions['logger']): FastifyServerOptions['logger'] {
   if (!logger) return false
@@ -107,7 +109,7 @@ function loggerOptions(logger: BuildAppOptions['logger']): FastifyServerOptions[
   return {
     redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' },
     ...base,
-    serializers: { ...base.serializers, req: serializeRequest },
+    serializers: { ...base.serializers, req: serializeRequest, err: serializeError, msg: redactText },
   }
 }
 

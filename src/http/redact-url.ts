@@ -1,3 +1,4 @@
+import { stdSerializers } from 'pino'
 import { API_KEY_PREFIX, SESSION_TOKEN_PREFIX } from '../domain/credentials.ts'
 
 /**
@@ -116,4 +117,46 @@ export function serializeRequest(req: LoggableRequest) {
     remoteAddress: req.ip,
     remotePort: req.socket ? req.socket.remotePort : undefined,
   }
+}
+
+/** Cheap test for text that cannot hold a secret: no `=` (a query value), no `%` (an encoded form), nothing secret-shaped. */
+const mayHoldSecret = (text: string): boolean => text.includes('=') || text.includes('%') || SECRET_SHAPE.test(text)
+
+/** One whitespace-free word of free text: from its first `/` or `?` on, a URL; before that, or all of it, read as a query string. */
+function redactWord(word: string): string {
+  const start = word.search(/[/?]/)
+  if (start === -1) return redactQuery(word)
+  return (start === 0 ? '' : redactQuery(word.slice(0, start))) + redactUrl(word.slice(start))
+}
+
+/**
+ * Free text (a log message, an error's message or stack) with secrets scrubbed: every URL in it as
+ * `redactUrl` does (Fastify's messages quote the request URL, e.g. "Route GET:/x?api_key=… not
+ * found"), every `name=value` with a credential name, and any word shaped like one of our secrets.
+ * Text with no `=`, `%` or secret shape is returned as it is, so ordinary messages cost one scan.
+ */
+export function redactText(text: string): string {
+  if (typeof text !== 'string' || !mayHoldSecret(text)) return text
+  return text.replace(/\S+/g, redactWord)
+}
+
+/** A logged value with every string in it passed through `redactText` (copied, never mutated); bounded depth. */
+function redactValue(value: unknown, depth: number): unknown {
+  if (typeof value === 'string') return redactText(value)
+  if (value === null || typeof value !== 'object' || depth <= 0) return value
+  if (Array.isArray(value)) return value.map((item) => redactValue(item, depth - 1))
+  if (Buffer.isBuffer(value) || ArrayBuffer.isView(value)) return '[binary]'
+  const copy: Record<string, unknown> = {}
+  for (const [key, item] of Object.entries(value)) copy[key] = redactValue(item, depth - 1)
+  return copy
+}
+
+/**
+ * pino's `err` serializer with every string scrubbed by `redactText`: an error's message and stack
+ * may quote a URL (Fastify's FST_ERR_BAD_URL, a failed relay to the primary) or a value sent.
+ */
+export function serializeError(err: Error): { [key: string]: unknown; type: string; message: string; stack: string } {
+  const serialized: unknown = stdSerializers.err(err)
+  // pino hands anything logged under `err`, not only errors; stdSerializers.err returns those as they are.
+  return redactValue(serialized, serialized !== null && typeof serialized === 'object' ? 6 : 1) as ReturnType<typeof serializeError>
 }
