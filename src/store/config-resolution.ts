@@ -1,8 +1,8 @@
 import type { ConfigMode, ConfigWarning, ContextBudget, RetentionRules, ToolDefinition } from '../domain/config/config-types.ts'
-import { resolveInstructions } from '../domain/config/resolve-instructions.ts'
+import { resolveInstructions, type ResolvedInstructions } from '../domain/config/resolve-instructions.ts'
 import { resolveBudget, type BudgetLevel, type ResolvedBudget } from '../domain/config/resolve-budget.ts'
 import { resolveRetention } from '../domain/config/resolve-retention.ts'
-import { resolveTools } from '../domain/config/resolve-tools.ts'
+import { resolveTools, type ResolvedTools } from '../domain/config/resolve-tools.ts'
 import { namespaceLineage } from '../domain/namespace.ts'
 import { estimateToolTokens } from '../domain/tokens/estimate-tool-tokens.ts'
 import { estimateTokens, saturatingAdd } from '../domain/tokens/estimate-tokens.ts'
@@ -72,19 +72,21 @@ export function createConfigResolver(store: Pick<Store, 'config'>, options: { ke
 
   function resolveConfigNow(orgId: string, namespace: string | null, requestTools: ToolDefinition[] | null): ResolvedConfiguration {
     const scopes = scopesOf(namespace)
+    // Each version's estimate as stored when it was published (migration 0008), by version id.
+    const stored = new Map<string, { tokens: number; definitions: number }>()
+    const remember = (v: ConfigVersion) => {
+      stored.set(v.id, { tokens: v.estimated_tokens, definitions: Array.isArray(v.document) ? v.document.length : 0 })
+    }
     const instructions = resolveInstructions(
-      levelsOf(orgId, 'instructions', scopes, (v) => ({ id: v.id, body: v.document as string, mode: v.mode as ConfigMode })),
+      levelsOf(orgId, 'instructions', scopes, (v) => (remember(v), { id: v.id, body: v.document as string, mode: v.mode as ConfigMode })),
     )
     const tools = resolveTools(
-      levelsOf(orgId, 'tools', scopes, (v) => ({ id: v.id, definitions: v.document as ToolDefinition[], mode: v.mode as ConfigMode })),
+      levelsOf(orgId, 'tools', scopes, (v) => (remember(v), { id: v.id, definitions: v.document as ToolDefinition[], mode: v.mode as ConfigMode })),
       requestTools,
       namespace,
     )
     const retention = resolveRetention(levelsOf(orgId, 'retention', scopes, (v) => ({ id: v.id, rules: v.document as RetentionRules })))
-    const tokens = {
-      instructions: instructions.value.text === null ? 0 : estimateTokens(instructions.value.text),
-      tools: saturatingAdd(...tools.value.tools.map(estimateToolTokens)),
-    }
+    const tokens = { instructions: instructionTokens(instructions.value, stored), tools: toolTokens(tools.value, requestTools, stored) }
     return {
       estimated_tokens: saturatingAdd(tokens.instructions, tokens.tools),
       tokens,
@@ -115,4 +117,31 @@ export function createConfigResolver(store: Pick<Store, 'config'>, options: { ke
   }
 }
 export type ConfigResolver = ReturnType<typeof createConfigResolver>
+
+type StoredEstimates = Map<string, { tokens: number; definitions: number }>
+
+/**
+ * One contributing version (the usual case): its stored estimate, which is that of the resolved text
+ * as it is that text, so a restart never tokenizes a stored instruction on a request. Several are
+ * joined by a separator BPE may merge with their edges, so their text is estimated whole (bounded
+ * work, src/domain/tokens/estimate-tokens.ts).
+ */
+function instructionTokens(resolved: ResolvedInstructions, stored: StoredEstimates): number {
+  if (resolved.text === null) return 0
+  const only = resolved.versionIds.length === 1 ? stored.get(resolved.versionIds[0]!) : undefined
+  return only ? only.tokens : estimateTokens(resolved.text)
+}
+
+/**
+ * Bundles merged without a tool shadowed or dropped and without request tools: the sum of their
+ * stored estimates, which is the sum over their tools. Otherwise tool by tool.
+ */
+function toolTokens(resolved: ResolvedTools, requestTools: ToolDefinition[] | null, stored: StoredEstimates): number {
+  const bundles = resolved.versionIds.map((id) => stored.get(id))
+  const whole =
+    (requestTools === null || requestTools.length === 0) &&
+    bundles.every((b) => b !== undefined) &&
+    bundles.reduce((n, b) => n + b!.definitions, 0) === resolved.tools.length
+  return whole ? saturatingAdd(...bundles.map((b) => b!.tokens)) : saturatingAdd(...resolved.tools.map(estimateToolTokens))
+}
 

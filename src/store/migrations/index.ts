@@ -6,6 +6,7 @@ import * as runs from './0004-runs.ts'
 import * as balanceTotals from './0005-balance-totals.ts'
 import * as failedRunsIndex from './0006-failed-runs-index.ts'
 import * as summaries from './0007-summaries.ts'
+import * as configTokenEstimates from './0008-config-token-estimates.ts'
 
 export type Migration = { name: string; up: (db: Database) => void }
 
@@ -18,4 +19,5 @@ export const migrations: Migration[] = [
   { name: '0005-balance-totals', up: balanceTotals.up },
   { name: '0006-failed-runs-index', up: failedRunsIndex.up },
   { name: '0007-summaries', up: summaries.up },
+  { name: '0008-config-token-estimates', up: configTokenEstimates.up },
 ]
