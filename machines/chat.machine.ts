@@ -1,6 +1,8 @@
 import { assign, fromPromise, setup, spawnChild, stopChild } from 'xstate'
 import { RunInProgressError } from '../src/domain/errors.ts'
 import { ZERO_USAGE } from '../src/domain/pricing/usage.ts'
+import type { ChatFacts } from '../src/actors/admit-turn.ts'
+import { leaseIsLive } from '../src/store/runs.ts'
 import type { Admission, RunResult } from '../src/actors/turn-types.ts'
 import type {
   AdmitTurnInput,
@@ -9,6 +11,8 @@ import type {
   ChatEvent,
   ChatInput,
   EagerCompaction,
+  LedgerView,
+  ReapRunInput,
   SettleRunInput,
   SettleRunOutput,
   StreamRunInput,
@@ -36,6 +40,24 @@ const endedWithoutResult = (admission: Admission | null, status: 'cancelled' | '
 const brokenRun = (admission: Admission | null) =>
   endedWithoutResult(admission, 'failed', { code: 'internal', message: 'the run failed unexpectedly' }, admission?.estimatedInputTokens ?? 0)
 
+/**
+ * decisions §4, one running run per chat, read from the ledger rather than from this actor's memory:
+ * after a restart under another node id (a new container, a LiteFS failover) the ledger may hold a
+ * running run that no actor here holds. While its lease is live someone may still stream it, and the
+ * turn is refused; once the lease has expired nobody does, and it is settled before the turn runs.
+ */
+export type LedgerVerdict = 'free' | 'held' | 'orphaned'
+export const ledgerVerdict = (ledger: LedgerView | undefined): LedgerVerdict =>
+  !ledger?.runningRun ? 'free' : leaseIsLive(ledger.runningRun.leaseExpiresAt, ledger.at) ? 'held' : 'orphaned'
+const verdictOf = (event: ChatEvent) => (event.type === 'SUBMIT' ? ledgerVerdict(event.ledger) : 'free')
+
+/** A submission to a chat at rest: refused while the ledger holds a live run, else admitted (after reaping an orphan). */
+const admitOrRefuse = [
+  { guard: 'ledgerRunIsLive', actions: 'rejectLedgerRun' },
+  { guard: 'ledgerRunIsOrphaned', target: '#chat.running.reaping', actions: ['queueSubmission', 'noteOrphan'] },
+  { target: 'running', actions: 'queueSubmission' },
+] as const
+
 const mustBeProvided = (name: string) => async (): Promise<never> => {
   throw new Error(`chat machine: the actor "${name}" must be provided (src/actors/chat-actor-host.ts)`)
 }
@@ -57,6 +79,7 @@ export const chatMachine = setup({
     compactEagerly: fromPromise<void, EagerCompaction>(mustBeProvided('compactEagerly')),
     streamRun: fromPromise<RunResult, StreamRunInput>(mustBeProvided('streamRun')),
     settleRun: fromPromise<SettleRunOutput, SettleRunInput>(mustBeProvided('settleRun')),
+    reapRun: fromPromise<ChatFacts, ReapRunInput>(mustBeProvided('reapRun')),
   },
   guards: {
     hasPendingCalls: ({ context }) => context.pendingCalls.length > 0,
@@ -64,6 +87,10 @@ export const chatMachine = setup({
     /** decisions §5.3 at_fill: the settled run left the history past its fill mark, and no eager work runs yet. */
     fillsEagerThreshold: ({ context }, output: SettleRunOutput) => (output.eager?.blocks.length ?? 0) > 0 && context.eagerCompaction === null,
     cancelsThisRun: ({ context, event }) => event.type === 'CANCEL' && context.admission?.runId === event.runId,
+    /** The ledger holds a running run of this chat under a live lease, whoever owns it. */
+    ledgerRunIsLive: ({ event }) => verdictOf(event) === 'held',
+    /** The ledger holds a running run of this chat whose lease has expired: nobody streams it. */
+    ledgerRunIsOrphaned: ({ event }) => verdictOf(event) === 'orphaned',
   },
   actions: {
     queueSubmission: assign({
@@ -75,6 +102,14 @@ export const chatMachine = setup({
           error: new RunInProgressError(context.admission?.runId ?? context.queued?.submission.runId ?? null),
         })
     },
+    /** 409 run_in_progress naming the run the ledger holds (decisions §3, §4). */
+    rejectLedgerRun: ({ event }) => {
+      if (event.type === 'SUBMIT') event.respond({ kind: 'rejected', error: new RunInProgressError(event.ledger?.runningRun?.id ?? null) })
+    },
+    noteOrphan: assign({ orphan: ({ event }) => (event.type === 'SUBMIT' ? (event.ledger?.runningRun ?? null) : null) }),
+    /** The orphan is settled: the chat's latest run and its open calls as the ledger now has them. */
+    refreshFacts: assign((_, facts: ChatFacts) => ({ pendingCalls: facts.pendingCalls, latestCustomerRun: facts.latestCustomerRun, orphan: null })),
+    forgetOrphan: assign({ orphan: () => null }),
     startRun: assign({
       admission: (_, admission: Admission) => admission,
       abort: () => new AbortController(),
@@ -136,6 +171,7 @@ export const chatMachine = setup({
     abort: null,
     result: null,
     eagerCompaction: null,
+    orphan: null,
   }),
   // Eager compaction (decisions §5.3) runs beside the turns as a child actor: a turn that needs its
   // blocks meanwhile waits for them in `running.compacting` instead of making them again.
@@ -149,15 +185,27 @@ export const chatMachine = setup({
       always: [{ guard: 'hasPendingCalls', target: 'awaitingToolResults' }, { target: 'idle' }],
     },
     idle: {
-      on: { SUBMIT: { target: 'running', actions: 'queueSubmission' } },
+      on: { SUBMIT: admitOrRefuse },
     },
     awaitingToolResults: {
-      on: { SUBMIT: { target: 'running', actions: 'queueSubmission' } },
+      on: { SUBMIT: admitOrRefuse },
     },
     running: {
       initial: 'packing',
       on: { SUBMIT: { actions: 'rejectRunInProgress' } },
       states: {
+        // An orphaned run of this chat (its lease expired) is settled as interrupted first.
+        reaping: {
+          invoke: {
+            src: 'reapRun',
+            input: ({ context }) => ({ chatId: context.chatId, run: context.orphan! }),
+            onDone: { target: 'packing', actions: [{ type: 'refreshFacts', params: ({ event }) => event.output }] },
+            onError: {
+              target: '#chat.ready',
+              actions: [{ type: 'rejectSubmission', params: ({ event }: { event: { error: unknown } }) => event.error }, 'forgetSubmission', 'forgetOrphan'],
+            },
+          },
+        },
         packing: {
           invoke: {
             src: 'admitTurn',

@@ -1,7 +1,7 @@
 import type { ChatFacts } from '../src/actors/admit-turn.ts'
 import type { Admission, RunResult, Submission } from '../src/actors/turn-types.ts'
 import type { PendingCall } from '../src/domain/turns/close-pending-calls.ts'
-import type { RunStatus } from '../src/store/runs.ts'
+import type { RunLease, RunStatus } from '../src/store/runs.ts'
 import type { BlockToSummarise } from '../src/actors/context-history.ts'
 import type { CompactionJob } from '../src/actors/summarise-block.ts'
 
@@ -20,10 +20,19 @@ export type ChatContext = {
   result: RunResult | null
   /** The eager compaction (a child actor) summarising blocks of this chat, while it runs. */
   eagerCompaction: EagerCompaction | null
+  /** A running run of this chat nobody streams any more (its lease expired), being settled before the turn. */
+  orphan: RunLease | null
 }
 
+/**
+ * What the ledger holds when a submission arrives, read by the actor host just before it sends it:
+ * the chat's running customer run, if any, whichever node's it is (after a restart under another
+ * node id, an orphan), and the time of the reading. Absent when the sender read nothing.
+ */
+export type LedgerView = { runningRun: RunLease | null; at: string }
+
 export type ChatEvent =
-  | { type: 'SUBMIT'; submission: Submission; respond: (outcome: SubmitOutcome) => void }
+  | { type: 'SUBMIT'; submission: Submission; respond: (outcome: SubmitOutcome) => void; ledger?: LedgerView }
   | { type: 'CANCEL'; runId: string }
   // The end of the eager compaction child (machines/chat.machine.ts spawns it as `eagerCompaction`).
   | { type: 'xstate.done.actor.eagerCompaction'; output: void }
@@ -32,6 +41,8 @@ export type ChatEvent =
 /** What the actor is hydrated with: read from the ledger, never from a snapshot. */
 export type ChatInput = { chatId: string } & ChatFacts
 
+/** Settles an orphan whose lease expired; resolves with what the chat knows afterwards, read from the ledger. */
+export type ReapRunInput = { chatId: string; run: RunLease }
 export type AdmitTurnInput = { facts: ChatFacts; submission: Submission }
 export type StreamRunInput = { admission: Admission; signal: AbortSignal }
 /** The admitted run and the blocks to summarise; resolves with the run re-packed over the summaries. */

@@ -27,6 +27,17 @@ export type Composition = {
   position?: ReplicationPosition
 }
 
+/**
+ * decisions §4: a running run's lease lasts 30 s, renewed every third of that (decision 018).
+ * LEASE_TTL_MS (whole milliseconds, at least 300) sets another, as the tests of a node change do.
+ */
+function leaseTtlMs(env: NodeJS.ProcessEnv): number {
+  const value = env.LEASE_TTL_MS
+  if (value === undefined || value === '') return LEASE_TTL_MS
+  if (!/^\d+$/.test(value) || Number(value) < 300) throw new Error(`LEASE_TTL_MS must be a whole number of milliseconds, at least 300 (got ${JSON.stringify(value)})`)
+  return Number(value)
+}
+
 /** Wires the services the HTTP layer is given; main and the tests build the app the same way. */
 export function composeApp(c: Composition): AppDeps {
   const env = c.env ?? process.env
@@ -40,7 +51,7 @@ export function composeApp(c: Composition): AppDeps {
     modelById: (id) => c.allModels.find((m) => m.id === id),
     now,
     nodeId: env.NODE_ID ?? env.FLY_MACHINE_ID ?? hostname(),
-    leaseTtlMs: LEASE_TTL_MS,
+    leaseTtlMs: leaseTtlMs(env),
   }
   const host = createChatActorHost(runDeps, { inspect: createInspection(env), role, ...c.hostOptions })
   return { store: c.store, catalogue: c.catalogue, build: c.build, now, host, role, position: c.position ?? NO_POSITION, nodeId: runDeps.nodeId }

@@ -6,6 +6,7 @@ import {
   IdempotencyKeyReusedError,
   NotFoundError,
   RetryNotAllowedError,
+  RunInProgressError,
   UnknownToolUseIdError,
 } from '../domain/errors.ts'
 import type { PartBody } from '../domain/parts.ts'
@@ -125,7 +126,7 @@ export async function admitTurn(deps: RunDeps, compactor: Compactor, chat: ChatF
       newBodies.map((p): NewPart => ({ body: p.body, runId, userMetadata, tokens: p.tokens, media: p.media })),
     )
     const createdAt = now.toISOString()
-    store.runs.insert({
+    insertRun(deps, submission.chatId, {
       id: runId,
       org_id: orgId,
       chat_id: submission.chatId,
@@ -183,6 +184,20 @@ export async function admitTurn(deps: RunDeps, compactor: Compactor, chat: ChatF
       submission,
       manifestOf,
     },
+  }
+}
+
+/**
+ * The chat machine refuses a turn while the ledger holds a running run (decisions §4); migration
+ * 0009's index refuses it here too, should anything get past: the same 409, naming that run.
+ */
+function insertRun(deps: RunDeps, chatId: string, run: Parameters<RunDeps['store']['runs']['insert']>[0]): void {
+  try {
+    deps.store.runs.insert(run)
+  } catch (error) {
+    const running = (error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE' ? deps.store.runs.runningCustomerRun(chatId) : null
+    if (running) throw new RunInProgressError(running.id)
+    throw error
   }
 }
 

@@ -11,7 +11,7 @@ import { planEagerCompaction } from './plan-eager-compaction.ts'
 import { executeRun } from './execute-run.ts'
 import { finishRun } from './finish-run.ts'
 import type { RunDeps } from './run-deps.ts'
-import { sweepAbandonedRuns } from './sweep-abandoned-runs.ts'
+import { reapExpiredRun, sweepAbandonedRuns } from './sweep-abandoned-runs.ts'
 import type { Admission, Submission } from './turn-types.ts'
 
 type ChatActor = Actor<typeof chatMachine>
@@ -20,6 +20,7 @@ export type ActorHostOptions = {
   /** Idle actors unused this long are dropped; the ledger rebuilds them on the next use. */
   idleEvictMs?: number
   maxIdleActors?: number
+  /** How often this node renews its leases and sweeps; a third of the lease TTL unless told. */
   leaseRenewMs?: number
   inspect?: Observer<InspectionEvent>
   /** LiteFS's view of this node (decision 009); without it, the node is the primary. */
@@ -48,6 +49,12 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
         const { cost } = await finishRun(deps, input.admission, input.result)
         // A run cancelled or failed still grew the ledger; eager work is planned on what is there now.
         return { cost, eager: planEagerCompaction(deps, compactor, input.admission) }
+      }),
+      // decisions §4: an orphan whose lease expired is settled before the turn that found it.
+      reapRun: fromPromise(async ({ input }) => {
+        await deps.store.writes.write(() => reapExpiredRun(deps, input.run.id))
+        const { chatId: _, ...facts } = hydrate(input.chatId)
+        return facts
       }),
       // Background work: not tied to any caller, so nothing cancels it; each run settles on its own.
       compactEagerly: fromPromise(async ({ input }) => {
@@ -84,6 +91,15 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
   const isIdle = (actor: ChatActor) => {
     const snapshot = actor.getSnapshot()
     return (snapshot.matches('idle') || snapshot.matches('awaitingToolResults')) && snapshot.context.eagerCompaction === null
+  }
+
+  /** Drops a resting chat's actor after the ledger changed under it (an orphan settled): the next use rehydrates it. */
+  function forget(chatId: string): void {
+    const entry = actors.get(chatId)
+    if (entry && isIdle(entry.actor)) {
+      entry.actor.stop()
+      actors.delete(chatId)
+    }
   }
 
   function evictIdle(now = Date.now()): number {
@@ -124,9 +140,14 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
         return Promise.reject(new UnavailableError('this node does not own the chat'))
       }
       return new Promise((resolve, reject) => {
-        actorFor(submission.chatId).send({
+        const actor = actorFor(submission.chatId)
+        // The ledger, not this node's memory, says whether the chat has a running run (decisions §4):
+        // read just before the event, which the actor handles at once (both synchronous).
+        const ledger = { runningRun: deps.store.runs.runningCustomerRun(submission.chatId), at: deps.now().toISOString() }
+        actor.send({
           type: 'SUBMIT',
           submission,
+          ledger,
           respond: (outcome) => (outcome.kind === 'admitted' ? resolve(outcome.admission) : reject(outcome.error)),
         })
       })
@@ -158,21 +179,49 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
       return actors.size
     },
 
-    /** Settles runs left by a crash, then keeps leases fresh and idle actors few. Returns the stop function. */
+    /**
+     * Settles runs left by a crash, then keeps leases fresh and idle actors few, and settles another
+     * node's runs when their leases expire (decision 018). Returns the stop function.
+     */
     start(): () => void {
       // Only the primary writes: a replica settles nothing, and takes over once it is promoted.
       const isPrimary = () => role.current().kind === 'primary'
-      if (isPrimary()) sweepAbandonedRuns(deps, deps.nodeId)
+      const renewMs = options.leaseRenewMs ?? Math.max(1, Math.floor(deps.leaseTtlMs / 3))
+      let atExpiry: ReturnType<typeof setTimeout> | null = null
+      let stopped = false
+
+      const sweep = (previousSelf: string | null) => {
+        for (const run of sweepAbandonedRuns(deps, previousSelf)) if (run.origin === 'customer') forget(run.chat_id)
+        scheduleAtExpiry()
+      }
+      // Another node's lease (an orphan after a node change) is swept the moment it expires, not at
+      // the next renewal tick; the tick reschedules, so a lease that appears later is seen too.
+      function scheduleAtExpiry() {
+        if (atExpiry) clearTimeout(atExpiry)
+        atExpiry = null
+        const next = stopped ? null : deps.store.runs.nextForeignLeaseExpiry(deps.nodeId)
+        if (next === null) return
+        const delay = Date.parse(next) - deps.now().getTime() + 2
+        if (delay > renewMs) return
+        atExpiry = setTimeout(() => isPrimary() && sweep(null), Math.max(0, delay))
+        atExpiry.unref()
+      }
+
+      if (isPrimary()) sweep(deps.nodeId)
       const renew = setInterval(() => {
         if (isPrimary()) {
           const now = deps.now()
           deps.store.runs.renewLeases(deps.nodeId, new Date(now.getTime() + deps.leaseTtlMs).toISOString())
-          sweepAbandonedRuns(deps, null)
+          sweep(null)
         }
         evictIdle()
-      }, options.leaseRenewMs ?? 10_000)
+      }, renewMs)
       renew.unref()
-      return () => clearInterval(renew)
+      return () => {
+        stopped = true
+        clearInterval(renew)
+        if (atExpiry) clearTimeout(atExpiry)
+      }
     },
 
     /** Stops every actor (on shutdown); their runs' leases lapse and the next start settles them. */

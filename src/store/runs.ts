@@ -34,6 +34,18 @@ export type NewRun = Pick<
   'id' | 'org_id' | 'chat_id' | 'origin' | 'model_id' | 'model_name' | 'namespace' | 'api_key_id' | 'retry_of' | 'created_at'
 > & { manifest: unknown; lease_owner: string; lease_expires_at: string }
 
+/** A running customer run of a chat and the lease that says whether someone streams it (decisions §4). */
+export type RunLease = { id: string; leaseOwner: string | null; leaseExpiresAt: string | null }
+
+/**
+ * decisions §4: a lease is live while its expiry is still ahead (`is_live` on GET /runs/{id}, the
+ * same comparison); at its expiry or after it, nobody is known to stream the run. ISO-8601 UTC
+ * strings of one format compare as their instants.
+ */
+export function leaseIsLive(leaseExpiresAt: string | null, at: string): boolean {
+  return leaseExpiresAt !== null && leaseExpiresAt > at
+}
+
 export type RunOutcome = {
   status: Exclude<RunStatus, 'running'>
   completedAt: string
@@ -61,6 +73,10 @@ export function createRunStore(db: Db) {
   const running = db
     .prepare<[string], RunRow>(`SELECT * FROM runs WHERE chat_id = ? AND status = 'running' LIMIT 1`)
     .safeIntegers(true)
+  // At most one (migration 0009's partial unique index, which also serves this lookup).
+  const runningCustomer = db.prepare<[string], { id: string; lease_owner: string | null; lease_expires_at: string | null }>(
+    `SELECT id, lease_owner, lease_expires_at FROM runs WHERE chat_id = ? AND status = 'running' AND origin = 'customer' LIMIT 1`,
+  )
   // Settling ends the run and records its cost in one statement; a run ended already is left alone.
   const finish = db.prepare(
     `UPDATE runs SET status = @status, completed_at = @completedAt, error = @error, stop_reason = @stopReason,
@@ -71,11 +87,15 @@ export function createRunStore(db: Db) {
   const renew = db.prepare<[string, string]>(
     `UPDATE runs SET lease_expires_at = ? WHERE lease_owner = ? AND status = 'running'`,
   )
+  // Expired at the instant of expiry, as leaseIsLive says.
   const abandoned = db
     .prepare<[string, string], RunRow>(
-      `SELECT * FROM runs WHERE status = 'running' AND (lease_expires_at < ? OR lease_owner = ?)`,
+      `SELECT * FROM runs WHERE status = 'running' AND (lease_expires_at <= ? OR lease_owner = ?)`,
     )
     .safeIntegers(true)
+  const nextForeignExpiry = db.prepare<[string], { next: string | null }>(
+    `SELECT MIN(lease_expires_at) AS next FROM runs WHERE status = 'running' AND (lease_owner IS NULL OR lease_owner <> ?)`,
+  )
   const setManifest = db.prepare<[string, string]>(`UPDATE runs SET manifest = ? WHERE id = ? AND status = 'running'`)
   const failedOfChat = db.prepare<[string], { id: string }>(`SELECT id FROM runs WHERE chat_id = ? AND status = 'failed'`)
 
@@ -85,6 +105,11 @@ export function createRunStore(db: Db) {
     getById: (id: string) => byId.get(id),
     latestCustomerRun: (chatId: string) => latestCustomer.get(chatId),
     runningRun: (chatId: string) => running.get(chatId),
+    /** The chat's running customer run, whoever streams it, with its lease; compaction runs run beside it. */
+    runningCustomerRun: (chatId: string): RunLease | null => {
+      const row = runningCustomer.get(chatId)
+      return row ? { id: row.id, leaseOwner: row.lease_owner, leaseExpiresAt: row.lease_expires_at } : null
+    },
     /**
      * Marks a running run finished and, with its cost, settled; false when it had already finished
      * (the first outcome stands, and nothing may be charged again).
@@ -102,6 +127,8 @@ export function createRunStore(db: Db) {
     renewLeases: (owner: string, expiresAt: string) => renew.run(expiresAt, owner).changes,
     /** Running runs nobody can be streaming: an expired lease, or a lease of this node's previous life. */
     abandoned: (now: string, previousSelf: string) => abandoned.all(now, previousSelf),
+    /** When the first lease held by another node expires, if another node's run is running. */
+    nextForeignLeaseExpiry: (self: string) => nextForeignExpiry.get(self)?.next ?? null,
     failedRunIds: (chatId: string) => failedOfChat.all(chatId).map((r) => r.id),
   }
 }

@@ -7,6 +7,7 @@ import * as balanceTotals from './0005-balance-totals.ts'
 import * as failedRunsIndex from './0006-failed-runs-index.ts'
 import * as summaries from './0007-summaries.ts'
 import * as configTokenEstimates from './0008-config-token-estimates.ts'
+import * as oneRunningCustomerRun from './0009-one-running-customer-run.ts'
 
 export type Migration = { name: string; up: (db: Database) => void }
 
@@ -20,4 +21,6 @@ export const migrations: Migration[] = [
   { name: '0006-failed-runs-index', up: failedRunsIndex.up },
   { name: '0007-summaries', up: summaries.up },
   { name: '0008-config-token-estimates', up: configTokenEstimates.up },
+  // 0008 is another change's, still to be registered here, before 0009.
+  { name: '0009-one-running-customer-run', up: oneRunningCustomerRun.up },
 ]
