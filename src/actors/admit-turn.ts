@@ -14,6 +14,7 @@ import { closePendingCalls, type PendingCall } from '../domain/turns/close-pendi
 import { coerceReasoningEffort, type TranslationWarning } from '../domain/turns/coerce-reasoning-effort.ts'
 import { convertToProviderPrompt } from '../providers/convert-to-provider-prompt.ts'
 import { mapReasoningEffort, type VendorReasoning } from '../providers/map-reasoning-effort.ts'
+import { vendorTranslationWarnings } from '../providers/vendor-fidelity.ts'
 import type { NewPart } from '../store/parts.ts'
 import type { ResolvedConfiguration } from '../store/config-resolution.ts'
 import type { RunStatus } from '../store/runs.ts'
@@ -88,7 +89,7 @@ export async function admitTurn(deps: RunDeps, compactor: Compactor, chat: ChatF
   }
   const packed = deps.history.pack(submission.chatId, packRequest)
   // Summaries still to make: the prompt is built once they are (src/actors/compact-for-turn.ts).
-  const prompt = packed.needed.length > 0 ? [] : convertToProviderPrompt(config.instructions, packed.parts, packed.bytesOf, { cacheBreakpointsAfter: packed.stablePrefixEnds })
+  const prompt = packed.needed.length > 0 ? [] : convertToProviderPrompt(config.instructions, packed.parts, packed.bytesOf, { cacheBreakpointsAfter: packed.stablePrefixEnds, provider: model.provider })
   const estimatedInputTokens = packed.estimatedTokens
   const configWarnings = [...config.warnings, ...budget.warnings, ...packed.warnings.config]
 
@@ -98,6 +99,8 @@ export async function admitTurn(deps: RunDeps, compactor: Compactor, chat: ChatF
   const maxTokens = affordableMaxTokens(deps, submission, estimatedInputTokens, markupPercent, translationWarnings)
   const vendorReasoning = mapReasoningEffort(model, effort.value, maxTokens)
   translationWarnings.push(...vendorReasoning.warnings)
+  // What the vendor will not keep: strict, is_error (decision 017).
+  translationWarnings.push(...vendorTranslationWarnings(model.provider, packed.parts, tools))
 
   const runId = submission.runId
   const manifestOf = (context: ContextManifest, estimated: number, max: number, reasoning: { value: VendorReasoning }, warnings: { config: unknown[]; translation: unknown[] }) => ({

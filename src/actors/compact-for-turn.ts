@@ -2,6 +2,7 @@ import { blockKey } from '../domain/context/cut-blocks.ts'
 import { InsufficientBalanceError } from '../domain/errors.ts'
 import { convertToProviderPrompt } from '../providers/convert-to-provider-prompt.ts'
 import { mapReasoningEffort } from '../providers/map-reasoning-effort.ts'
+import { vendorTranslationWarnings } from '../providers/vendor-fidelity.ts'
 import { affordableMaxTokens } from './affordable-max-tokens.ts'
 import { compactionReport } from './admit-turn.ts'
 import type { Compactor } from './compactor.ts'
@@ -37,7 +38,7 @@ export async function compactForTurn(deps: RunDeps, compactor: Compactor, admiss
     for (const block of packed.needed) unavailable.add(blockKey(block))
     packed = deps.history.pack(admission.chatId, { ...repack.request, compaction: { unavailable, madeNow } })
   }
-  const prompt = convertToProviderPrompt(repack.instructions, packed.parts, packed.bytesOf, { cacheBreakpointsAfter: packed.stablePrefixEnds })
+  const prompt = convertToProviderPrompt(repack.instructions, packed.parts, packed.bytesOf, { cacheBreakpointsAfter: packed.stablePrefixEnds, provider: admission.model.provider })
   const configWarnings = [...repack.baseConfigWarnings, ...packed.warnings.config]
   const translationWarnings = [...repack.effortWarnings, ...packed.warnings.translation]
   let maxTokens = admission.maxTokens
@@ -49,6 +50,7 @@ export async function compactForTurn(deps: RunDeps, compactor: Compactor, admiss
   }
   const vendorReasoning = mapReasoningEffort(admission.model, admission.reasoningEffort, maxTokens)
   translationWarnings.push(...vendorReasoning.warnings)
+  translationWarnings.push(...vendorTranslationWarnings(admission.model.provider, packed.parts, admission.tools))
   const manifest = repack.manifestOf(packed.context, packed.estimatedTokens, maxTokens, vendorReasoning, { config: configWarnings, translation: translationWarnings })
   await deps.store.writes.write(() => deps.store.runs.setManifest(admission.runId, manifest))
   // decisions §6: config_warnings may repeat after compaction, when they changed.

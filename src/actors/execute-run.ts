@@ -1,15 +1,18 @@
-import type { LanguageModelV3StreamPart } from '@ai-sdk/provider'
+import { APICallError, type LanguageModelV3StreamPart, type SharedV3ProviderMetadata } from '@ai-sdk/provider'
 import { estimatePartTokens } from '../domain/context/estimate-part-tokens.ts'
 import { UpstreamError } from '../domain/errors.ts'
 import type { PartBody } from '../domain/parts.ts'
 import type { Usage } from '../domain/pricing/usage.ts'
 import { estimateTokens } from '../domain/tokens/estimate-tokens.ts'
+import { requestIdFrom, toolsForVendor, vendorWarning } from '../providers/vendor-fidelity.ts'
 import { mapStopReason } from './map-stop-reason.ts'
 import type { RunDeps } from './run-deps.ts'
 import type { Admission, PendingToolCall, RunResult } from './turn-types.ts'
 
 type OpenBlock =
-  | { kind: 'text' | 'refusal' | 'reasoning'; id: string; text: string }
+  | { kind: 'text' | 'refusal'; id: string; text: string }
+  /** `metadata`: the vendor's replay data for its reasoning (a thinking signature), merged from the block's parts. */
+  | { kind: 'reasoning'; id: string; text: string; metadata?: Record<string, Record<string, unknown>> }
   | { kind: 'tool_call'; id: string; toolName: string; text: string }
 
 const describe = (error: unknown) =>
@@ -30,6 +33,8 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
   const started = Date.now()
   let firstDeltaMs: number | null = null
   let providerResponseId: string | null = null
+  /** The vendor's request id header (decision 017); the response id stands in when it sent none. */
+  let providerRequestId: string | null = null
   let modelServed: string | null = null
   let usage: Usage | null = null
   let stopReason: RunResult['stopReason'] = null
@@ -68,7 +73,12 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
         await persist({ type: 'message', text: '', refusal: block.text })
         break
       case 'reasoning':
-        await persist({ type: 'reasoning', text: block.text })
+        // Replay data is stored with the part, with the vendor that made it (decision 017).
+        await persist(
+          block.metadata
+            ? { type: 'reasoning', text: block.text, replay: { provider: admission.model.provider, metadata: block.metadata } }
+            : { type: 'reasoning', text: block.text },
+        )
         break
       case 'tool_call':
         await persist({ type: 'tool_call', arguments: block.text, tool_name: block.toolName, tool_use_id: block.id })
@@ -130,7 +140,10 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
       stopReason: status === 'succeeded' ? stopReason ?? 'end_turn' : stopReason,
       error,
       usage: usage ?? estimatedUsage(admission.estimatedInputTokens, emitted, streamOpened),
+      // Billed for the estimate, reported as lost (spec §2.8: missing counts are not zero).
+      usageLost: usage === null,
       providerResponseId,
+      providerRequestId: providerRequestId ?? providerResponseId,
       modelServed,
       pendingToolCalls: pending,
       latencyMs: Date.now() - started,
@@ -139,12 +152,17 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
     }
   }
 
+  const keepMetadata = (id: string, metadata: SharedV3ProviderMetadata | undefined) => {
+    const block = open.get(id)
+    if (metadata && block?.kind === 'reasoning') block.metadata = mergeMetadata(block.metadata, metadata)
+  }
+
   let stream: ReadableStream<LanguageModelV3StreamPart>
   try {
     const model = deps.languageModelFor(admission.model)
     const call = await model.doStream({
       prompt: admission.prompt,
-      tools: admission.tools.length > 0 ? admission.tools : undefined,
+      tools: admission.tools.length > 0 ? toolsForVendor(admission.model.provider, admission.tools) : undefined,
       maxOutputTokens: admission.vendorReasoning.maxOutputTokens,
       abortSignal: signal,
       providerOptions: {
@@ -155,7 +173,9 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
       },
     })
     stream = call.stream
+    providerRequestId = requestIdFrom(admission.model.provider, call.response?.headers)
   } catch (error) {
+    if (APICallError.isInstance(error)) providerRequestId = requestIdFrom(admission.model.provider, error.responseHeaders)
     if (signal.aborted) return result('cancelled', null, false)
     const message = `the provider failed before answering: ${describe(error)}`
     channel.failBeforeStream(new UpstreamError(message, { run_id: admission.runId }, 'send the same turn again with retry_of'))
@@ -171,6 +191,12 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
       const { done, value: part } = await reader.read()
       if (done || signal.aborted) break
       switch (part.type) {
+        case 'stream-start':
+          // The vendor package's own warnings about the request, before any content (decision 017).
+          if (part.warnings.length > 0) {
+            channel.push('translation_warnings', { warnings: part.warnings.map((w) => vendorWarning(admission.model.provider, w)) })
+          }
+          break
         case 'response-metadata':
           providerResponseId = part.id ?? providerResponseId
           modelServed = part.modelId ?? modelServed
@@ -181,7 +207,7 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
           break
         }
         case 'reasoning-start':
-          startBlock({ kind: 'reasoning', id: part.id, text: '' })
+          startBlock({ kind: 'reasoning', id: part.id, text: '', ...(part.providerMetadata ? { metadata: mergeMetadata(undefined, part.providerMetadata) } : {}) })
           break
         case 'tool-input-start':
           startBlock({ kind: 'tool_call', id: part.id, toolName: part.toolName, text: '' })
@@ -189,10 +215,13 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
         case 'text-delta':
         case 'reasoning-delta':
         case 'tool-input-delta':
+          // Anthropic's signature comes as a reasoning delta with no text.
+          if (part.type === 'reasoning-delta') keepMetadata(part.id, part.providerMetadata)
           delta(part.id, part.delta)
           break
         case 'text-end':
         case 'reasoning-end': {
+          if (part.type === 'reasoning-end') keepMetadata(part.id, part.providerMetadata)
           const block = open.get(part.id)
           if (block) await closeBlock(block)
           break
@@ -254,4 +283,17 @@ export function estimatedUsage(inputTokens: number, emitted: string, reachedProv
     cache_read_tokens: 0,
     cache_write_tokens: 0,
   }
+}
+
+/** A reasoning block's provider metadata so far, with a later part's merged in, vendor by vendor. */
+export function mergeMetadata(
+  into: Record<string, Record<string, unknown>> | undefined,
+  metadata: SharedV3ProviderMetadata,
+): Record<string, Record<string, unknown>> {
+  const merged: Record<string, Record<string, unknown>> = { ...into }
+  for (const [vendor, values] of Object.entries(metadata)) {
+    if (values === null || typeof values !== 'object') continue
+    merged[vendor] = { ...merged[vendor], ...values }
+  }
+  return merged
 }

@@ -23,8 +23,9 @@ export async function finishRun(deps: RunDeps, admission: Admission, result: Run
       stopReason: result.stopReason,
       error: result.error?.message ?? null,
       usage: result.usage,
+      usageLost: result.usageLost,
       latencyMs: result.latencyMs,
-      providerResponseId: result.providerResponseId,
+      providerResponseId: result.providerRequestId ?? result.providerResponseId,
       // Cancels say nothing about the provider's health; everything else is a sample, written with the settlement.
       sample:
         result.status === 'cancelled'

@@ -17,8 +17,12 @@ export type Settlement = {
   status: Exclude<RunStatus, 'running'>
   stopReason: string | null
   error: string | null
+  /** What is billed: the provider's usage, or the estimate when it was lost. */
   usage: Usage
+  /** The provider reported no usage: the run's usage is null (spec §2.8) though the estimate is billed. */
+  usageLost?: boolean
   latencyMs: number | null
+  /** Stored as the run's provider_request_id: the vendor's request id header, else its response id (decision 017). */
   providerResponseId: string | null
   /** The balance entry: `usage` for a customer's run, `compaction` for a summary's (decisions §5.3). */
   entryType?: ChargeType
@@ -46,7 +50,7 @@ export function settleRun(deps: RunDeps, s: Settlement): string | null {
         stopReason: s.stopReason,
         latencyMs: s.latencyMs,
         providerRequestId: s.providerResponseId,
-        usage: s.usage,
+        usage: s.usageLost ? null : s.usage,
       },
       { costUnits: moneyToUnits(cost), settledAt: now },
     )

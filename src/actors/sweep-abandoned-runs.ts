@@ -56,6 +56,8 @@ function settleAbandoned(deps: RunDeps, run: RunRow): boolean {
       cache_read_tokens: 0,
       cache_write_tokens: 0,
     },
+    // Its usage never arrived: billed for the estimate, reported as null (spec §2.8).
+    usageLost: true,
     latencyMs: null,
     providerResponseId: null,
     entryType: run.origin === 'compaction' ? 'compaction' : 'usage',

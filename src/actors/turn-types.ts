@@ -87,7 +87,11 @@ export type RunResult = {
   stopReason: 'end_turn' | 'max_tokens' | 'tool_use' | 'stop_sequence' | 'refusal' | null
   error: { code: string; message: string } | null
   usage: Usage
+  /** True when the provider reported no usage: `usage` is then an estimate, billed but reported as null (spec §2.8). */
+  usageLost?: boolean
   providerResponseId: string | null
+  /** The vendor's request id header, else the response id (decision 017). */
+  providerRequestId?: string | null
   modelServed: string | null
   pendingToolCalls: PendingToolCall[]
   latencyMs: number

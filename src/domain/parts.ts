@@ -36,5 +36,14 @@ export type PartBody =
       tombstone_reason?: TombstoneReason | null
     }
   | { type: 'message'; text: string; refusal?: string | null }
-  | { type: 'reasoning'; text: string }
+  | { type: 'reasoning'; text: string; replay?: ReasoningReplay }
   | { type: 'tool_call'; arguments: string; tool_name: string; tool_use_id: string }
+
+/**
+ * What a vendor needs to accept its own reasoning back (decision 017): Anthropic's thinking
+ * signature or redacted data, Google's thought signature, OpenAI's reasoning item id. `metadata` is
+ * the AI SDK's providerMetadata of the reasoning block as the vendor's package emitted it, keyed by
+ * that package's name; `provider` is the catalogue provider that produced it, the only one it is
+ * ever sent back to. Stored with the part, never returned in history (spec §2.4).
+ */
+export type ReasoningReplay = { provider: string; metadata: Record<string, Record<string, unknown>> }

@@ -6,6 +6,7 @@ import type {
   LanguageModelV3ToolResultOutput,
 } from '@ai-sdk/provider'
 import type { PackedPart, RenderedPart, SentAttachment } from '../domain/context/context-types.ts'
+import { replaysReasoningTo } from './vendor-fidelity.ts'
 
 type NonSystemMessage = Exclude<LanguageModelV3Message, { role: 'system' }>
 type AssistantItem = Extract<NonSystemMessage, { role: 'assistant' }>['content'][number]
@@ -22,6 +23,11 @@ export type ConvertOptions = {
    * the system's and the last three requested are kept.
    */
   cacheBreakpointsAfter?: readonly number[]
+  /**
+   * The catalogue provider the prompt is for: a reasoning part's replay data (a thinking signature)
+   * goes only to the vendor that produced it (decision 017). Without it, none is sent.
+   */
+  provider?: string
 }
 
 const MAX_BREAKPOINTS = 4
@@ -166,13 +172,28 @@ export function convertToProviderPrompt(
         push(message)
         break
       }
+      case 'reasoning': {
+        // Replay data is the vendor's own: sent back to it (as its package's provider options), to no other.
+        // Such an item depends on the vendor, so it is not shared between turns.
+        if (content.replay !== undefined) {
+          const replayed = replaysReasoningTo(options.provider, content.replay.provider)
+          const item: AssistantItem = replayed
+            ? { type: 'reasoning', text: content.text, providerOptions: content.replay.metadata as AssistantItem['providerOptions'] }
+            : { type: 'reasoning', text: content.text }
+          appendTo('assistant', item)
+          break
+        }
+        const item: AssistantItem = { type: 'reasoning', text: content.text }
+        converted.set(content, { kind: 'item', role: 'assistant', item })
+        appendTo('assistant', item)
+        break
+      }
       case 'message':
-      case 'reasoning':
       case 'tool_call': {
         const item: AssistantItem =
           content.type === 'tool_call'
             ? { type: 'tool-call', toolCallId: content.toolUseId, toolName: content.toolName, input: JSON.parse(content.arguments) }
-            : { type: content.type === 'message' ? 'text' : 'reasoning', text: content.text }
+            : { type: 'text', text: content.text }
         converted.set(content, { kind: 'item', role: 'assistant', item })
         appendTo('assistant', item)
         break

@@ -1,4 +1,4 @@
-import type { PartBody, PartKind } from '../parts.ts'
+import type { PartBody, PartKind, ReasoningReplay } from '../parts.ts'
 
 /** An attachment as packing knows it: its stored description, never its bytes. */
 export type MediaRef = {
@@ -31,7 +31,8 @@ export type RenderedPart =
   | { type: 'prompt'; text: string; attachments: SentAttachment[] }
   | { type: 'tool_result'; toolUseId: string; toolName: string; text: string; isError: boolean; attachments: SentAttachment[] }
   | { type: 'message'; text: string }
-  | { type: 'reasoning'; text: string }
+  /** `replay`: the vendor's data to accept its reasoning back, sent only to that vendor (decision 017). */
+  | { type: 'reasoning'; text: string; replay?: ReasoningReplay }
   | { type: 'tool_call'; toolUseId: string; toolName: string; arguments: string }
   /** A block of older history as a compaction run summarised it (src/domain/context/render-summary.ts). */
   | { type: 'summary'; text: string }

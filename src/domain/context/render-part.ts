@@ -52,7 +52,7 @@ export function renderVerbatim(body: PartBody, media: readonly MediaRef[]): Rend
     case 'message':
       return { type: 'message', text: body.refusal ?? body.text }
     case 'reasoning':
-      return { type: 'reasoning', text: body.text }
+      return body.replay ? { type: 'reasoning', text: body.text, replay: body.replay } : { type: 'reasoning', text: body.text }
     case 'tool_call':
       return { type: 'tool_call', toolUseId: body.tool_use_id, toolName: body.tool_name, arguments: canonicalArguments(body.arguments) }
     default: {

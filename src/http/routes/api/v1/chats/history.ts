@@ -32,7 +32,14 @@ function historyPartJson(row: PartRow, media: MediaRow[] | undefined): string {
   const head = `{"id":${JSON.stringify(row.id)},"ordinal":${row.ordinal},"created_at":${JSON.stringify(row.created_at)},"role":"${roleOf(row.kind)}"`
   // Attachments sit on the envelope, and only when the part has some and `include` asked for them.
   const attachments = media ? `,"media":${JSON.stringify(media.map(toHistoryMedia))}` : ''
-  return `${head},"part":${row.body},"user_metadata":${row.user_metadata}${attachments}}`
+  return `${head},"part":${servedBody(row)},"user_metadata":${row.user_metadata}${attachments}}`
+}
+
+/** A stored body as served: a reasoning part's replay data (a thinking signature) is never returned (spec §2.4, decision 017). */
+function servedBody(row: PartRow): string {
+  if (row.kind !== 'reasoning' || !row.body.includes('"replay"')) return row.body
+  const { replay: _replay, ...body } = JSON.parse(row.body) as Record<string, unknown>
+  return JSON.stringify(body)
 }
 
 export const historyRoutes =

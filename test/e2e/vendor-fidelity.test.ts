@@ -1,0 +1,274 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
+import { startServer, type ServerProcess } from './server-process.ts'
+import { completedBlocks, deltaText, moneyUnits, postTurn, request, type SseFrame } from './turn-client.ts'
+import { ANTHROPIC_OVERLOADED_MID } from './vendor-fixtures/anthropic.ts'
+import { ANTHROPIC_THINKING_ANSWER, ANTHROPIC_THINKING_TOOL_CALL } from './vendor-fixtures/anthropic-thinking.ts'
+import { FIXTURES, type ReplayResponse, type Vendor } from './vendor-fixtures/index.ts'
+import { startReplayServer, type RecordedRequest, type ReplayServer } from './vendor-replay-server.ts'
+
+/**
+ * Vendor fidelity (issue 11, decision 017) through the real server process and the loopback
+ * vendor replay server: what each vendor is sent of thinking signatures, `strict` and `is_error`;
+ * the warnings for what it cannot take; the vendor's request id; usage lost as null; budgets only
+ * for catalogue models.
+ */
+
+const KEYS: Record<Vendor, [string, string]> = {
+  anthropic: ['ANTHROPIC_API_KEY', 'sk-ant-api03-replay-anthropic-key'],
+  openai: ['OPENAI_API_KEY', 'sk-proj-replay-openai-key'],
+  google: ['GOOGLE_GENERATIVE_AI_API_KEY', 'AIzaSyReplay-google-key'],
+  mistral: ['MISTRAL_API_KEY', 'replay-mistral-key'],
+  xai: ['XAI_API_KEY', 'xai-replay-key'],
+  deepseek: ['DEEPSEEK_API_KEY', 'sk-replay-deepseek-key'],
+}
+const MODEL: Record<Vendor, string> = {
+  anthropic: 'anthropic/claude-sonnet-4.5',
+  openai: 'openai/gpt-5',
+  google: 'google/gemini-2.5-flash',
+  mistral: 'mistral/mistral-medium-3.1',
+  xai: 'xai/grok-4-fast',
+  deepseek: 'deepseek/deepseek-reasoner',
+}
+const WEATHER = {
+  name: 'get_weather',
+  description: 'Current weather for a city.',
+  input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false },
+}
+const STRICT_TOOLS = [{ ...WEATHER, strict: true }]
+
+/** A replayed response's header. */
+const header = (r: ReplayResponse, name: string): string => {
+  const value = 'headers' in r ? r.headers[name] : undefined
+  if (value === undefined) throw new Error(`the fixture has no ${name} header`)
+  return value
+}
+const only = <T>(items: T[], what: string): T => {
+  expect(items, what).toHaveLength(1)
+  return items[0]!
+}
+/** Every warning of the stream's `translation_warnings` frames (the opening one, and the vendor's before content). */
+const translationWarnings = (frames: SseFrame[]) => frames.filter((f) => f.event === 'translation_warnings').flatMap((f) => f.data.warnings as any[])
+
+describe('vendor fidelity through the real server process (decision 017)', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'parley-e2e-fidelity-'))
+  let replay: ReplayServer
+  let server: ServerProcess | undefined
+  let devKey = ''
+
+  const api = (path: string, init: { method?: string; body?: unknown } = {}) => request(server!.url, path, { key: devKey, ...init })
+  const newChat = async (): Promise<string> => {
+    const res = await api('/api/v1/chats', { method: 'POST', body: {} })
+    expect(res.status, res.text).toBe(201)
+    return res.json().id
+  }
+  const getRun = async (runId: string) => {
+    const res = await api(`/api/v1/runs/${runId}`)
+    expect(res.status, res.text).toBe(200)
+    return res.json()
+  }
+  /** A turn that streams to its end, with the vendor requests it caused. */
+  const turn = async (vendor: Vendor, chatId: string, body: Record<string, unknown>) => {
+    const before = replay.requestsTo(vendor).length
+    const answer = await postTurn(server!.url, devKey, chatId, { model: MODEL[vendor], ...body })
+    if (!answer.ok) throw new Error(`expected a stream, got HTTP ${answer.status}: ${answer.text}\n${server!.stderr()}`)
+    expect(await answer.closed).toBe('end')
+    const frames = answer.frames
+    expect(frames.slice(0, 3).map((f) => f.event)).toEqual(['run', 'config_warnings', 'translation_warnings'])
+    // Any further translation warnings (the vendor's own) come before content starts (spec §6).
+    const firstBlock = frames.findIndex((f) => f.event === 'block_start')
+    const lastWarning = frames.map((f) => f.event).lastIndexOf('translation_warnings')
+    if (firstBlock >= 0) expect(lastWarning).toBeLessThan(firstBlock)
+    return { frames, runId: frames[0]!.data.run_id as string, last: frames.at(-1)!, vendorRequests: replay.requestsTo(vendor).slice(before) as RecordedRequest[] }
+  }
+
+  beforeAll(async () => {
+    replay = await startReplayServer()
+    const env: Record<string, string> = { DATA_DIR: dataDir, NODE_ID: 'e2e-fidelity', SANDBOX: 'on' }
+    for (const vendor of Object.keys(FIXTURES) as Vendor[]) {
+      env[KEYS[vendor][0]] = KEYS[vendor][1]
+      env[`${vendor.toUpperCase()}_BASE_URL`] = replay.baseUrl(vendor)
+    }
+    server = await startServer({ env, timeoutMs: 25_000 })
+    devKey = readFileSync(join(dataDir, 'dev-api-key.txt'), 'utf8').trim()
+  })
+  afterEach(() => replay.clearQueues())
+  afterAll(async () => {
+    await server?.stop()
+    await replay?.close()
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  test('Anthropic thinking + tool use: the second request carries the signed thinking block and the redacted one, unchanged, before the tool_use', async () => {
+    const fixture = ANTHROPIC_THINKING_TOOL_CALL
+    const chatId = await newChat()
+    replay.respondNext('anthropic', fixture.response)
+    const call = await turn('anthropic', chatId, { input: [{ type: 'prompt', text: 'What is the weather in Oslo right now?' }], tools: [WEATHER], reasoning_effort: 'low' })
+    expect(call.last.event).toBe('done')
+    expect(completedBlocks(call.frames)).toEqual([
+      { kind: 'reasoning', text: fixture.thinking },
+      // Redacted thinking: a reasoning block with no text (spec §2.4, hidden reasoning).
+      { kind: 'reasoning', text: '' },
+      { kind: 'tool_call', tool_name: 'get_weather', tool_use_id: fixture.toolUseId, text: fixture.arguments },
+    ])
+    expect(call.last.data).toMatchObject({ stop_reason: 'tool_use', pending_tool_calls: [{ tool_name: 'get_weather', tool_use_id: fixture.toolUseId }] })
+    expect(only(call.vendorRequests, 'first request').body.thinking).toMatchObject({ type: 'enabled' })
+
+    // History never shows the signature or the redacted data (spec §2.4).
+    const history = await api(`/api/v1/chats/${chatId}/history`)
+    expect(history.status, history.text).toBe(200)
+    expect(history.text).not.toContain(fixture.signature)
+    expect(history.text).not.toContain(fixture.redactedData)
+    expect((history.json().data as any[]).map((p) => p.part).filter((p) => p.type === 'reasoning')).toEqual([
+      { type: 'reasoning', text: fixture.thinking },
+      { type: 'reasoning', text: '' },
+    ])
+
+    replay.respondNext('anthropic', ANTHROPIC_THINKING_ANSWER.response)
+    const answer = await turn('anthropic', chatId, {
+      input: [{ type: 'tool_result', tool_use_id: fixture.toolUseId, tool_name: 'get_weather', text: 'sunny, 21 °C, light breeze' }],
+      tools: [WEATHER],
+      reasoning_effort: 'low',
+    })
+    expect(answer.last.event).toBe('done')
+    expect(deltaText(answer.frames, 'text')).toBe(ANTHROPIC_THINKING_ANSWER.text)
+    // Nothing was lost translating the replay: no warning about reasoning.
+    expect(translationWarnings(answer.frames)).toEqual([])
+
+    const second = only(answer.vendorRequests, 'second request').body
+    const assistant = second.messages.find((m: any) => m.role === 'assistant')
+    expect(assistant.content).toEqual([
+      { type: 'thinking', thinking: fixture.thinking, signature: fixture.signature },
+      { type: 'redacted_thinking', data: fixture.redactedData },
+      { type: 'tool_use', id: fixture.toolUseId, name: 'get_weather', input: { city: 'Oslo' } },
+    ])
+    const result = second.messages.at(-1).content.find((b: any) => b.type === 'tool_result')
+    expect(result).toMatchObject({ tool_use_id: fixture.toolUseId, content: 'sunny, 21 °C, light breeze' })
+    // The run records Anthropic's request id header, not the message id.
+    expect((await getRun(call.runId)).provider_request_id).toBe(fixture.requestId)
+  })
+
+  test('the signature goes only to the vendor that made it: the same chat on OpenAI sends no Anthropic data', async () => {
+    const fixture = ANTHROPIC_THINKING_TOOL_CALL
+    const chatId = await newChat()
+    replay.respondNext('anthropic', fixture.response)
+    await turn('anthropic', chatId, { input: [{ type: 'prompt', text: 'Weather in Oslo?' }], tools: [WEATHER], reasoning_effort: 'low' })
+    const t = await turn('openai', chatId, {
+      input: [{ type: 'tool_result', tool_use_id: fixture.toolUseId, tool_name: 'get_weather', text: 'sunny' }],
+      tools: [WEATHER],
+    })
+    expect(t.last.event).toBe('done')
+    const body = JSON.stringify(only(t.vendorRequests, 'openai request').body)
+    expect(body).not.toContain(fixture.signature)
+    expect(body).not.toContain(fixture.redactedData)
+    // OpenAI's package skips reasoning it cannot replay, and says so: passed through as vendor warnings.
+    const vendor = translationWarnings(t.frames).filter((w) => w.code === 'vendor_warning')
+    expect(vendor.length).toBeGreaterThan(0)
+    for (const w of vendor) {
+      expect(w.details).toMatchObject({ provider: 'openai', type: 'other' })
+      expect(w.message.length).toBeLessThanOrEqual(501)
+    }
+  })
+
+  test('strict never reaches DeepSeek, with a strict_dropped warning; the call goes through', async () => {
+    const t = await turn('deepseek', await newChat(), { input: [{ type: 'prompt', text: 'Weather in Oslo?' }], tools: STRICT_TOOLS })
+    expect(t.last.event).toBe('done')
+    const body = only(t.vendorRequests, 'deepseek request').body
+    expect(body.tools).toHaveLength(1)
+    expect(body.tools[0].function).not.toHaveProperty('strict')
+    expect(translationWarnings(t.frames)).toContainEqual({
+      code: 'strict_dropped',
+      message: expect.stringContaining('get_weather'),
+      details: { provider: 'deepseek', tools: ['get_weather'] },
+    })
+    // The opening frame has it: it is known before the vendor is called.
+    expect(t.frames[2]!.data.warnings.map((w: any) => w.code)).toContain('strict_dropped')
+  })
+
+  test.each([
+    ['openai', (body: any) => body.tools[0].strict],
+    ['mistral', (body: any) => body.tools[0].function.strict],
+    ['xai', (body: any) => body.tools[0].function.strict],
+  ] as const)('strict reaches %s, which has it, without a warning', async (vendor, strictOf) => {
+    const t = await turn(vendor, await newChat(), { input: [{ type: 'prompt', text: 'Weather in Oslo?' }], tools: STRICT_TOOLS })
+    expect(t.last.event).toBe('done')
+    expect(strictOf(only(t.vendorRequests, 'vendor request').body)).toBe(true)
+    expect(translationWarnings(t.frames).map((w) => w.code)).not.toContain('strict_dropped')
+  })
+
+  test('is_error reaches Anthropic as is_error: true; OpenAI gets the plain result and an is_error_dropped warning', async () => {
+    // Anthropic: the result answering its call is flagged.
+    const anthropicChat = await newChat()
+    replay.respondNext('anthropic', FIXTURES.anthropic.toolCall.response)
+    const call = await turn('anthropic', anthropicChat, { input: [{ type: 'prompt', text: 'Weather in Oslo?' }], tools: [WEATHER] })
+    const toolUseId = call.last.data.pending_tool_calls[0].tool_use_id
+    const answered = await turn('anthropic', anthropicChat, {
+      input: [{ type: 'tool_result', tool_use_id: toolUseId, tool_name: 'get_weather', text: 'weather service unavailable', is_error: true }],
+      tools: [WEATHER],
+    })
+    const block = only(answered.vendorRequests, 'anthropic request').body.messages.at(-1).content.find((b: any) => b.type === 'tool_result')
+    expect(block).toMatchObject({ tool_use_id: toolUseId, content: 'weather service unavailable', is_error: true })
+    expect(translationWarnings(answered.frames).map((w) => w.code)).not.toContain('is_error_dropped')
+
+    // OpenAI: no error flag on function_call_output; the loss is warned, naming the result.
+    const openaiChat = await newChat()
+    replay.respondNext('openai', FIXTURES.openai.toolCall.response)
+    const openaiCall = await turn('openai', openaiChat, { input: [{ type: 'prompt', text: 'Weather in Oslo?' }], tools: [WEATHER] })
+    const callId = openaiCall.last.data.pending_tool_calls[0].tool_use_id
+    const t = await turn('openai', openaiChat, {
+      input: [{ type: 'tool_result', tool_use_id: callId, tool_name: 'get_weather', text: 'weather service unavailable', is_error: true }],
+      tools: [WEATHER],
+    })
+    const output = only(t.vendorRequests, 'openai request').body.input.at(-1)
+    expect(output).toMatchObject({ type: 'function_call_output', call_id: callId, output: 'weather service unavailable' })
+    expect(t.frames[2]!.data.warnings).toContainEqual({
+      code: 'is_error_dropped',
+      message: expect.any(String),
+      details: { provider: 'openai', tool_use_ids: [callId] },
+    })
+  })
+
+  test('provider_request_id is the vendor request id header; Google, which sends none, falls back to the response id', async () => {
+    const expected: [Vendor, string][] = [
+      ['anthropic', header(FIXTURES.anthropic.text.response, 'request-id')],
+      ['openai', header(FIXTURES.openai.text.response, 'x-request-id')],
+      ['mistral', header(FIXTURES.mistral.text.response, 'mistral-correlation-id')],
+      ['xai', header(FIXTURES.xai.text.response, 'x-request-id')],
+      ['deepseek', header(FIXTURES.deepseek.text.response, 'x-ds-trace-id')],
+    ]
+    for (const [vendor, requestId] of expected) {
+      const t = await turn(vendor, await newChat(), { input: [{ type: 'prompt', text: 'Hello' }] })
+      expect(t.last.event).toBe('done')
+      const run = await getRun(t.runId)
+      expect(run.provider_request_id, vendor).toBe(requestId)
+      // done keeps the vendor's response id (spec §6 provider_response_id).
+      expect(t.last.data.provider_response_id, vendor).not.toBe(requestId)
+    }
+    const google = await turn('google', await newChat(), { input: [{ type: 'prompt', text: 'Hello' }] })
+    expect((await getRun(google.runId)).provider_request_id).toBe(google.last.data.provider_response_id)
+  })
+
+  test('a run whose usage was lost reports usage null, and is still billed for what it used', async () => {
+    replay.respondNext('anthropic', ANTHROPIC_OVERLOADED_MID.response)
+    const t = await turn('anthropic', await newChat(), { input: [{ type: 'prompt', text: 'What is the capital of Norway?' }] })
+    expect(t.last.event).toBe('error')
+    const run = await getRun(t.runId)
+    expect(run).toMatchObject({ status: 'failed', usage: null })
+    expect(moneyUnits(run.cost)).toBeGreaterThan(0n)
+    expect(run.provider_request_id).toBe(header(ANTHROPIC_OVERLOADED_MID.response, 'request-id'))
+  })
+
+  test('a budget for an unknown model id answers 422 validation_failed with a pointer; a catalogue model is accepted', async () => {
+    const models = (await api('/api/v1/models')).json() as { id: string; name: string }[]
+    const known = models.find((m) => m.name === MODEL.anthropic)!.id
+    const unknown = '00000000-0000-4000-8000-000000000000'
+    const bad = await api('/api/v1/config/budgets', { method: 'POST', body: { budget: { version: 3, headroom: 0.2 }, model_ids: [known, unknown] } })
+    expect(bad.status, bad.text).toBe(422)
+    expect(bad.json().error).toMatchObject({ code: 'validation_failed', details: { problems: [{ in: 'body', pointer: '/model_ids/1', message: expect.stringContaining(unknown) }] } })
+    const good = await api('/api/v1/config/budgets', { method: 'POST', body: { budget: { version: 3, headroom: 0.2 }, model_ids: [known] } })
+    expect(good.status, good.text).toBe(200)
+    expect(good.json()).toMatchObject([{ model_id: known }])
+  })
+})
