@@ -21,6 +21,5 @@ export const migrations: Migration[] = [
   { name: '0006-failed-runs-index', up: failedRunsIndex.up },
   { name: '0007-summaries', up: summaries.up },
   { name: '0008-config-token-estimates', up: configTokenEstimates.up },
-  // 0008 is another change's, still to be registered here, before 0009.
   { name: '0009-one-running-customer-run', up: oneRunningCustomerRun.up },
 ]
