@@ -4,6 +4,9 @@ import { O200K_TOKEN_SPLIT_REGEX } from 'gpt-tokenizer/esm/encodingParams/consta
 /** TokenEstimate is a saturating int32 (spec §2.1). */
 export const TOKEN_ESTIMATE_MAX = 2_147_483_647
 
+/** UTF-8 bytes (a lone surrogate as the 3 bytes of U+FFFD), natively: about 0.3 ms a MiB. */
+const utf8Length = (text: string) => Buffer.byteLength(text, 'utf8')
+
 const NO_SPECIAL_TOKENS = { disallowedSpecial: new Set<string>() }
 
 /**
@@ -119,20 +122,9 @@ function countBySamples(text: string): number {
   for (const [start, end] of sampleWindows(text)) {
     const window = text.slice(start, end)
     sampleTokens += countExactly(window)
-    sampleBytes += utf8Length(text, start, end)
+    sampleBytes += utf8Length(window)
   }
-  return Math.max(1, Math.round((sampleTokens * utf8Length(text, 0, text.length)) / sampleBytes))
-}
-
-/** The UTF-8 length of `text[start, end)` (a lone surrogate counted as the 3 bytes of U+FFFD). */
-function utf8Length(text: string, start: number, end: number): number {
-  let bytes = 0
-  for (let i = start; i < end; i++) {
-    const unit = text.charCodeAt(i)
-    // A surrogate pair is 4 bytes: 2 for each half.
-    bytes += unit < 0x80 ? 1 : unit < 0x800 ? 2 : unit >= 0xd800 && unit <= 0xdfff ? 2 : 3
-  }
-  return bytes
+  return Math.max(1, Math.round((sampleTokens * utf8Length(text)) / sampleBytes))
 }
 
 /**
