@@ -34,6 +34,8 @@ const endedWithoutResult = (admission: Admission | null, status: 'cancelled' | '
   latencyMs: admission ? Math.max(0, Date.now() - admission.startedAtMs) : 0,
   firstDeltaMs: null,
   streamOpened: true,
+  // What reached the vendor is unknown: no uptime sample (spec §2.7 excludes such runs).
+  vendorRequests: 0,
 })
 
 /** A streamRun that threw (it is written never to): failed, and billed for its packed input. */

@@ -5,6 +5,9 @@ import type { PartBody } from '../domain/parts.ts'
 import type { Usage } from '../domain/pricing/usage.ts'
 import { estimateTokens } from '../domain/tokens/estimate-tokens.ts'
 import { requestIdFrom, toolsForVendor, vendorWarning } from '../providers/vendor-fidelity.ts'
+import { describeVendorError } from '../providers/describe-vendor-error.ts'
+import { readFinish } from '../providers/read-finish.ts'
+import { newVendorCallRecord, withVendorCallRecord } from '../providers/vendor-call-record.ts'
 import { mapStopReason } from './map-stop-reason.ts'
 import type { RunDeps } from './run-deps.ts'
 import type { Admission, PendingToolCall, RunResult } from './turn-types.ts'
@@ -15,13 +18,7 @@ type OpenBlock =
   | { kind: 'reasoning'; id: string; text: string; metadata?: Record<string, Record<string, unknown>> }
   | { kind: 'tool_call'; id: string; toolName: string; text: string }
 
-const describe = (error: unknown) =>
-  error instanceof Error
-    ? error.message
-    : // Some providers pass the vendor's own error object through, e.g. Anthropic's `{ type, message }`.
-      typeof (error as { message?: unknown } | null)?.message === 'string'
-      ? (error as { message: string }).message
-      : String(error)
+const describe = describeVendorError
 
 /**
  * Calls the provider and relays its stream: one frame per delta, each closed block written to the
@@ -43,6 +40,7 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
   let emitted = ''
   const pending: PendingToolCall[] = []
   const open = new Map<string, OpenBlock>()
+  const vendorCall = newVendorCallRecord()
 
   // `block_stop` is sent once the block's part is committed: a closed block on the wire is in the ledger.
   const persist = async (body: PartBody) => {
@@ -149,6 +147,7 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
       latencyMs: Date.now() - started,
       firstDeltaMs,
       streamOpened,
+      vendorRequests: vendorCall.requests,
     }
   }
 
@@ -160,7 +159,7 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
   let stream: ReadableStream<LanguageModelV3StreamPart>
   try {
     const model = deps.languageModelFor(admission.model)
-    const call = await model.doStream({
+    const call = await withVendorCallRecord(vendorCall, () => model.doStream({
       prompt: admission.prompt,
       tools: admission.tools.length > 0 ? toolsForVendor(admission.model.provider, admission.tools) : undefined,
       maxOutputTokens: admission.vendorReasoning.maxOutputTokens,
@@ -171,13 +170,15 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
         openai: { ...admission.vendorReasoning.providerOptions.openai, promptCacheKey: admission.chatId },
         sandbox: { retry: admission.isRetry, cacheKey: admission.chatId },
       },
-    })
+    }))
     stream = call.stream
     providerRequestId = requestIdFrom(admission.model.provider, call.response?.headers)
   } catch (error) {
     if (APICallError.isInstance(error)) providerRequestId = requestIdFrom(admission.model.provider, error.responseHeaders)
     if (signal.aborted) return result('cancelled', null, false)
-    const message = `the provider failed before answering: ${describe(error)}`
+    // Nothing sent: the vendor library refused the prompt itself, which says nothing of the vendor (spec §2.7).
+    const message =
+      vendorCall.requests === 0 ? `the vendor library refused the request before sending it: ${describe(error)}` : `the provider failed before answering: ${describe(error)}`
     channel.failBeforeStream(new UpstreamError(message, { run_id: admission.runId }, 'send the same turn again with retry_of'))
     return result('failed', { code: 'upstream_error', message }, false)
   }
@@ -237,11 +238,13 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
           await closeBlock(block)
           break
         }
-        case 'finish':
-          finished = true
-          stopReason = mapStopReason(part.finishReason)
-          usage = usageFrom(part.usage)
+        case 'finish': {
+          const finish = readFinish(part)
+          finished = finish.saysHowItEnded
+          if (finished) stopReason = mapStopReason(part.finishReason)
+          if (finish.usageReported) usage = usageFrom(part.usage)
           break
+        }
         case 'error': {
           const message = `the provider failed mid-stream: ${describe(part.error)}`
           // decisions §3 has one code for a provider that failed: the SSE error carries it too.

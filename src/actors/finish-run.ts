@@ -26,9 +26,10 @@ export async function finishRun(deps: RunDeps, admission: Admission, result: Run
       usageLost: result.usageLost,
       latencyMs: result.latencyMs,
       providerResponseId: result.providerRequestId ?? result.providerResponseId,
-      // Cancels say nothing about the provider's health; everything else is a sample, written with the settlement.
+      // Cancels and calls refused locally say nothing of the provider's health (spec §2.7); every
+      // other ending is a sample, written with the settlement.
       sample:
-        result.status === 'cancelled'
+        result.status === 'cancelled' || result.vendorRequests === 0
           ? undefined
           : { startedAt: new Date(admission.startedAtMs).toISOString(), firstDeltaMs: result.firstDeltaMs },
     }))

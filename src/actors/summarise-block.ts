@@ -1,3 +1,5 @@
+import { readFinish } from '../providers/read-finish.ts'
+import { describeVendorError } from '../providers/describe-vendor-error.ts'
 import { newVendorCallRecord, withVendorCallRecord } from '../providers/vendor-call-record.ts'
 import type { LanguageModelV3StreamPart } from '@ai-sdk/provider'
 import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
@@ -25,7 +27,7 @@ export type CompactionJob = {
   forRunId: string | null
 }
 
-const describe = (error: unknown) => (error instanceof Error ? error.message : String((error as { message?: unknown } | null)?.message ?? error))
+const describe = describeVendorError
 
 /**
  * One compaction run (decisions §5.3): `origin: compaction`, the chat's model, our instruction and
@@ -102,9 +104,10 @@ export async function summariseBlock(deps: RunDeps, job: CompactionJob, block: B
         text += value.delta
       } else if (value.type === 'response-metadata') providerResponseId = value.id ?? providerResponseId
       else if (value.type === 'finish') {
-        finished = true
-        stopReason = mapStopReason(value.finishReason)
-        usage = usageFrom(value.usage)
+        const finish = readFinish(value)
+        finished = finish.saysHowItEnded
+        if (finished) stopReason = mapStopReason(value.finishReason)
+        if (finish.usageReported) usage = usageFrom(value.usage)
       } else if (value.type === 'error') {
         error = `the provider failed mid-stream: ${describe(value.error)}`
         break

@@ -98,4 +98,6 @@ export type RunResult = {
   firstDeltaMs: number | null
   /** False when the provider failed before its stream opened (nothing reached the customer). */
   streamOpened: boolean
+  /** HTTP requests sent to the vendor, retries included; 0 when the vendor library refused the call locally. */
+  vendorRequests: number
 }

@@ -41,7 +41,7 @@ const vendorOf = (path: string): Vendor | null =>
   (Object.values(FIXTURES).find((f) => path === f.basePath || path.startsWith(`${f.basePath}/`))?.vendor as Vendor | undefined) ?? null
 
 /** Writes a stream's events: every other event in two writes (a read may end mid-event), a gap after each write. */
-async function writeStream(res: ServerResponse, events: string[]): Promise<void> {
+async function writeStream(res: ServerResponse, events: string[], end: 'close' | 'hang' | 'destroy' = 'close'): Promise<void> {
   for (const [i, event] of events.entries()) {
     const writes = i % 2 === 1 && event.length > 16 ? [event.slice(0, event.length >> 1), event.slice(event.length >> 1)] : [event]
     for (const bytes of writes) {
@@ -50,17 +50,19 @@ async function writeStream(res: ServerResponse, events: string[]): Promise<void>
       await sleep(GAP_MS)
     }
   }
-  res.end()
+  if (end === 'close') res.end()
+  else if (end === 'destroy') res.socket?.destroy()
 }
 
 async function answer(res: ServerResponse, response: ReplayResponse): Promise<void> {
+  if (response.kind === 'hang') return
   if (response.kind === 'json') {
     res.writeHead(response.status, response.headers).end(JSON.stringify(response.body))
     return
   }
   res.writeHead(200, { ...response.headers, connection: 'keep-alive' })
   res.flushHeaders()
-  await writeStream(res, response.events)
+  await writeStream(res, response.events, response.end)
 }
 
 export async function startReplayServer(): Promise<ReplayServer> {

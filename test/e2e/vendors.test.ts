@@ -9,7 +9,7 @@ import { completedBlocks, deltaText, moneyUnits, postTurn, request, type SseFram
 import { ANTHROPIC_OVERLOADED_FIRST, ANTHROPIC_OVERLOADED_MID, ANTHROPIC_TEXT_ID } from './vendor-fixtures/anthropic.ts'
 import { DEEPSEEK_COMPLETION_ID, DEEPSEEK_PARALLEL_CALLS } from './vendor-fixtures/deepseek.ts'
 import { GOOGLE_RESPONSE_ID } from './vendor-fixtures/google.ts'
-import { FIXTURES, type Vendor } from './vendor-fixtures/index.ts'
+import { FIXTURES, type ReplayResponse, type Vendor } from './vendor-fixtures/index.ts'
 import { MISTRAL_COMPLETION_ID } from './vendor-fixtures/mistral.ts'
 import { OPENAI_RESPONSE_ID } from './vendor-fixtures/openai.ts'
 import { XAI_COMPLETION_ID } from './vendor-fixtures/xai.ts'
@@ -271,7 +271,8 @@ const catalogueEntry = (name: string) => {
 }
 
 /**
- * Spec §6 as a grammar: `run`, `config_warnings`, `translation_warnings`, then blocks (block_start,
+ * Spec §6 as a grammar: `run`, `config_warnings`, `translation_warnings` (again with the vendor's own
+ * warnings, before any block), then blocks (block_start,
  * its deltas, block_stop), one at a time, then exactly one `done` or `error`. Only an `error` may cut
  * a block short.
  */
@@ -281,8 +282,13 @@ function expectWellFormed(frames: SseFrame[]): void {
   expect(events.slice(0, 3), trace).toEqual(['run', 'config_warnings', 'translation_warnings'])
   expect(['done', 'error'], trace).toContain(events.at(-1))
   let open: string | null = null
+  let started = false
   for (const f of frames.slice(3, -1)) {
-    if (f.event === 'block_start') {
+    if (f.event === 'translation_warnings') {
+      // The vendor package's own warnings, before content starts (decision 017).
+      expect(started, `translation_warnings after content started: ${trace}`).toBe(false)
+    } else if (f.event === 'block_start') {
+      started = true
       expect(open, `block_start inside an open ${open} block: ${trace}`).toBeNull()
       open = f.data.kind
     } else if (f.event === 'delta') {
@@ -298,6 +304,26 @@ function expectWellFormed(frames: SseFrame[]): void {
   }
   if (events.at(-1) === 'done') expect(open, trace).toBeNull()
   expect(frames[0]!.data).toMatchObject({ run_id: expect.stringMatching(UUID), chat_id: expect.stringMatching(UUID) })
+}
+
+/**
+ * The vendor's request id header (decision 017): what a run records as provider_request_id. Google
+ * sends none, so its run records the response id.
+ */
+const REQUEST_ID_HEADER: Record<Vendor, string | null> = {
+  anthropic: 'request-id',
+  openai: 'x-request-id',
+  google: null,
+  mistral: 'mistral-correlation-id',
+  xai: 'x-request-id',
+  deepseek: 'x-ds-trace-id',
+}
+const requestIdOf = (c: VendorCase, response: ReplayResponse): string => {
+  const name = REQUEST_ID_HEADER[c.vendor]
+  if (name === null) return c.responseId
+  const value = 'headers' in response ? response.headers[name] : undefined
+  if (value === undefined) throw new Error(`the ${c.vendor} fixture has no ${name} header`)
+  return value
 }
 
 const blockKinds = (frames: SseFrame[]) => frames.filter((f) => f.event === 'block_start').map((f) => f.data.kind as string)
@@ -361,7 +387,7 @@ describe('the six vendors through the real server process, replayed from their s
 
   beforeAll(async () => {
     replay = await startReplayServer()
-    const env: Record<string, string> = { DATA_DIR: dataDir, NODE_ID: 'e2e-vendors', SANDBOX: 'on' }
+    const env: Record<string, string> = { DATA_DIR: dataDir, NODE_ID: 'e2e-vendors', SANDBOX: 'on', VENDOR_RETRY_BASE_MS: '20' }
     for (const vendor of Object.keys(FIXTURES) as Vendor[]) {
       env[KEY_VARIABLES[vendor]] = KEYS[vendor]
       env[`${vendor.toUpperCase()}_BASE_URL`] = replay.baseUrl(vendor)
@@ -433,7 +459,7 @@ describe('the six vendors through the real server process, replayed from their s
         error: null,
         cost,
         usage: c.usage,
-        provider_request_id: c.responseId,
+        provider_request_id: requestIdOf(c, fixture.text.response),
       })
       expect(run.manifest.vendor_model_id).toBe(c.vendorModelId)
       expect(run.settled_at).not.toBeNull()
@@ -484,9 +510,9 @@ describe('the six vendors through the real server process, replayed from their s
       expect(parts.at(-1)).toEqual({ type: 'message', text: fixture.afterToolResult.text })
     })
 
-    test(`an HTTP ${fixture.serverError.status} before the stream: 502 upstream_error naming the failed run, not retried, billed nothing`, async () => {
+    test(`an HTTP ${fixture.serverError.status} before the stream, every attempt: 502 upstream_error naming the failed run after two retries, billed nothing`, async () => {
       const chatId = await newChat()
-      replay.respondNext(c.vendor, fixture.serverError)
+      for (let attempt = 0; attempt < 3; attempt++) replay.respondNext(c.vendor, fixture.serverError)
       const before = replay.requestsTo(c.vendor).length
       const answer = await postTurn(server!.url, devKey, chatId, { model: c.model, input: [{ type: 'prompt', text: PROMPT }] })
       if (answer.ok) throw new Error(`expected HTTP 502, got a stream: ${answer.frames.map((f) => f.event).join(',')}`)
@@ -494,7 +520,8 @@ describe('the six vendors through the real server process, replayed from their s
       const error = answer.json().error
       expect(error).toMatchObject({ code: 'upstream_error', details: { run_id: expect.stringMatching(UUID) } })
       expect(error.message).toContain(c.errorMessage)
-      expect(replay.requestsTo(c.vendor).length - before).toBe(1)
+      // VENDOR_MAX_RETRIES (2 by default) retries before the first byte (decision 015).
+      expect(replay.requestsTo(c.vendor).length - before).toBe(3)
 
       const run = await getRun(error.details.run_id)
       expect(run).toMatchObject({ chat_id: chatId, status: 'failed', is_live: false })

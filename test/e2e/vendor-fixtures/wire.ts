@@ -7,10 +7,16 @@ export type Vendor = 'anthropic' | 'openai' | 'google' | 'mistral' | 'xai' | 'de
 
 /** One HTTP answer, replayed as is. */
 export type ReplayResponse =
-  /** A 200 event stream; each string is one whole SSE event (or comment), line endings included. */
-  | { kind: 'stream'; headers: Record<string, string>; events: string[] }
+  /**
+   * A 200 event stream; each string is one whole SSE event (or comment), line endings included.
+   * After its events it ends (`close`, the default), goes silent with the connection open (`hang`),
+   * or drops the connection (`destroy`).
+   */
+  | { kind: 'stream'; headers: Record<string, string>; events: string[]; end?: 'close' | 'hang' | 'destroy' }
   /** A JSON answer, e.g. a vendor error before any stream. */
   | { kind: 'json'; status: number; headers: Record<string, string>; body: unknown }
+  /** No answer at all: the request is read and the connection left open. */
+  | { kind: 'hang' }
 
 /** A streamed text answer and what it says. */
 export type TextReply = {
