@@ -1,0 +1,198 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { truncateText } from '../../../src/domain/context/truncate-text.ts'
+import {
+  countExactly,
+  estimateTokens,
+  EXACT_MAX_CHARS,
+  SAMPLE_CHARS,
+  SAMPLE_COUNT,
+  sampleWindows,
+} from '../../../src/domain/tokens/estimate-tokens.ts'
+
+/**
+ * The bounds of decision 016: up to EXACT_MAX_CHARS the estimate is the exact count; past it, an
+ * estimate from SAMPLE_COUNT windows, deterministic, tokenizing a bounded number of characters
+ * whatever the length, and close to the exact count.
+ *
+ * Tolerance, on texts that look alike from one window to the next (text drawn from one alphabet or
+ * word list, a repeated unit, as in this file): |estimate − exact| ≤ 3% of the exact count, plus one
+ * token per 128 characters for texts of very few tokens (a run of spaces is one token a window,
+ * whatever its length). A text whose kinds differ between the windows (a block of CJK in one gap,
+ * spaces elsewhere) can be further off: the estimate is of the sampled windows.
+ */
+const withinTolerance = (estimate: number, exact: number, length: number) => Math.abs(estimate - exact) <= 0.03 * exact + length / 128
+
+/** A deterministic string of `length` units drawn from `alphabet`. */
+function seeded(alphabet: readonly string[], length: number, seed: number): string {
+  let state = seed
+  const out: string[] = []
+  let units = 0
+  while (units < length) {
+    state = (Math.imul(state, 1103515245) + 12345) & 0x7fffffff
+    const piece = alphabet[(state >> 4) % alphabet.length]!
+    out.push(piece)
+    units += piece.length
+  }
+  return out.join('')
+}
+
+const ALPHABETS = {
+  'lowercase letters': [...'abcdefghijklmnopqrstuvwxyz'],
+  digits: [...'0123456789'],
+  'base64 alphabet': [...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'],
+  CJK: Array.from({ length: 2000 }, (_, i) => String.fromCharCode(0x4e00 + i * 9)),
+  emoji: [...'😀😁😂🤣😃😄😅😆😉😊😋😎😍😘🥰😗🐶🐱🐭🐹🐰🦊🐻🐼'],
+  words: ['the ', 'quick ', 'brown ', 'fox ', 'jumps ', 'over ', 'lazy ', 'dog. ', 'Then ', 'again, ', '42 ', 'and\n', 'über ', 'naïve '],
+  'JSON fields': ['{"id":', '17,', '"name":"', 'x', '","ok":true}', ',', '[', ']', '"tags":["a","b"],', '3.14'],
+  punctuation: [...'!@#$%^&*()-=+[]{};:,.<>?'],
+}
+const alphabet = fc.constantFrom(...(Object.keys(ALPHABETS) as (keyof typeof ALPHABETS)[]))
+/** Longer than EXACT_MAX_CHARS, short enough to count exactly in a test. */
+const longLength = fc.integer({ min: EXACT_MAX_CHARS + 1, max: 6 * EXACT_MAX_CHARS })
+const longText = fc.tuple(alphabet, longLength, fc.nat()).map(([kind, length, seed]) => seeded(ALPHABETS[kind], length, seed))
+
+describe('below EXACT_MAX_CHARS', () => {
+  it('the estimate is the exact count', () => {
+    fc.assert(
+      fc.property(fc.tuple(alphabet, fc.integer({ min: 0, max: EXACT_MAX_CHARS }), fc.nat()), ([kind, length, seed]) => {
+        const text = seeded(ALPHABETS[kind], length, seed).slice(0, EXACT_MAX_CHARS)
+        expect(estimateTokens(text)).toBe(countExactly(text))
+      }),
+      { numRuns: 60 },
+    )
+  })
+})
+
+describe('past EXACT_MAX_CHARS', () => {
+  it('the windows lie in the text, in order, the first at its start and the last at its end, each of bounded length', () => {
+    fc.assert(
+      fc.property(fc.oneof(longText, fc.string({ unit: 'binary', minLength: EXACT_MAX_CHARS + 1, maxLength: 3 * EXACT_MAX_CHARS })), (text) => {
+        const windows = sampleWindows(text)
+        expect(windows).toHaveLength(SAMPLE_COUNT)
+        expect(windows[0]![0]).toBe(0)
+        expect(windows.at(-1)![1]).toBe(text.length)
+        let sampled = 0
+        for (const [i, [start, end]] of windows.entries()) {
+          expect(start).toBeLessThan(end)
+          if (i > 0) expect(start).toBeGreaterThanOrEqual(windows[i - 1]![0])
+          // SAMPLE_CHARS, moved by at most 64 units at each edge and one for a surrogate pair.
+          expect(end - start).toBeLessThanOrEqual(SAMPLE_CHARS + 2 * 64 + 2)
+          sampled += end - start
+        }
+        // Whatever the length, an estimate tokenizes at most this many units: the work is bounded.
+        expect(sampled).toBeLessThanOrEqual(SAMPLE_COUNT * (SAMPLE_CHARS + 2 * 64 + 2))
+      }),
+      { numRuns: 100 },
+    )
+  })
+
+  it('the estimate is deterministic: the same text, however it was built, gets the same number', () => {
+    // Past 2 M units nothing is remembered (the estimator's memo), so each call estimates afresh.
+    fc.assert(
+      fc.property(fc.tuple(alphabet, fc.nat()), ([kind, seed]) => {
+        const text = seeded(ALPHABETS[kind], 2_200_000, seed)
+        const copy = text.split('').join('')
+        expect(estimateTokens(copy)).toBe(estimateTokens(text))
+      }),
+      { numRuns: 5 },
+    )
+    fc.assert(
+      fc.property(longText, (text) => {
+        expect(estimateTokens([...text].join(''))).toBe(estimateTokens(text))
+      }),
+      { numRuns: 20 },
+    )
+  })
+
+  it(`the estimate is within tolerance of the exact count (3% + 1 token per 128 units)`, () => {
+    fc.assert(
+      fc.property(longText, (text) => {
+        const estimate = estimateTokens(text)
+        const exact = countExactly(text)
+        expect(withinTolerance(estimate, exact, text.length), `estimate ${estimate}, exact ${exact}, ${text.length} units`).toBe(true)
+      }),
+      { numRuns: 60 },
+    )
+  })
+
+  it('repeating a unit is estimated within tolerance too (prose, code, spaces, one letter)', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 200 }), fc.integer({ min: EXACT_MAX_CHARS + 1, max: 4 * EXACT_MAX_CHARS }), (unit, length) => {
+        const text = unit.repeat(Math.ceil(length / unit.length))
+        const estimate = estimateTokens(text)
+        const exact = countExactly(text)
+        expect(withinTolerance(estimate, exact, text.length), `estimate ${estimate}, exact ${exact}, unit ${JSON.stringify(unit)}`).toBe(true)
+      }),
+      { numRuns: 60 },
+    )
+  })
+
+  it('is monotone within tolerance: a text twice as long is estimated about twice as high', () => {
+    fc.assert(
+      fc.property(longText, (text) => {
+        const once = estimateTokens(text)
+        const twice = estimateTokens(text + text)
+        expect(Math.abs(twice - 2 * once)).toBeLessThanOrEqual(0.03 * 2 * once + (2 * text.length) / 128)
+        expect(twice).toBeGreaterThan(once)
+      }),
+      { numRuns: 30 },
+    )
+  })
+
+  it('crossing EXACT_MAX_CHARS by one unit changes the estimate by no more than the tolerance', () => {
+    fc.assert(
+      fc.property(fc.tuple(alphabet, fc.nat()), ([kind, seed]) => {
+        const text = seeded(ALPHABETS[kind], EXACT_MAX_CHARS + 8, seed)
+        const below = text.slice(0, EXACT_MAX_CHARS)
+        const above = text.slice(0, EXACT_MAX_CHARS + 1)
+        expect(Math.abs(estimateTokens(above) - estimateTokens(below))).toBeLessThanOrEqual(0.03 * estimateTokens(below) + EXACT_MAX_CHARS / 128)
+      }),
+      { numRuns: 30 },
+    )
+  })
+})
+
+describe('the work is linear and bounded', () => {
+  it('estimating 1 and 8 MiB of random letters costs about the same: a bounded count plus a native length', () => {
+    const timeOf = (length: number) => {
+      const text = seeded(ALPHABETS['lowercase letters'], length, length)
+      const started = performance.now()
+      estimateTokens(text)
+      return performance.now() - started
+    }
+    timeOf(EXACT_MAX_CHARS * 2) // warm up
+    const times = [1, 8].map((mib) => timeOf(mib * 1024 * 1024))
+    // Exact BPE took about 4 s a MiB of these; the bound leaves room for a loaded machine.
+    for (const took of times) expect(took).toBeLessThan(500)
+  })
+})
+
+describe('cuts of a long text', () => {
+  const long = seeded(ALPHABETS.words, 200_000, 5)
+
+  it('keep a head or tail whose estimate is the tokens asked for, within a token or two, in bounded work', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 900 }), fc.constantFrom('head' as const, 'tail' as const), (to, keep) => {
+        const cut = truncateText(long, { mode: 'always', to, keep }, false)
+        expect(cut.cut).toBe(true)
+        expect(Math.abs(estimateTokens(cut.text) - to)).toBeLessThanOrEqual(2)
+        if (keep === 'head') expect(long.startsWith(cut.text)).toBe(true)
+        else expect(long.endsWith(cut.text)).toBe(true)
+      }),
+      { numRuns: 40 },
+    )
+  })
+
+  it('keep a head longer than an exact window by length, its estimate within tolerance of what was asked', () => {
+    for (const to of [5_000, 20_000]) {
+      const cut = truncateText(long, { mode: 'always', to, keep: 'head_and_tail' }, true)
+      const [head, tail] = cut.text.split(/ ?\[… \d+ tokens truncated …\] ?/)
+      expect(long.startsWith(head!)).toBe(true)
+      expect(long.endsWith(tail!)).toBe(true)
+      const kept = estimateTokens(head!) + estimateTokens(tail!)
+      expect(withinTolerance(kept, to, head!.length + tail!.length)).toBe(true)
+      expect(cut.text).toContain(`[… ${estimateTokens(long) - to} tokens truncated …]`)
+    }
+  })
+})
