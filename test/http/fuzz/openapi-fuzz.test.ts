@@ -1,0 +1,312 @@
+/**
+ * Fuzz suite driven by the app's own `/openapi.json` (issue 11, "hold up under bad input").
+ *
+ * For EVERY operation in the document, fast-check generates requests: bodies derived from the
+ * operation's schema, the same bodies with one or two things wrong (wrong types, missing required
+ * fields, undeclared properties, huge strings, deep nesting, odd unicode, bad base64, numbers out of
+ * range), malformed JSON and wrong content types, path ids of the caller's own organisation, of
+ * another organisation, missing, deleted and odd ones, query strings right and wrong, and missing,
+ * wrong or revoked credentials. Each request goes to a real app over a real SQLite file
+ * (`app.inject`; a turn's SSE stream is consumed whole) and every answer must hold:
+ *
+ * - never a 5xx;
+ * - every status >= 400 is JSON in the envelope `{"error": {"code", "message", "details"?, "hint"?}}`;
+ * - a rejected request (4xx) leaves the row count of every table in the database unchanged;
+ * - a path id owned by another organisation answers exactly as a missing id does.
+ *
+ * Runs: FUZZ_RUNS (default 50) requests per operation, so about 2,500 (plus twins for the
+ * foreign-id comparison) under `npm test`; e.g. `FUZZ_RUNS=2000 npx vitest run test/http/fuzz`
+ * for a long run. A failure prints fast-check's seed and path; replay it with
+ * `FUZZ_SEED=<seed> FUZZ_PATH=<path> npx vitest run test/http/fuzz -t '<operation>'` (the app
+ * is fresh per file, so `-t` on the one operation gives the closest replay).
+ */
+import fc from 'fast-check'
+import type { LightMyRequestResponse } from 'fastify'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createTestApp, type TestContext, type TestOrg } from '../../helpers/test-app.ts'
+import { parseSse, sandboxCatalogue } from '../../helpers/turns.ts'
+import { jsonText, requestArb, type FuzzRequest, type IdChoice, type OpenApiDoc, type Pools } from './arbitraries.ts'
+
+const RUNS = Number(process.env.FUZZ_RUNS ?? 50)
+const SEED = process.env.FUZZ_SEED === undefined ? undefined : Number(process.env.FUZZ_SEED)
+const PATH = process.env.FUZZ_PATH
+/** A missing id of the right shape: what another organisation's id must look like from outside. */
+const MISSING = '3f2c1b0a-9d8e-4f7a-b6c5-d4e3f2a1b0c9'
+
+type IdKind = 'chat' | 'run' | 'instructions' | 'tools' | 'retention' | 'budgets' | 'model'
+type OrgFixture = { org: TestOrg; ids: Record<IdKind, string[]>; deletedChat: string }
+
+let ctx: TestContext
+let doc: OpenApiDoc
+let orgs: OrgFixture[]
+let revokedKey: string
+let pools: Pools
+let tables: string[]
+/** Statuses answered that the operation's OpenAPI entry does not list (reported, not failed). */
+const undocumented = new Map<string, Set<number>>()
+let requestCount = 0
+/** Statuses seen per operation, printed with FUZZ_VERBOSE=1 to see what the generators reach. */
+const seen = new Map<string, Map<number, number>>()
+
+const KINDS = ['instructions', 'tools', 'retention', 'budgets'] as const
+
+async function call(method: string, url: string, org: TestOrg, payload?: unknown): Promise<any> {
+  const res = await ctx.app.inject({ method: method as 'GET', url, headers: org.auth, ...(payload === undefined ? {} : { payload: payload as object }) })
+  expect(res.statusCode, `${method} ${url}: ${res.body}`).toBeLessThan(300)
+  return res.headers['content-type']?.toString().startsWith('application/json') ? res.json() : res.body
+}
+
+async function fixtureFor(org: TestOrg, n: number): Promise<OrgFixture> {
+  const chats: string[] = []
+  for (const body of [{}, { namespace: 'acme/support', title: `chat ${n}` }, { namespace: 'acme' }]) chats.push((await call('POST', '/api/v1/chats', org, body)).id)
+  const runs: string[] = []
+  if (n !== 2) {
+    // A finished turn and one waiting on a tool result (org 2 has no credit: its turns are refused).
+    for (const [chat, text] of [[chats[0], 'hello'], [chats[2], '/tool lookup {"q":"refund"}']] as const) {
+      const body = await call('POST', `/api/v1/chats/${chat}/responses`, org, { model: 'sandbox/echo', input: [{ type: 'prompt', text }] })
+      runs.push(parseSse(body as string)[0]!.data.run_id)
+    }
+  }
+  const versions: Record<string, string[]> = {}
+  const bodies: Record<(typeof KINDS)[number], Record<string, unknown>> = {
+    instructions: { body: `You are assistant ${n}.`, mode: 'append', namespace: 'acme' },
+    tools: { mode: 'append', definitions: [{ name: `tool_${n}`, input_schema: { type: 'object', properties: { q: { type: 'string' } } } }] },
+    retention: { rules: { version: 1, anchor_parts: n } },
+    budgets: { budget: { version: 3, headroom: 0.1, max_history_tokens: 32_000 + n }, namespace: 'acme/support' },
+  }
+  for (const kind of KINDS) {
+    versions[kind] = []
+    for (let i = 0; i < 2; i++) {
+      const published = await call('POST', `/api/v1/config/${kind}`, org, bodies[kind])
+      versions[kind].push((Array.isArray(published) ? published[0] : published).id)
+    }
+  }
+  const deletedChat = (await call('POST', '/api/v1/chats', org, {})).id
+  await call('DELETE', `/api/v1/chats/${deletedChat}`, org)
+  const models = sandboxCatalogue().map((m) => m.name)
+  return {
+    org,
+    deletedChat,
+    ids: { chat: chats, run: runs.length > 0 ? runs : [MISSING], instructions: versions.instructions!, tools: versions.tools!, retention: versions.retention!, budgets: versions.budgets!, model: models },
+  }
+}
+
+function countAll(): Record<string, number> {
+  const counts: Record<string, number> = {}
+  for (const table of tables) counts[table] = (ctx.store.db.prepare(`SELECT count(*) AS n FROM "${table}"`).get() as { n: number }).n
+  return counts
+}
+
+const running = () => (ctx.store.db.prepare(`SELECT count(*) AS n FROM runs WHERE status = 'running'`).get() as { n: number }).n
+
+/** Waits until no run is running and the row counts hold still: background work of an accepted request is over. */
+async function settle(): Promise<void> {
+  const deadline = Date.now() + 5_000
+  let last = JSON.stringify(countAll())
+  while (Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 2))
+    const now = JSON.stringify(countAll())
+    if (now === last && running() === 0) return
+    last = now
+  }
+}
+
+/** What a path parameter names, from the operation's path. */
+function idKindOf(path: string, param: string): IdKind {
+  if (param === 'chat_id') return 'chat'
+  if (param === 'run_id') return 'run'
+  if (param === 'name') return 'model'
+  const kind = KINDS.find((k) => path.startsWith(`/api/v1/config/${k}/`))
+  if (!kind) throw new Error(`no id kind for ${param} in ${path}`)
+  return kind
+}
+
+/** Percent-encodes a string's UTF-8 bytes (a lone surrogate becomes U+FFFD), keeping `keep` as is. */
+const enc = (s: string, keep = /[A-Za-z0-9\-_.~]/) =>
+  [...Buffer.from(s, 'utf8')].map((byte) => (byte < 0x80 && keep.test(String.fromCharCode(byte)) ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`)).join('')
+
+type Built = { method: string; url: string; headers: Record<string, string>; payload?: string; actor: number | null }
+
+function build(path: string, req: FuzzRequest, missingFor?: string): Built {
+  const actor = req.auth.kind === 'org' ? req.auth.org : null
+  const self = orgs[actor ?? 0]!
+  const other = orgs[((actor ?? 0) + 1) % 2]!
+  const resolve = (param: string, choice: IdChoice): string => {
+    const kind = idKindOf(path, param)
+    if (param === missingFor) return kind === 'model' ? 'sandbox/missing-model' : MISSING
+    switch (choice.kind) {
+      case 'own': {
+        const list = self.ids[kind]
+        return list[choice.index % list.length]!
+      }
+      case 'foreign': {
+        const list = other.ids[kind]
+        return kind === 'model' ? 'sandbox/echo' : list[choice.index % list.length]!
+      }
+      case 'missing':
+        return kind === 'model' ? `sandbox/${choice.uuid}` : choice.uuid
+      case 'deleted':
+        return kind === 'chat' ? self.deletedChat : MISSING
+      case 'raw':
+        return choice.encode ? enc(choice.value) : enc(choice.value, /[\x21-\x7e]/)
+    }
+  }
+  let url = path
+  for (const [param, choice] of Object.entries(req.ids)) {
+    const value = resolve(param, choice)
+    // The catalogue's model route is a wildcard: names carry their slash.
+    url = url.replace(`{${param}}`, param === 'name' && choice.kind !== 'raw' ? value.split('/').map((segment) => enc(segment)).join('/') : value)
+  }
+  const query = [...req.query]
+  const headers: Record<string, string> = {}
+  switch (req.auth.kind) {
+    case 'org':
+      headers.authorization = orgs[req.auth.org]!.org.auth.authorization
+      break
+    case 'header':
+      headers.authorization = req.auth.value
+      break
+    case 'revoked':
+      headers.authorization = `Bearer ${revokedKey}`
+      break
+    case 'queryKey':
+      query.push(['api_key', orgs[req.auth.org]!.org.key])
+      break
+    case 'none':
+      break
+  }
+  if (query.length > 0) url += `?${query.map(([k, v]) => `${enc(k)}=${enc(v)}`).join('&')}`
+  let payload: string | undefined
+  const body = req.body
+  if (body.kind === 'raw') {
+    payload = body.text
+    if (body.contentType !== '') headers['content-type'] = body.contentType
+  } else if (body.kind === 'valid' || body.kind === 'mutated') {
+    if (body.value !== undefined) {
+      payload = jsonText(body.value)
+      headers['content-type'] = body.kind === 'valid' && body.contentType !== undefined ? body.contentType : 'application/json'
+    }
+  }
+  return { method: req.method, url, headers, payload, actor }
+}
+
+function send(b: Built): Promise<LightMyRequestResponse> {
+  requestCount++
+  return ctx.app.inject({ method: b.method as 'GET', url: b.url, headers: b.headers, ...(b.payload === undefined ? {} : { payload: b.payload }) })
+}
+
+const describeRequest = (b: Built) => `${b.method} ${b.url.slice(0, 300)} ${JSON.stringify(b.headers).slice(0, 300)} body=${(b.payload ?? '').slice(0, 300)}`
+
+/** The envelope spec §7 requires of every error. */
+function expectEnvelope(res: LightMyRequestResponse, where: string) {
+  expect(res.headers['content-type'], where).toMatch(/^application\/json/)
+  let body: any
+  expect(() => (body = JSON.parse(res.body)), `${where}: not JSON: ${res.body.slice(0, 200)}`).not.toThrow()
+  expect(Object.keys(body), where).toEqual(['error'])
+  const error = body.error
+  expect(typeof error, where).toBe('object')
+  expect(typeof error.code, where).toBe('string')
+  expect(error.code.length, where).toBeGreaterThan(0)
+  expect(typeof error.message, where).toBe('string')
+  expect(error.message.length, where).toBeGreaterThan(0)
+  for (const key of Object.keys(error)) expect(['code', 'message', 'details', 'hint'], `${where}: key ${key}`).toContain(key)
+  if ('hint' in error) expect(error.hint === null || typeof error.hint === 'string', where).toBe(true)
+}
+
+async function checkOne(method: string, path: string, documented: string[], b: Built): Promise<LightMyRequestResponse> {
+  const before = countAll()
+  const res = await send(b)
+  const where = `${describeRequest(b)} -> ${res.statusCode} ${res.body.slice(0, 500)}`
+  expect(res.statusCode, where).toBeLessThan(500)
+  if (res.statusCode >= 400) {
+    expectEnvelope(res, where)
+    expect(countAll(), `rows changed by a rejected request: ${where}`).toEqual(before)
+  } else if (res.statusCode === 200 && res.headers['content-type']?.toString().startsWith('text/event-stream')) {
+    expect(() => parseSse(res.body), where).not.toThrow()
+  }
+  const op = `${method.toUpperCase()} ${path}`
+  if (!seen.has(op)) seen.set(op, new Map())
+  seen.get(op)!.set(res.statusCode, (seen.get(op)!.get(res.statusCode) ?? 0) + 1)
+  if (process.env.FUZZ_VERBOSE === '2' && (seen.get(op)!.get(res.statusCode)! <= 4)) console.info(`[${op}] ${describeRequest(b).slice(0, 400)}\n    -> ${res.statusCode} ${res.body.slice(0, 300)}`)
+  if (!documented.includes(String(res.statusCode)) && b.method === method.toUpperCase()) {
+    const key = `${b.method} ${path}`
+    if (!undocumented.has(key)) undocumented.set(key, new Set())
+    undocumented.get(key)!.add(res.statusCode)
+  }
+  return res
+}
+
+beforeAll(async () => {
+  const res = await ctx.app.inject({ url: '/openapi.json' })
+  expect(res.statusCode).toBe(200)
+  expect(res.headers['content-type']).toMatch(/^application\/json/)
+  const a = ctx.org('fuzz-a')
+  const b = ctx.org('fuzz-b')
+  const z = ctx.org('fuzz-z')
+  ctx.store.balance.add(a.orgId, 'topup', '1000')
+  ctx.store.balance.add(b.orgId, 'topup', '1000')
+  orgs = [await fixtureFor(a, 0), await fixtureFor(b, 1), await fixtureFor(z, 2)]
+  const revoked = ctx.store.apiKeys.create(a.orgId, 'revoked')
+  ctx.store.apiKeys.revoke(revoked.id)
+  revokedKey = revoked.key
+  tables = (ctx.store.db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`).all() as { name: string }[]).map((t) => t.name)
+  const catalogue = sandboxCatalogue()
+  pools = {
+    models: [...catalogue.map((m) => m.name), 'sandbox/echo', 'sandbox/echo', 'missing/model', 'SANDBOX/ECHO'],
+    uuids: [...catalogue.map((m) => m.id), ...orgs.flatMap((o) => [...o.ids.run, ...o.ids.budgets, ...o.ids.tools, ...o.ids.chat])],
+  }
+  await settle()
+}, 60_000)
+
+afterAll(async () => {
+  const lines = [...undocumented].map(([op, statuses]) => `  ${op}: ${[...statuses].sort().join(', ')}`)
+  console.info(`fuzz: ${requestCount} requests` + (lines.length > 0 ? `; statuses not in the operation's OpenAPI entry:\n${lines.join('\n')}` : ''))
+  if (process.env.FUZZ_VERBOSE) for (const [op, counts] of seen) console.info(`  ${op}: ${[...counts].sort((x, y) => x[0] - y[0]).map(([st, n]) => `${st}×${n}`).join(' ')}`)
+  await ctx?.close()
+})
+
+// The app is built at collection time: its document names the operations to test.
+ctx = await createTestApp({ catalogue: sandboxCatalogue() })
+doc = (await ctx.app.inject({ url: '/openapi.json' })).json() as OpenApiDoc
+const operations = Object.entries(doc.paths).flatMap(([path, methods]) => Object.keys(methods).map((method) => ({ method, path })))
+
+describe('fuzzing every operation of /openapi.json', () => {
+  it('covers every operation', () => {
+    expect(operations.length).toBeGreaterThan(40)
+  })
+
+  for (const { method, path } of operations) {
+    it(`${method.toUpperCase()} ${path}`, { timeout: Math.max(30_000, RUNS * 200) }, async () => {
+      const op = doc.paths[path]![method]!
+      const documented = Object.keys(op.responses)
+      await fc.assert(
+        fc.asyncProperty(requestArb(doc, method, op, orgs.length, pools), async (req) => {
+          const b = build(path, req)
+          const res = await checkOne(method, path, documented, b)
+          // Another organisation's id answers exactly as a missing one does.
+          const foreign = Object.entries(req.ids).find(([param, c]) => c.kind === 'foreign' && idKindOf(path, param) !== 'model')
+          if (foreign && b.actor !== null && res.statusCode >= 400) {
+            const twin = build(path, req, foreign[0])
+            const twinRes = await checkOne(method, path, documented, twin)
+            const foreignId = decodeURIComponent(b.url.split('?')[0]!.split('/').find((s, i) => twin.url.split('?')[0]!.split('/')[i] === MISSING && s !== MISSING) ?? '')
+            expect(res.statusCode, `foreign ${describeRequest(b)} vs missing`).toBe(twinRes.statusCode)
+            expect(foreignId === '' ? res.body : res.body.split(foreignId).join(MISSING), `foreign ${describeRequest(b)} vs missing`).toBe(twinRes.body)
+          } else if (foreign && b.actor !== null && res.statusCode < 300) {
+            throw new Error(`another organisation's id was served: ${describeRequest(b)} -> ${res.statusCode} ${res.body.slice(0, 300)}`)
+          }
+          if (res.statusCode < 300 && b.method !== 'GET') {
+            // Keep the fixtures usable: a deleted chat is replaced, and accepted work has finished.
+            if (b.method === 'DELETE' && /^\/api\/v1\/chats\/[^/]+$/.test(path) && res.statusCode === 204) {
+              const self = orgs[b.actor ?? 0]!
+              const deleted = decodeURIComponent(b.url.split('?')[0]!.split('/').pop()!)
+              const i = self.ids.chat.indexOf(deleted)
+              if (i >= 0) self.ids.chat[i] = (await call('POST', '/api/v1/chats', self.org, {})).id
+            }
+            await settle()
+          }
+        }),
+        { numRuns: RUNS, ...(SEED === undefined ? {} : { seed: SEED }), ...(PATH === undefined ? {} : { path: PATH }), endOnFailure: false },
+      )
+    })
+  }
+})
