@@ -203,17 +203,21 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
         if (next === null) return
         const delay = Date.parse(next) - deps.now().getTime() + 2
         if (delay > renewMs) return
-        atExpiry = setTimeout(() => isPrimary() && sweep(null), Math.max(0, delay))
+        atExpiry = setTimeout(renewAndSweep, Math.max(0, delay))
         atExpiry.unref()
+      }
+
+      // This node's own leases are renewed first, so a late tick never finds its own runs expired.
+      function renewAndSweep() {
+        if (!isPrimary()) return
+        const now = deps.now()
+        deps.store.runs.renewLeases(deps.nodeId, new Date(now.getTime() + deps.leaseTtlMs).toISOString())
+        sweep(null)
       }
 
       if (isPrimary()) sweep(deps.nodeId)
       const renew = setInterval(() => {
-        if (isPrimary()) {
-          const now = deps.now()
-          deps.store.runs.renewLeases(deps.nodeId, new Date(now.getTime() + deps.leaseTtlMs).toISOString())
-          sweep(null)
-        }
+        renewAndSweep()
         evictIdle()
       }, renewMs)
       renew.unref()

@@ -179,15 +179,21 @@ describe('admission against a lease held elsewhere', () => {
 describe('the sweep at a lease’s expiry', () => {
   it('settles another node’s run the moment its lease expires, without waiting for the renewal tick', async () => {
     const chatId = newChat()
-    const runId = orphan(chatId, inMs(400))
+    const expiresAt = inMs(1_500)
+    const runId = orphan(chatId, expiresAt, { toolCall: true })
     const host = startHost({ leaseRenewMs: 60_000 })
     expect(temp.store.runs.getById(runId)!.status).toBe('running')
-    const started = Date.now()
-    await vi.waitFor(() => expect(temp.store.runs.getById(runId)!.status).toBe('failed'), { timeout: 3_000, interval: 10 })
-    expect(Date.now() - started).toBeLessThan(1_500)
+    // The chat's actor exists (hydrated with the orphan as its latest run) before the sweep settles it.
+    await expect(host.submit(submission(chatId))).rejects.toMatchObject({ details: { run_id: runId } })
+    await vi.waitFor(() => expect(temp.store.runs.getById(runId)!.status).toBe('failed'), { timeout: 5_000, interval: 10 })
+    // The renewal tick is a minute away: the timer at the lease's expiry settled it.
+    expect(Date.now() - Date.parse(expiresAt)).toBeLessThan(1_000)
+    expect(temp.store.runs.getById(runId)!.completed_at! >= expiresAt).toBe(true)
     expect(temp.store.runs.getById(runId)!.error).toBe('interrupted')
     expect(usageEntries(temp.store, runId)).toHaveLength(1)
+    // The next turn sees the ledger as the sweep left it: the orphan's call is closed as cancelled.
     const admission = await host.submit(submission(chatId))
+    expect(admission.closedToolCalls).toEqual(['call_orphan'])
     await admission.channel.settled
     expect(usageEntries(temp.store, runId)).toHaveLength(1)
   })
