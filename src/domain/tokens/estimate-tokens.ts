@@ -76,13 +76,13 @@ export function countExactly(text: string): number {
  * to about 5 µs (random letters, CJK, emoji: every piece new), so this bounds one exact count at
  * a few tens of milliseconds whatever the text (docs/decisions/016-bounded-token-estimation.md).
  */
-export const EXACT_MAX_CHARS = 8_192
+export const EXACT_MAX_CHARS = 4_096
 /** A longer text is estimated from this many windows, evenly spaced from its start to its end… */
 export const SAMPLE_COUNT = 16
-/** …of about this many UTF-16 units each (so a sampled estimate tokenizes at most EXACT_MAX_CHARS + 2 × SAMPLE_COUNT × SAMPLE_ALIGN_CHARS). */
+/** …of about this many UTF-16 units each: a sampled estimate tokenizes at most SAMPLE_COUNT × (SAMPLE_CHARS + 2 × SAMPLE_ALIGN_CHARS + 2) units. */
 export const SAMPLE_CHARS = 256
 /** A window's edges move forward to the next whitespace within this many units, so windows start and end on word boundaries. */
-const SAMPLE_ALIGN_CHARS = 64
+export const SAMPLE_ALIGN_CHARS = 32
 
 /**
  * The windows `[start, end)` a text longer than `EXACT_MAX_CHARS` is estimated from: `SAMPLE_COUNT`
