@@ -175,8 +175,11 @@ export function convertToProviderPrompt(
       case 'reasoning': {
         // Replay data is the vendor's own: sent back to it (as its package's provider options), to no other.
         // Such an item depends on the vendor, so it is not shared between turns.
+        const replayed = content.replay !== undefined && replaysReasoningTo(options.provider, content.replay.provider)
+        // Hidden reasoning (no text) without data this vendor takes carries nothing: not sent, so no
+        // vendor package skips it with a warning each turn (decision 017).
+        if (content.text === '' && !replayed) break
         if (content.replay !== undefined) {
-          const replayed = replaysReasoningTo(options.provider, content.replay.provider)
           const item: AssistantItem = replayed
             ? { type: 'reasoning', text: content.text, providerOptions: content.replay.metadata as AssistantItem['providerOptions'] }
             : { type: 'reasoning', text: content.text }

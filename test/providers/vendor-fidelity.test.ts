@@ -46,7 +46,9 @@ describe('reasoning replay data in the provider prompt', () => {
   it('goes to no other vendor, and not when the vendor is not named', () => {
     for (const provider of ['openai', 'google', 'deepseek', undefined]) {
       const assistant = assistantOf(convertToProviderPrompt(null, exchange(), bytesOf, provider === undefined ? {} : { provider }))
-      expect(assistant.filter((i) => i.type === 'reasoning').map((i) => i.providerOptions), String(provider)).toEqual([undefined, undefined])
+      // The thinking text goes without its signature; the redacted block, with no text, not at all.
+      expect(assistant.map((i) => i.type), String(provider)).toEqual(['reasoning', 'tool-call'])
+      expect(assistant[0].providerOptions, String(provider)).toBeUndefined()
     }
   })
 
@@ -80,7 +82,7 @@ describe('reasoning replay data in the provider prompt', () => {
         return new Response('{"type":"error","error":{"type":"invalid_request_error","message":"stop here"}}', { status: 400 })
       },
     })('claude-sonnet-4-5-20250929')
-    await model.doStream({ prompt, maxOutputTokens: 2000, providerOptions: { anthropic: { thinking: { type: 'enabled', budgetTokens: 1024 } } } }).catch(() => undefined)
+    await Promise.resolve(model.doStream({ prompt, maxOutputTokens: 2000, providerOptions: { anthropic: { thinking: { type: 'enabled', budgetTokens: 1024 } } } })).catch(() => undefined)
     expect(body.messages[1]).toEqual({
       role: 'assistant',
       content: [
@@ -101,7 +103,7 @@ describe('reasoning replay data in the provider prompt', () => {
         return new Response('{"error":{"code":400,"message":"stop here","status":"INVALID_ARGUMENT"}}', { status: 400 })
       },
     })('gemini-2.5-flash')
-    await model.doStream({ prompt }).catch(() => undefined)
+    await Promise.resolve(model.doStream({ prompt })).catch(() => undefined)
     const model1 = body.contents.find((c: any) => c.role === 'model')
     expect(model1.parts[0]).toMatchObject({ text: 'I should call get_weather.', thought: true, thoughtSignature: 'ts-123' })
   })
@@ -225,5 +227,29 @@ describe('the vendor request id', () => {
     expect(requestIdFrom('google', { 'content-type': 'text/event-stream' })).toBeNull()
     expect(requestIdFrom('anthropic', undefined)).toBeNull()
     expect(requestIdFrom('anthropic', { 'request-id': '' })).toBeNull()
+  })
+})
+
+describe('hidden reasoning', () => {
+  const hidden = (replay?: ReasoningReplay) => [
+    part({ type: 'prompt', text: 'Hi', attachments: [] }),
+    part(replay ? { type: 'reasoning', text: '', replay } : { type: 'reasoning', text: '' }),
+    part({ type: 'message', text: 'Hello.' }),
+  ]
+
+  it('with no text and nothing this vendor takes, is not sent at all', () => {
+    const openaiItem: ReasoningReplay = { provider: 'openai', metadata: { openai: { itemId: 'rs_1' } } }
+    for (const [parts, provider] of [
+      [hidden(), 'openai'],
+      [hidden(openaiItem), 'openai'],
+      [hidden(REDACTED), 'openai'],
+      [hidden(), 'anthropic'],
+    ] as const) {
+      expect(assistantOf(convertToProviderPrompt(null, parts, bytesOf, { provider })).map((i) => i.type)).toEqual(['text'])
+    }
+  })
+
+  it('with replay data for this vendor (Anthropic redacted thinking), is sent', () => {
+    expect(assistantOf(convertToProviderPrompt(null, hidden(REDACTED), bytesOf, { provider: 'anthropic' })).map((i) => i.type)).toEqual(['reasoning', 'text'])
   })
 })
