@@ -86,7 +86,7 @@ describe('vendor fidelity through the real server process (decision 017)', () =>
 
   beforeAll(async () => {
     replay = await startReplayServer()
-    const env: Record<string, string> = { DATA_DIR: dataDir, NODE_ID: 'e2e-fidelity', SANDBOX: 'on' }
+    const env: Record<string, string> = { DATA_DIR: dataDir, NODE_ID: 'e2e-fidelity', SANDBOX: 'on', VENDOR_RETRY_BASE_MS: '20' }
     for (const vendor of Object.keys(FIXTURES) as Vendor[]) {
       env[KEYS[vendor][0]] = KEYS[vendor][1]
       env[`${vendor.toUpperCase()}_BASE_URL`] = replay.baseUrl(vendor)
@@ -258,6 +258,18 @@ describe('vendor fidelity through the real server process (decision 017)', () =>
     expect(run).toMatchObject({ status: 'failed', usage: null })
     expect(moneyUnits(run.cost)).toBeGreaterThan(0n)
     expect(run.provider_request_id).toBe(header(ANTHROPIC_OVERLOADED_MID.response, 'request-id'))
+  })
+
+  test('a call refused before its stream: provider_request_id from the error answer’s header, usage null, nothing billed', async () => {
+    const chatId = await newChat()
+    // Retried before the first byte (decision 015): every attempt gets the same error.
+    for (let attempt = 0; attempt < 3; attempt++) replay.respondNext('anthropic', FIXTURES.anthropic.serverError)
+    const answer = await postTurn(server!.url, devKey, chatId, { model: MODEL.anthropic, input: [{ type: 'prompt', text: 'Hello' }] })
+    if (answer.ok) throw new Error(`expected an HTTP error, got a stream: ${answer.frames.map((f) => f.event).join(',')}`)
+    expect(answer.status, answer.text).toBe(502)
+    const run = await getRun(answer.json().error.details.run_id)
+    expect(run).toMatchObject({ status: 'failed', usage: null, provider_request_id: header(FIXTURES.anthropic.serverError, 'request-id') })
+    expect(moneyUnits(run.cost)).toBe(0n)
   })
 
   test('a budget for an unknown model id answers 422 validation_failed with a pointer; a catalogue model is accepted', async () => {
