@@ -258,6 +258,8 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
     if (!signal.aborted) return result('failed', { code: 'upstream_error', message: `the provider stream broke: ${describe(error)}` }, true)
   } finally {
     signal.removeEventListener('abort', onAbort)
+    // A run that ended on an error part leaves the vendor's response unread: drop its connection.
+    void reader.cancel().catch(() => undefined)
   }
   if (signal.aborted) return result('cancelled', null, true)
   // Never call a cut-off answer a success: without its finish the answer may be incomplete.

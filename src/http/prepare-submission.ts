@@ -10,6 +10,7 @@ import type { DecodedMedia, SubmittedMedia, TurnRequest } from '../domain/turns/
 import { applyToolResultHygiene } from '../domain/turns/tool-result-hygiene.ts'
 import { checkUserMetadata } from '../domain/user-metadata.ts'
 import { newId } from '../domain/new-id.ts'
+import { countPdfPages } from '../domain/turns/count-pdf-pages.ts'
 
 function decodeMedia(media: SubmittedMedia, pointer: string, problems: Problem[]): DecodedMedia | null {
   const bytes = decodeBase64Strict(media.data_base64)
@@ -29,7 +30,8 @@ function decodeMedia(media: SubmittedMedia, pointer: string, problems: Problem[]
       // Not a decodable image header: the model will judge it; dimensions stay unknown.
     }
   }
-  return { mime, bytes, filename: media.filename ?? null, width, height, page_count: null }
+  const page_count = mime === 'application/pdf' ? countPdfPages(bytes) : null
+  return { mime, bytes, filename: media.filename ?? null, width, height, page_count }
 }
 
 /**

@@ -3,6 +3,7 @@ import { imageSize } from 'image-size'
 import { estimateMediaTokens } from '../domain/context/estimate-part-tokens.ts'
 import { estimateToolTokens } from '../domain/tokens/estimate-tool-tokens.ts'
 import { estimateTokens, saturatingAdd } from '../domain/tokens/estimate-tokens.ts'
+import { countPdfPages } from '../domain/turns/count-pdf-pages.ts'
 
 type ContentItem = Exclude<LanguageModelV3Message, { role: 'system' }>['content'][number]
 
@@ -19,7 +20,7 @@ function dimensionsOf(bytes: Uint8Array, mime: string): { width: number | null; 
 /** An attachment's estimate from its bytes, as packing made it from the stored description. */
 export function estimateFileTokens(mime: string, data: unknown): number {
   const bytes = typeof data === 'string' ? Buffer.from(data, 'base64') : data instanceof Uint8Array ? data : new Uint8Array()
-  return estimateMediaTokens({ mime, byteLen: bytes.length, pageCount: null, ...dimensionsOf(bytes, mime) })
+  return estimateMediaTokens({ mime, byteLen: bytes.length, pageCount: mime === 'application/pdf' ? countPdfPages(bytes) : null, ...dimensionsOf(bytes, mime) })
 }
 
 /**
