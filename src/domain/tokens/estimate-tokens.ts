@@ -111,20 +111,29 @@ const alignForward = (text: string, at: number) => {
 }
 
 /**
- * A long text's estimate: the exact tokens of its sample windows, scaled by the UTF-8 length of the
- * whole text over that of the windows. Scaling by UTF-8 bytes rather than characters keeps a text
- * mixing scripts (ASCII JSON with CJK strings) close, as tokens a byte vary less than tokens a
- * character. Linear in the length (one pass over the text) plus a bounded exact count.
+ * A long text's estimate: its first and last windows counted exactly, as they are its start and end;
+ * the text between them from the other windows, counted exactly and scaled by the UTF-8 length of
+ * that stretch over theirs. Scaling by UTF-8 bytes rather than characters keeps a text mixing scripts
+ * (ASCII JSON with CJK strings) close, as tokens a byte vary less than tokens a character; keeping the
+ * ends out of the scaling keeps a text whose start differs from the rest (a first word without its
+ * space, a heading) exact where it can be: `word${' word'.repeat(n)}` is n + 1 tokens, as counted.
+ * Linear in the length (one native length of the middle) plus a bounded exact count.
  */
 function countBySamples(text: string): number {
+  const windows = sampleWindows(text)
+  const headEnd = windows[0]![1]
+  const tailStart = windows[windows.length - 1]![0]
+  const ends = countExactly(text.slice(0, headEnd)) + countExactly(text.slice(tailStart))
+  if (tailStart <= headEnd) return ends
   let sampleTokens = 0
   let sampleBytes = 0
-  for (const [start, end] of sampleWindows(text)) {
+  for (const [start, end] of windows.slice(1, -1)) {
     const window = text.slice(start, end)
     sampleTokens += countExactly(window)
     sampleBytes += utf8Length(window)
   }
-  return Math.max(1, Math.round((sampleTokens * utf8Length(text)) / sampleBytes))
+  const middleBytes = utf8Length(text.slice(headEnd, tailStart))
+  return Math.max(1, ends + Math.round((sampleTokens * middleBytes) / sampleBytes))
 }
 
 /**
