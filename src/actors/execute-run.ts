@@ -9,6 +9,7 @@ import { describeVendorError } from '../providers/describe-vendor-error.ts'
 import { readFinish } from '../providers/read-finish.ts'
 import { newVendorCallRecord, withVendorCallRecord } from '../providers/vendor-call-record.ts'
 import { mapStopReason } from './map-stop-reason.ts'
+import { recordVendorWarnings } from './record-vendor-warnings.ts'
 import type { RunDeps } from './run-deps.ts'
 import type { Admission, PendingToolCall, RunResult } from './turn-types.ts'
 
@@ -195,7 +196,10 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
         case 'stream-start':
           // The vendor package's own warnings about the request, before any content (decision 017).
           if (part.warnings.length > 0) {
-            channel.push('translation_warnings', { warnings: part.warnings.map((w) => vendorWarning(admission.model.provider, w)) })
+            const warnings = part.warnings.map((w) => vendorWarning(admission.model.provider, w))
+            channel.push('translation_warnings', { warnings })
+            // Into the manifest too, without holding the stream up for the write.
+            recordVendorWarnings(deps, admission.runId, warnings).catch(() => undefined)
           }
           break
         case 'response-metadata':

@@ -170,6 +170,8 @@ describe('vendor fidelity through the real server process (decision 017)', () =>
       expect(w.details).toMatchObject({ provider: 'openai', type: 'other' })
       expect(w.message.length).toBeLessThanOrEqual(501)
     }
+    // Run inspection records them with the translation warnings of admission.
+    expect((await getRun(t.runId)).manifest.warnings.translation).toEqual(translationWarnings(t.frames))
   })
 
   test('strict never reaches DeepSeek, with a strict_dropped warning; the call goes through', async () => {
