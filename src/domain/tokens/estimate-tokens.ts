@@ -156,6 +156,10 @@ export const PIECE_CHUNK_CHARS = 256
  * run of letters, of punctuation or of whitespace makes, is encoded chunk by chunk, so for such runs
  * the estimate is that of the chunked text: close to the real count and normally a little above it
  * (at most about one token per chunk more, as BPE cannot merge across a chunk's edge).
+ *
+ * Linear but not cheap (up to about 5 µs a unit): callers bound what they pass. `estimateTokens`
+ * counts these tokens only up to `EXACT_MAX_CHARS`, and `truncateText` encodes at most a window of
+ * that many units at either end of a longer text.
  */
 export function encodeBounded(text: string): number[] {
   const tokens: number[] = []
