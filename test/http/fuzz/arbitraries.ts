@@ -41,8 +41,10 @@ export type OpenApiDoc = { paths: Record<string, Record<string, Operation>>; com
 
 /** Values a generator may draw for fields whose meaning the schema alone does not carry. */
 export type Pools = {
-  /** Catalogue names, present and not. */
+  /** Catalogue names of active models. */
   models: string[]
+  /** Names that are not: missing, differently cased. */
+  badModels: string[]
   /** UUIDs that mean something somewhere: catalogue model ids, runs and versions of both organisations. */
   uuids: string[]
 }
@@ -153,6 +155,7 @@ const promptTextArb = () =>
 const inputSchemaArb = () =>
   fc.oneof(
     fc.constant({ type: 'object', properties: { q: { type: 'string' } } }),
+    fc.constant({ type: 'object' }),
     fc.constant({ type: 'object', properties: { a: { $ref: '#/$defs/a' } }, $defs: { a: { type: 'integer' } } }),
     fc.constant({ type: 'object', properties: { a: { $ref: 'http://example.com/schema' } } }),
     fc.constant({ type: 'string' }),
@@ -161,13 +164,18 @@ const inputSchemaArb = () =>
     fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 }),
   )
 
-const toolNameArb = () => fc.oneof(fc.constantFrom('lookup', 'a', 'b', 'tool_1', 'x'.repeat(64)), fc.stringMatching(/^[a-zA-Z0-9_-]{1,64}$/), oddString())
+const toolNameArb = () =>
+  fc.oneof(
+    { weight: 3, arbitrary: fc.constantFrom('lookup', 'a', 'b', 'tool_1', 'x'.repeat(64)) },
+    { weight: 2, arbitrary: fc.stringMatching(/^[a-zA-Z0-9_-]{1,64}$/) },
+    { weight: 1, arbitrary: oddString() },
+  )
 
 /** A field's value chosen by its name where that name means more than its schema says. */
 function byFieldName(name: string, pools: Pools): fc.Arbitrary<unknown> | null {
   switch (name) {
     case 'model':
-      return fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...pools.models) }, { weight: 1, arbitrary: oddString() })
+      return fc.oneof({ weight: 8, arbitrary: fc.constantFrom(...pools.models) }, { weight: 1, arbitrary: fc.constantFrom(...pools.badModels) }, { weight: 1, arbitrary: oddString() })
     case 'mime':
       return mimeArb()
     case 'data_base64':
@@ -180,15 +188,17 @@ function byFieldName(name: string, pools: Pools): fc.Arbitrary<unknown> | null {
       return toolNameArb()
     case 'idempotency_key':
       return fc.oneof(fc.constantFrom('key-1', 'key-2', 'key-3'), fc.string({ minLength: 1, maxLength: 20 }), fc.constant(null))
+    case 'retry_of':
+      return fc.oneof({ weight: 6, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: uuidArb(pools) })
     case 'tool_use_id':
       return fc.oneof(fc.constantFrom('call_1', 'toolu_0', 'sandbox-call-0'), fc.string({ minLength: 1, maxLength: 20 }))
     case 'tool_name':
       return toolNameArb()
     case 'user_metadata':
       return fc.oneof(
-        fc.constant({}),
-        fc.dictionary(fc.string({ maxLength: 10 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 6 }),
-        fc.constant({ big: 'x'.repeat(1100) }),
+        { weight: 3, arbitrary: fc.constant({}) },
+        { weight: 3, arbitrary: fc.dictionary(fc.string({ maxLength: 10 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 4 }).filter((m) => JSON.stringify(m).length <= 1024) },
+        { weight: 1, arbitrary: fc.constantFrom({ big: 'x'.repeat(1100) }, { deep: JSON.parse('['.repeat(70) + ']'.repeat(70)) }) },
       )
     default:
       return null
@@ -217,6 +227,14 @@ export function valueOf(doc: OpenApiDoc, raw: JsonSchema, pools: Pools, depth = 
   if (fieldName !== undefined) {
     const named = byFieldName(fieldName, pools)
     if (named) return named
+    // A turn's input: often prompts alone (a tool result names a pending call only by luck), so that turns run.
+    if (fieldName === 'input' && schema.type === 'array') {
+      const promptPart = fc.record(
+        { type: fc.constant('prompt'), text: promptTextArb(), media: fc.oneof(fc.constant([]), fc.constant([{ mime: 'image/png', data_base64: PNG_1X1 }])) },
+        { requiredKeys: ['type', 'text'] },
+      )
+      return fc.oneof({ weight: 3, arbitrary: fc.array(promptPart, { minLength: 1, maxLength: 2 }) }, { weight: 2, arbitrary: valueOf(doc, raw, pools, depth) })
+    }
     // Attachments: mostly none or one that is right, so that turns get past them and run.
     if (fieldName === 'media') {
       return fc.oneof(
@@ -479,7 +497,7 @@ export type IdChoice =
 
 export const idArb = (): fc.Arbitrary<IdChoice> =>
   fc.oneof(
-    { weight: 5, arbitrary: fc.nat(20).map((index) => ({ kind: 'own' as const, index })) },
+    { weight: 10, arbitrary: fc.nat(20).map((index) => ({ kind: 'own' as const, index })) },
     { weight: 4, arbitrary: fc.nat(20).map((index) => ({ kind: 'foreign' as const, index })) },
     { weight: 2, arbitrary: fc.uuid({ version: 4 }).map((uuid) => ({ kind: 'missing' as const, uuid })) },
     { weight: 1, arbitrary: fc.constant({ kind: 'deleted' as const }) },
@@ -562,7 +580,7 @@ export function bodyArb(doc: OpenApiDoc, op: Operation, pools: Pools): fc.Arbitr
   }
   const valid = valueOf(doc, schema, pools)
   return fc.oneof(
-    { weight: 5, arbitrary: valid.map((value) => ({ kind: 'valid' as const, value })) },
+    { weight: 8, arbitrary: valid.map((value) => ({ kind: 'valid' as const, value })) },
     { weight: 5, arbitrary: fc.tuple(valid, fc.array(mutationArb(), { minLength: 1, maxLength: 2 })).map(([v, ms]) => ({ kind: 'mutated' as const, value: ms.reduce(applyMutation, v) })) },
     { weight: 1, arbitrary: fc.constant({ kind: 'none' as const }) },
     { weight: 2, arbitrary: junk },
@@ -570,11 +588,31 @@ export function bodyArb(doc: OpenApiDoc, op: Operation, pools: Pools): fc.Arbitr
   )
 }
 
+/** Text appended to the query string as is: bad percent-encoding and odd separators. */
+export const RAW_QUERY = ['%', '%ZZ', '%E0%A4%A', '%C0%AF', '%FF%FE', '&&&', '=', '==x', 'a[b]=c', 'a=1;b=2', 'limit=1&limit', '?', '#frag', 'a=%00', 'namespace=%2e%2e']
+
+/** Extra headers a client might send. */
+export const ODD_HEADERS: Array<Record<string, string>> = [
+  { 'content-encoding': 'gzip' },
+  { 'content-encoding': 'br, identity' },
+  { accept: 'text/html' },
+  { accept: 'application/xml' },
+  { 'accept-encoding': 'gzip' },
+  { 'x-http-method-override': 'DELETE' },
+  { 'x-forwarded-for': '::1, 127.0.0.1' },
+  { 'idempotency-key': 'key-1' },
+  { cookie: 'console_session=nonsense' },
+  { origin: 'https://evil.example' },
+  { expect: '100-continue' },
+]
+
 export type FuzzRequest = {
   method: string
   auth: AuthChoice
   ids: Record<string, IdChoice>
   query: QueryChoice
+  rawQuery: string | null
+  headers: Record<string, string>
   body: BodyChoice
 }
 
@@ -594,6 +632,8 @@ export function requestArb(doc: OpenApiDoc, method: string, op: Operation, orgs:
       params.filter((p) => p.in === 'query'),
       pools,
     ),
+    rawQuery: fc.oneof({ weight: 10, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constantFrom(...RAW_QUERY) }),
+    headers: fc.oneof({ weight: 8, arbitrary: fc.constant({}) }, { weight: 1, arbitrary: fc.constantFrom(...ODD_HEADERS) }),
     body: bodyArb(doc, op, pools),
   })
 }

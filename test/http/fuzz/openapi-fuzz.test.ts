@@ -14,7 +14,7 @@
  * - a rejected request (4xx) leaves the row count of every table in the database unchanged;
  * - a path id owned by another organisation answers exactly as a missing id does.
  *
- * Runs: FUZZ_RUNS (default 50) requests per operation, so about 2,500 (plus twins for the
+ * Runs: FUZZ_RUNS (default 60) requests per operation, so about 3,000 (plus twins for the
  * foreign-id comparison) under `npm test`; e.g. `FUZZ_RUNS=2000 npx vitest run test/http/fuzz`
  * for a long run. A failure prints fast-check's seed and path; replay it with
  * `FUZZ_SEED=<seed> FUZZ_PATH=<path> npx vitest run test/http/fuzz -t '<operation>'` (the app
@@ -27,7 +27,7 @@ import { createTestApp, type TestContext, type TestOrg } from '../../helpers/tes
 import { parseSse, sandboxCatalogue } from '../../helpers/turns.ts'
 import { jsonText, requestArb, type FuzzRequest, type IdChoice, type OpenApiDoc, type Pools } from './arbitraries.ts'
 
-const RUNS = Number(process.env.FUZZ_RUNS ?? 50)
+const RUNS = Number(process.env.FUZZ_RUNS ?? 60)
 const SEED = process.env.FUZZ_SEED === undefined ? undefined : Number(process.env.FUZZ_SEED)
 const PATH = process.env.FUZZ_PATH
 /** A missing id of the right shape: what another organisation's id must look like from outside. */
@@ -47,6 +47,10 @@ const undocumented = new Map<string, Set<number>>()
 let requestCount = 0
 /** Statuses seen per operation, printed with FUZZ_VERBOSE=1 to see what the generators reach. */
 const seen = new Map<string, Map<number, number>>()
+function record(op: string, status: number) {
+  if (!seen.has(op)) seen.set(op, new Map())
+  seen.get(op)!.set(status, (seen.get(op)!.get(status) ?? 0) + 1)
+}
 
 const KINDS = ['instructions', 'tools', 'retention', 'budgets'] as const
 
@@ -99,16 +103,17 @@ function countAll(): Record<string, number> {
 
 const running = () => (ctx.store.db.prepare(`SELECT count(*) AS n FROM runs WHERE status = 'running'`).get() as { n: number }).n
 
-/** Waits until no run is running and the row counts hold still: background work of an accepted request is over. */
-async function settle(): Promise<void> {
+/** Waits until no run is running and the row counts hold still: background work of an accepted request is over. False if it never did. */
+async function settle(): Promise<boolean> {
   const deadline = Date.now() + 5_000
   let last = JSON.stringify(countAll())
   while (Date.now() < deadline) {
     await new Promise((r) => setTimeout(r, 2))
     const now = JSON.stringify(countAll())
-    if (now === last && running() === 0) return
+    if (now === last && running() === 0) return true
     last = now
   }
+  return false
 }
 
 /** What a path parameter names, from the operation's path. */
@@ -158,7 +163,7 @@ function build(path: string, req: FuzzRequest, missingFor?: string): Built {
     url = url.replace(`{${param}}`, param === 'name' && choice.kind !== 'raw' ? value.split('/').map((segment) => enc(segment)).join('/') : value)
   }
   const query = [...req.query]
-  const headers: Record<string, string> = {}
+  const headers: Record<string, string> = { ...req.headers }
   switch (req.auth.kind) {
     case 'org':
       headers.authorization = orgs[req.auth.org]!.org.auth.authorization
@@ -175,7 +180,9 @@ function build(path: string, req: FuzzRequest, missingFor?: string): Built {
     case 'none':
       break
   }
-  if (query.length > 0) url += `?${query.map(([k, v]) => `${enc(k)}=${enc(v)}`).join('&')}`
+  const parts = query.map(([k, v]) => `${enc(k)}=${enc(v)}`)
+  if (req.rawQuery !== null) parts.push(req.rawQuery)
+  if (parts.length > 0) url += `?${parts.join('&')}`
   let payload: string | undefined
   const body = req.body
   if (body.kind === 'raw') {
@@ -225,9 +232,8 @@ async function checkOne(method: string, path: string, documented: string[], b: B
     expect(() => parseSse(res.body), where).not.toThrow()
   }
   const op = `${method.toUpperCase()} ${path}`
-  if (!seen.has(op)) seen.set(op, new Map())
-  seen.get(op)!.set(res.statusCode, (seen.get(op)!.get(res.statusCode) ?? 0) + 1)
-  if (process.env.FUZZ_VERBOSE === '2' && (seen.get(op)!.get(res.statusCode)! <= 4)) console.info(`[${op}] ${describeRequest(b).slice(0, 400)}\n    -> ${res.statusCode} ${res.body.slice(0, 300)}`)
+  record(op, res.statusCode)
+  if (process.env.FUZZ_VERBOSE === '3' || (process.env.FUZZ_VERBOSE === '2' && seen.get(op)!.get(res.statusCode)! <= 4)) console.info(`[${op}] ${describeRequest(b).slice(0, 400)}\n    -> ${res.statusCode} ${res.body.slice(0, 300)}`)
   if (!documented.includes(String(res.statusCode)) && b.method === method.toUpperCase()) {
     const key = `${b.method} ${path}`
     if (!undocumented.has(key)) undocumented.set(key, new Set())
@@ -252,7 +258,8 @@ beforeAll(async () => {
   tables = (ctx.store.db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`).all() as { name: string }[]).map((t) => t.name)
   const catalogue = sandboxCatalogue()
   pools = {
-    models: [...catalogue.map((m) => m.name), 'sandbox/echo', 'sandbox/echo', 'missing/model', 'SANDBOX/ECHO'],
+    models: [...catalogue.map((m) => m.name), 'sandbox/echo', 'sandbox/echo'],
+    badModels: ['missing/model', 'SANDBOX/ECHO', 'sandbox/echo ', 'sandbox', 'sandbox/', '/echo'],
     uuids: [...catalogue.map((m) => m.id), ...orgs.flatMap((o) => [...o.ids.run, ...o.ids.budgets, ...o.ids.tools, ...o.ids.chat])],
   }
   await settle()
@@ -309,4 +316,113 @@ describe('fuzzing every operation of /openapi.json', () => {
       )
     })
   }
+
+  // Requests to any operations at once (two turns on one chat, a delete during a turn, publishes
+  // racing activations): still never a 5xx, errors still in the envelope. Row counts are not
+  // compared here: the accepted requests of a batch write while the others are answered.
+  it('concurrent requests to any operations', { timeout: Math.max(30_000, RUNS * 400) }, async () => {
+    // Turns and what races them (deleting their chat, reading its history, cancelling) come up most.
+    const weightOf = (method: string, path: string) => (path.endsWith('/responses') ? 12 : path.startsWith('/api/v1/chats/{chat_id}') || path.startsWith('/api/v1/runs/') ? 3 : 1)
+    const one = fc.oneof(
+      ...operations.map(({ method, path }) => ({
+        weight: weightOf(method, path),
+        arbitrary: requestArb(doc, method, doc.paths[path]![method]!, orgs.length, pools).map((req) => ({ method, path, req })),
+      })),
+    )
+    await fc.assert(
+      fc.asyncProperty(fc.array(one, { minLength: 2, maxLength: 8 }), async (batch) => {
+        const built = batch.map(({ path, req }) => build(path, req))
+        const answers = await Promise.all(built.map(send))
+        answers.forEach((res, i) => {
+          record(`concurrent ${batch[i]!.method.toUpperCase()} ${batch[i]!.path}`, res.statusCode)
+          const where = `${describeRequest(built[i]!)} -> ${res.statusCode} ${res.body.slice(0, 500)}`
+          expect(res.statusCode, where).toBeLessThan(500)
+          if (res.statusCode >= 400) expectEnvelope(res, where)
+        })
+        await settle()
+      }),
+      { numRuns: Math.ceil(RUNS / 2), ...(SEED === undefined ? {} : { seed: SEED }), ...(PATH === undefined ? {} : { path: PATH }), endOnFailure: false },
+    )
+  })
+
+  // Accepted requests racing on the same resources: turns on one chat (the same idempotency key
+  // too), deleting the chat under them, cancelling, publishing and activating one kind at once.
+  it('racing writes on the same chat and configuration', { timeout: Math.max(30_000, RUNS * 400) }, async () => {
+    type Action =
+      | { kind: 'turn'; chat: number; text: string; key: string | null }
+      | { kind: 'delete'; chat: number }
+      | { kind: 'cancel' }
+      | { kind: 'publish'; config: (typeof KINDS)[number] }
+      | { kind: 'activate'; config: (typeof KINDS)[number]; index: number }
+      | { kind: 'history'; chat: number }
+    const chatIndex = fc.nat(1)
+    const action: fc.Arbitrary<Action> = fc.oneof(
+      {
+        weight: 6,
+        arbitrary: fc.record({
+          kind: fc.constant('turn' as const),
+          chat: chatIndex,
+          text: fc.constantFrom('hello', '/tool lookup {"q":1}', '/long 30', '/think hm\nok', '/refuse', '/fail-mid', '/slow 3\nhi'),
+          key: fc.option(fc.constantFrom('race-1', 'race-2'), { nil: null }),
+        }),
+      },
+      { weight: 2, arbitrary: fc.record({ kind: fc.constant('delete' as const), chat: chatIndex }) },
+      { weight: 2, arbitrary: fc.constant({ kind: 'cancel' as const }) },
+      { weight: 1, arbitrary: fc.record({ kind: fc.constant('publish' as const), config: fc.constantFrom(...KINDS) }) },
+      { weight: 1, arbitrary: fc.record({ kind: fc.constant('activate' as const), config: fc.constantFrom(...KINDS), index: fc.nat(1) }) },
+      { weight: 1, arbitrary: fc.record({ kind: fc.constant('history' as const), chat: chatIndex }) },
+    )
+    const self = orgs[0]!
+    const bodies: Record<(typeof KINDS)[number], unknown> = {
+      instructions: { body: 'Be brief.', mode: 'replace' },
+      tools: { mode: 'replace', definitions: [{ name: 'race', input_schema: { type: 'object' } }] },
+      retention: { rules: { version: 1 } },
+      budgets: { budget: { version: 3, headroom: 0.2 } },
+    }
+    await fc.assert(
+      fc.asyncProperty(fc.array(action, { minLength: 2, maxLength: 6 }), async (actions) => {
+        const chats = [(await call('POST', '/api/v1/chats', self.org, {})).id, (await call('POST', '/api/v1/chats', self.org, {})).id]
+        // A run to cancel: the newest of the batch's chats, running or not.
+        const newest = () =>
+          (ctx.store.db.prepare('SELECT id FROM runs WHERE chat_id IN (?, ?) ORDER BY created_at DESC LIMIT 1').get(chats[0], chats[1]) as { id: string } | undefined)?.id ?? MISSING
+        const requests = actions.map((a): { method: string; url: string; payload?: unknown } => {
+          switch (a.kind) {
+            case 'turn':
+              return { method: 'POST', url: `/api/v1/chats/${chats[a.chat]}/responses`, payload: { model: 'sandbox/echo', input: [{ type: 'prompt', text: a.text }], ...(a.key ? { idempotency_key: `${a.key}-${chats[0]}` } : {}) } }
+            case 'delete':
+              return { method: 'DELETE', url: `/api/v1/chats/${chats[a.chat]}` }
+            case 'cancel':
+              return { method: 'POST', url: '/api/v1/runs/{newest}/cancel' }
+            case 'publish':
+              return { method: 'POST', url: `/api/v1/config/${a.config}`, payload: bodies[a.config] }
+            case 'activate':
+              return { method: 'POST', url: `/api/v1/config/${a.config}/${self.ids[a.config][a.index % self.ids[a.config].length]}/activate` }
+            case 'history':
+              return { method: 'GET', url: `/api/v1/chats/${chats[a.chat]}/history?include=full` }
+          }
+        })
+        const answers = await Promise.all(
+          requests.map(async (r) => {
+            requestCount++
+            if (r.url.includes('{newest}')) {
+              // Sent a moment later, when the batch's turns have started.
+              await new Promise((resolve) => setTimeout(resolve, 3))
+              r.url = r.url.replace('{newest}', newest())
+            }
+            return ctx.app.inject({ method: r.method as 'GET', url: r.url, headers: self.org.auth, ...(r.payload === undefined ? {} : { payload: r.payload as object }) })
+          }),
+        )
+        answers.forEach((res, i) => {
+          const where = `${requests[i]!.method} ${requests[i]!.url} ${JSON.stringify(requests[i]!.payload ?? '')} -> ${res.statusCode} ${res.body.slice(0, 500)}`
+          record(`race ${actions[i]!.kind}`, res.statusCode)
+          expect(res.statusCode, where).toBeLessThan(500)
+          if (res.statusCode >= 400) expectEnvelope(res, where)
+          else if (res.headers['content-type']?.toString().startsWith('text/event-stream')) expect(() => parseSse(res.body), where).not.toThrow()
+        })
+        // Every run the batch started has ended.
+        expect(await settle(), `a run is still running after ${JSON.stringify(actions)}`).toBe(true)
+      }),
+      { numRuns: Math.ceil(RUNS / 2), ...(SEED === undefined ? {} : { seed: SEED }), ...(PATH === undefined ? {} : { path: PATH }), endOnFailure: false },
+    )
+  })
 })
