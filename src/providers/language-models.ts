@@ -7,6 +7,7 @@ import type { LanguageModelV3 } from '@ai-sdk/provider'
 import { createXai } from '@ai-sdk/xai'
 import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
 import { VENDOR_KEY_VARIABLES } from './catalogue/active-providers.ts'
+import { encodeFilesNatively } from './encode-files-natively.ts'
 import { createSandboxLanguageModel } from './sandbox/sandbox-language-model.ts'
 import { readVendorCallLimits } from './vendor-call-limits.ts'
 import { createVendorFetch, networkFetch, sleep } from './vendor-fetch.ts'
@@ -42,7 +43,7 @@ export function createLanguageModels(env: NodeJS.ProcessEnv): LanguageModelFor {
         const factory = VENDORS[entry.provider]
         if (!factory) throw new Error(`no provider adapter for ${entry.provider}`)
         const prefix = entry.provider.toUpperCase()
-        model = factory({ apiKey: env[VENDOR_KEY_VARIABLES[entry.provider]!], baseURL: env[`${prefix}_BASE_URL`], fetch })(entry.vendor_model_id)
+        model = encodeFilesNatively(factory({ apiKey: env[VENDOR_KEY_VARIABLES[entry.provider]!], baseURL: env[`${prefix}_BASE_URL`], fetch })(entry.vendor_model_id))
       }
       cache.set(key, model)
     }
