@@ -3,7 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 const HEADER = `# Benchmarks
 
 Measured with \`npm run bench\`, which runs every benchmark of \`bench/\` in turn, each in its own Node
-process (\`npm run bench -- NAME\` runs one: \`foundation\`, \`config-resolution\`, \`usage-report\`, \`turns\`, \`packing\`).
+process (\`npm run bench -- NAME\` runs one: \`foundation\`, \`config-resolution\`, \`usage-report\`, \`turns\`, \`packing\`, \`token-estimation\`).
 Each benchmark owns one section below, between its \`<!-- bench:NAME:start -->\` and
 \`<!-- bench:NAME:end -->\` markers, and replaces only that section when it runs. Every section records
 its date, commit, Node version, machine and the exact command. Absolute figures depend on the machine (and on
