@@ -148,7 +148,27 @@ const promptTextArb = () =>
     { weight: 1, arbitrary: oddString() },
     {
       weight: 2,
-      arbitrary: fc.constantFrom('hello', '/think about it\nhi', '/tool lookup {"q":"refund"}', '/tool a {}\n/tool b {"x":[1,2]}', '/refuse', '/long 5', '/context', '/fail-summary\nplease'),
+      arbitrary: fc.constantFrom(
+        'hello',
+        '/think about it\nhi',
+        '/tool lookup {"q":"refund"}',
+        '/tool a {}\n/tool b {"x":[1,2]}',
+        '/refuse',
+        '/long 5',
+        '/context',
+        '/fail-summary\nplease',
+        // Directives written wrong.
+        '/tool x {bad json',
+        '/tool',
+        '/tool  {}',
+        '/tool \u0000 {}',
+        '/tool lookup [1,2]',
+        '/long -1',
+        '/long abc',
+        '/long 1e3',
+        '/think',
+        '/unknown directive',
+      ),
     },
   )
 
@@ -233,7 +253,13 @@ export function valueOf(doc: OpenApiDoc, raw: JsonSchema, pools: Pools, depth = 
         { type: fc.constant('prompt'), text: promptTextArb(), media: fc.oneof(fc.constant([]), fc.constant([{ mime: 'image/png', data_base64: PNG_1X1 }])) },
         { requiredKeys: ['type', 'text'] },
       )
-      return fc.oneof({ weight: 3, arbitrary: fc.array(promptPart, { minLength: 1, maxLength: 2 }) }, { weight: 2, arbitrary: valueOf(doc, raw, pools, depth) })
+      // A result for a call the target chat has pending: `@pendingN@` and `@pendingnameN@` are filled in when the request is built.
+      const resultPart = fc.nat(3).map((n) => ({ type: 'tool_result', tool_use_id: `@pending${n}@`, tool_name: `@pendingname${n}@`, text: '{"ok":true}' }))
+      return fc.oneof(
+        { weight: 3, arbitrary: fc.array(promptPart, { minLength: 1, maxLength: 2 }) },
+        { weight: 1, arbitrary: fc.tuple(resultPart, fc.option(promptPart, { nil: undefined })).map(([r, p]) => (p ? [r, p] : [r])) },
+        { weight: 2, arbitrary: valueOf(doc, raw, pools, depth) },
+      )
     }
     // Attachments: mostly none or one that is right, so that turns get past them and run.
     if (fieldName === 'media') {

@@ -11,7 +11,8 @@
  *
  * - never a 5xx;
  * - every status >= 400 is JSON in the envelope `{"error": {"code", "message", "details"?, "hint"?}}`;
- * - a rejected request (4xx) leaves the row count of every table in the database unchanged;
+ * - a rejected request (4xx) leaves the row count of every table in the database unchanged, and
+ *   writes no row at all (SQLite's total_changes() on the app's connection);
  * - a path id owned by another organisation answers exactly as a missing id does.
  *
  * Runs: FUZZ_RUNS (default 60) requests per operation, so about 3,000 (plus twins for the
@@ -45,6 +46,14 @@ let tables: string[]
 /** Statuses answered that the operation's OpenAPI entry does not list (reported, not failed). */
 const undocumented = new Map<string, Set<number>>()
 let requestCount = 0
+/** Tool calls each chat has pending, from the last turn's `done` frame: tool results may name them. */
+const pendingByChat = new Map<string, Array<{ tool_use_id: string; tool_name: string }>>()
+
+function notePending(chatId: string | undefined, body: string) {
+  if (chatId === undefined) return
+  const done = parseSse(body).find((f) => f.event === 'done')
+  if (done) pendingByChat.set(chatId, done.data.pending_tool_calls ?? [])
+}
 /** Statuses seen per operation, printed with FUZZ_VERBOSE=1 to see what the generators reach. */
 const seen = new Map<string, Map<number, number>>()
 function record(op: string, status: number) {
@@ -65,10 +74,12 @@ async function fixtureFor(org: TestOrg, n: number): Promise<OrgFixture> {
   for (const body of [{}, { namespace: 'acme/support', title: `chat ${n}` }, { namespace: 'acme' }]) chats.push((await call('POST', '/api/v1/chats', org, body)).id)
   const runs: string[] = []
   if (n !== 2) {
-    // A finished turn and one waiting on a tool result (org 2 has no credit: its turns are refused).
-    for (const [chat, text] of [[chats[0], 'hello'], [chats[2], '/tool lookup {"q":"refund"}']] as const) {
+    // Org 2 has no credit: its turns are refused.
+    // A finished turn, one waiting on a tool result and a failed one (retry_of may name it).
+    for (const [chat, text] of [[chats[0], 'hello'], [chats[2], '/tool lookup {"q":"refund"}'], [chats[1], '/fail-mid']] as const) {
       const body = await call('POST', `/api/v1/chats/${chat}/responses`, org, { model: 'sandbox/echo', input: [{ type: 'prompt', text }] })
       runs.push(parseSse(body as string)[0]!.data.run_id)
+      notePending(chat, body as string)
     }
   }
   const versions: Record<string, string[]> = {}
@@ -94,6 +105,14 @@ async function fixtureFor(org: TestOrg, n: number): Promise<OrgFixture> {
     ids: { chat: chats, run: runs.length > 0 ? runs : [MISSING], instructions: versions.instructions!, tools: versions.tools!, retention: versions.retention!, budgets: versions.budgets!, model: models },
   }
 }
+
+/** Ids of every organisation but `actor`: runs, chats and configuration versions. */
+function idsNotOf(actor: number): string[] {
+  return orgs.flatMap((o, i) => (i === actor ? [] : [...o.ids.chat, ...o.ids.run, ...KINDS.flatMap((k) => o.ids[k]), o.deletedChat])).filter((id) => id !== MISSING)
+}
+
+/** Rows inserted, updated or deleted on the app's connection since it opened. */
+const totalChanges = () => (ctx.store.db.prepare('SELECT total_changes() AS n').get() as { n: number }).n
 
 function countAll(): Record<string, number> {
   const counts: Record<string, number> = {}
@@ -132,13 +151,12 @@ const enc = (s: string, keep = /[A-Za-z0-9\-_.~]/) =>
 
 type Built = { method: string; url: string; headers: Record<string, string>; payload?: string; actor: number | null }
 
-function build(path: string, req: FuzzRequest, missingFor?: string): Built {
+function build(path: string, req: FuzzRequest): Built {
   const actor = req.auth.kind === 'org' ? req.auth.org : null
   const self = orgs[actor ?? 0]!
   const other = orgs[((actor ?? 0) + 1) % 2]!
   const resolve = (param: string, choice: IdChoice): string => {
     const kind = idKindOf(path, param)
-    if (param === missingFor) return kind === 'model' ? 'sandbox/missing-model' : MISSING
     switch (choice.kind) {
       case 'own': {
         const list = self.ids[kind]
@@ -184,13 +202,20 @@ function build(path: string, req: FuzzRequest, missingFor?: string): Built {
   if (req.rawQuery !== null) parts.push(req.rawQuery)
   if (parts.length > 0) url += `?${parts.join('&')}`
   let payload: string | undefined
+  const chatId = /\/chats\/([0-9a-f-]{36})\//.exec(url)?.[1]
+  const pending = (chatId === undefined ? undefined : pendingByChat.get(chatId)) ?? []
+  const fillPending = (text: string) =>
+    text.replace(/@pending(name)?(\d)@/g, (_m, name: string | undefined, n: string) => {
+      const call = pending[Number(n) % Math.max(1, pending.length)]
+      return call === undefined ? 'toolu_none' : name ? call.tool_name : call.tool_use_id
+    })
   const body = req.body
   if (body.kind === 'raw') {
     payload = body.text
     if (body.contentType !== '') headers['content-type'] = body.contentType
   } else if (body.kind === 'valid' || body.kind === 'mutated') {
     if (body.value !== undefined) {
-      payload = jsonText(body.value)
+      payload = fillPending(jsonText(body.value))
       headers['content-type'] = body.kind === 'valid' && body.contentType !== undefined ? body.contentType : 'application/json'
     }
   }
@@ -222,14 +247,18 @@ function expectEnvelope(res: LightMyRequestResponse, where: string) {
 
 async function checkOne(method: string, path: string, documented: string[], b: Built): Promise<LightMyRequestResponse> {
   const before = countAll()
+  const changesBefore = totalChanges()
   const res = await send(b)
   const where = `${describeRequest(b)} -> ${res.statusCode} ${res.body.slice(0, 500)}`
   expect(res.statusCode, where).toBeLessThan(500)
   if (res.statusCode >= 400) {
     expectEnvelope(res, where)
     expect(countAll(), `rows changed by a rejected request: ${where}`).toEqual(before)
+    // Stricter still: not one row inserted, updated or deleted on the app's connection.
+    expect(totalChanges() - changesBefore, `rows written by a rejected request: ${where}`).toBe(0)
   } else if (res.statusCode === 200 && res.headers['content-type']?.toString().startsWith('text/event-stream')) {
     expect(() => parseSse(res.body), where).not.toThrow()
+    notePending(/\/chats\/([0-9a-f-]{36})\/responses/.exec(b.url)?.[1], res.body)
   }
   const op = `${method.toUpperCase()} ${path}`
   record(op, res.statusCode)
@@ -260,7 +289,7 @@ beforeAll(async () => {
   pools = {
     models: [...catalogue.map((m) => m.name), 'sandbox/echo', 'sandbox/echo'],
     badModels: ['missing/model', 'SANDBOX/ECHO', 'sandbox/echo ', 'sandbox', 'sandbox/', '/echo'],
-    uuids: [...catalogue.map((m) => m.id), ...orgs.flatMap((o) => [...o.ids.run, ...o.ids.budgets, ...o.ids.tools, ...o.ids.chat])],
+    uuids: [...catalogue.map((m) => m.id), ...orgs.flatMap((o) => [...o.ids.run, ...o.ids.chat, ...KINDS.flatMap((k) => o.ids[k])])],
   }
   await settle()
 }, 60_000)
@@ -290,16 +319,18 @@ describe('fuzzing every operation of /openapi.json', () => {
         fc.asyncProperty(requestArb(doc, method, op, orgs.length, pools), async (req) => {
           const b = build(path, req)
           const res = await checkOne(method, path, documented, b)
-          // Another organisation's id answers exactly as a missing one does.
-          const foreign = Object.entries(req.ids).find(([param, c]) => c.kind === 'foreign' && idKindOf(path, param) !== 'model')
-          if (foreign && b.actor !== null && res.statusCode >= 400) {
-            const twin = build(path, req, foreign[0])
-            const twinRes = await checkOne(method, path, documented, twin)
-            const foreignId = decodeURIComponent(b.url.split('?')[0]!.split('/').find((s, i) => twin.url.split('?')[0]!.split('/')[i] === MISSING && s !== MISSING) ?? '')
-            expect(res.statusCode, `foreign ${describeRequest(b)} vs missing`).toBe(twinRes.statusCode)
-            expect(foreignId === '' ? res.body : res.body.split(foreignId).join(MISSING), `foreign ${describeRequest(b)} vs missing`).toBe(twinRes.body)
-          } else if (foreign && b.actor !== null && res.statusCode < 300) {
-            throw new Error(`another organisation's id was served: ${describeRequest(b)} -> ${res.statusCode} ${res.body.slice(0, 300)}`)
+          // Another organisation's id (in the path, the query or the body) answers exactly as a missing one does.
+          const foreign = b.actor === null ? [] : idsNotOf(b.actor).filter((id) => b.url.includes(id) || (b.payload ?? '').includes(id))
+          if (foreign.length > 0) {
+            const swap = (text: string) => foreign.reduce((t, id) => t.split(id).join(MISSING), text)
+            const inPath = foreign.some((id) => b.url.split('?')[0]!.includes(id))
+            if (res.statusCode < 300 && inPath) throw new Error(`another organisation's id was served: ${describeRequest(b)} -> ${res.statusCode} ${res.body.slice(0, 300)}`)
+            if (res.statusCode >= 400) {
+              const twin: Built = { ...b, url: swap(b.url), ...(b.payload === undefined ? {} : { payload: swap(b.payload) }) }
+              const twinRes = await checkOne(method, path, documented, twin)
+              expect(res.statusCode, `foreign ${describeRequest(b)} vs missing: ${res.body.slice(0, 300)} / ${twinRes.body.slice(0, 300)}`).toBe(twinRes.statusCode)
+              expect(swap(res.body), `foreign ${describeRequest(b)} vs missing`).toBe(twinRes.body)
+            }
           }
           if (res.statusCode < 300 && b.method !== 'GET') {
             // Keep the fixtures usable: a deleted chat is replaced, and accepted work has finished.
