@@ -1,5 +1,5 @@
 import { assign, fromPromise, setup, spawnChild, stopChild } from 'xstate'
-import { RunInProgressError } from '../src/domain/errors.ts'
+import { NotFoundError, RunInProgressError } from '../src/domain/errors.ts'
 import { ZERO_USAGE } from '../src/domain/pricing/usage.ts'
 import type { ChatFacts } from '../src/actors/admit-turn.ts'
 import { leaseIsLive } from '../src/store/runs.ts'
@@ -10,9 +10,11 @@ import type {
   CompactHistoryInput,
   ChatEvent,
   ChatInput,
+  DeleteChatInput,
   EagerCompaction,
   LedgerView,
   ReapRunInput,
+  ReleaseRunInput,
   SettleRunInput,
   SettleRunOutput,
   StreamRunInput,
@@ -38,6 +40,23 @@ const endedWithoutResult = (admission: Admission | null, status: 'cancelled' | '
   vendorRequests: 0,
 })
 
+/**
+ * decision 020: a run stopped because its chat was deleted ends `cancelled` (the customer stopped it;
+ * it says nothing of the provider), with this error on its stream and in the ledger, and no retry hint.
+ */
+export const CHAT_DELETED = { code: 'chat_deleted', message: 'the chat was deleted while this run streamed' } as const
+
+/** The result of a run its chat's deletion stopped: what it streamed is kept and billed, its ending is the deletion. */
+const deletedRun = (result: RunResult): RunResult =>
+  result.status === 'succeeded' ? result : { ...result, status: 'cancelled', stopReason: null, error: { ...CHAT_DELETED } }
+
+/**
+ * decision 020: a settlement that throws is tried again, after 200 ms, 800 ms and 3.2 s; if the
+ * fourth attempt fails too, the run is left to the sweep (its lease released, no longer renewed).
+ */
+export const SETTLE_RETRIES = 3
+export const SETTLE_RETRY_BASE_MS = 200
+
 /** A streamRun that threw (it is written never to): failed, and billed for its packed input. */
 const brokenRun = (admission: Admission | null) =>
   endedWithoutResult(admission, 'failed', { code: 'internal', message: 'the run failed unexpectedly' }, admission?.estimatedInputTokens ?? 0)
@@ -51,7 +70,15 @@ const brokenRun = (admission: Admission | null) =>
 export type LedgerVerdict = 'free' | 'held' | 'orphaned'
 export const ledgerVerdict = (ledger: LedgerView | undefined): LedgerVerdict =>
   !ledger?.runningRun ? 'free' : leaseIsLive(ledger.runningRun.leaseExpiresAt, ledger.at) ? 'held' : 'orphaned'
-const verdictOf = (event: ChatEvent) => (event.type === 'SUBMIT' ? ledgerVerdict(event.ledger) : 'free')
+/**
+ * The ledger the sender read decides; without one (a sender that read nothing), a run this actor
+ * knows to be outstanding stands for it, with its lease as last known.
+ */
+const verdictOf = (context: ChatContext, event: ChatEvent): LedgerVerdict => {
+  if (event.type !== 'SUBMIT') return 'free'
+  if (event.ledger) return ledgerVerdict(event.ledger)
+  return context.outstanding ? ledgerVerdict({ runningRun: context.outstanding, at: new Date().toISOString() }) : 'free'
+}
 
 /** A submission to a chat at rest: refused while the ledger holds a live run, else admitted (after reaping an orphan). */
 const admitOrRefuse = [
@@ -59,6 +86,19 @@ const admitOrRefuse = [
   { guard: 'ledgerRunIsOrphaned', target: '#chat.running.reaping', actions: ['queueSubmission', 'noteOrphan'] },
   { target: 'running', actions: 'queueSubmission' },
 ] as const
+
+/**
+ * A submission while the ledger shows a run outstanding (decision 020): refused while its lease is
+ * live; else the run is reaped (settled as interrupted, or found settled by the sweep meanwhile) and
+ * the chat's facts read again before the turn is packed.
+ */
+const reapOrRefuse = [
+  { guard: 'ledgerRunIsLive', actions: 'rejectLedgerRun' },
+  { target: '#chat.running.reaping', actions: ['queueSubmission', 'noteOrphan'] },
+] as const
+
+/** A DELETE at rest: the chat's rows go at once. */
+const deleteAtRest = { target: '#chat.deleting', actions: 'addDeleter' } as const
 
 const mustBeProvided = (name: string) => async (): Promise<never> => {
   throw new Error(`chat machine: the actor "${name}" must be provided (src/actors/chat-actor-host.ts)`)
@@ -82,6 +122,12 @@ export const chatMachine = setup({
     streamRun: fromPromise<RunResult, StreamRunInput>(mustBeProvided('streamRun')),
     settleRun: fromPromise<SettleRunOutput, SettleRunInput>(mustBeProvided('settleRun')),
     reapRun: fromPromise<ChatFacts, ReapRunInput>(mustBeProvided('reapRun')),
+    releaseRun: fromPromise<void, ReleaseRunInput>(mustBeProvided('releaseRun')),
+    deleteChat: fromPromise<void, DeleteChatInput>(mustBeProvided('deleteChat')),
+  },
+  delays: {
+    /** Before settlement attempt n + 1 (n ≥ 1 failed so far): 200 ms × 4^(n−1). */
+    settleRetry: ({ context }) => SETTLE_RETRY_BASE_MS * 4 ** Math.max(0, context.settleAttempts - 1),
   },
   guards: {
     hasPendingCalls: ({ context }) => context.pendingCalls.length > 0,
@@ -90,9 +136,15 @@ export const chatMachine = setup({
     fillsEagerThreshold: ({ context }, output: SettleRunOutput) => (output.eager?.blocks.length ?? 0) > 0 && context.eagerCompaction === null,
     cancelsThisRun: ({ context, event }) => event.type === 'CANCEL' && context.admission?.runId === event.runId,
     /** The ledger holds a running run of this chat under a live lease, whoever owns it. */
-    ledgerRunIsLive: ({ event }) => verdictOf(event) === 'held',
+    ledgerRunIsLive: ({ context, event }) => verdictOf(context, event) === 'held',
     /** The ledger holds a running run of this chat whose lease has expired: nobody streams it. */
-    ledgerRunIsOrphaned: ({ event }) => verdictOf(event) === 'orphaned',
+    ledgerRunIsOrphaned: ({ context, event }) => verdictOf(context, event) === 'orphaned',
+    /** Hydrated with, or left with, a run the ledger shows running and this actor does not stream. */
+    hasOutstandingRun: ({ context }) => context.outstanding !== null,
+    /** A DELETE came while the chat was busy: it is carried out once the run is settled. */
+    deletionRequested: ({ context }) => context.deleters.length > 0,
+    /** The settlement that just failed may be tried again. */
+    maySettleAgain: ({ context }) => context.settleAttempts < SETTLE_RETRIES,
   },
   actions: {
     queueSubmission: assign({
@@ -105,12 +157,25 @@ export const chatMachine = setup({
         })
     },
     /** 409 run_in_progress naming the run the ledger holds (decisions §3, §4). */
-    rejectLedgerRun: ({ event }) => {
-      if (event.type === 'SUBMIT') event.respond({ kind: 'rejected', error: new RunInProgressError(event.ledger?.runningRun?.id ?? null) })
+    rejectLedgerRun: ({ context, event }) => {
+      if (event.type === 'SUBMIT') {
+        event.respond({ kind: 'rejected', error: new RunInProgressError(event.ledger?.runningRun?.id ?? context.outstanding?.id ?? null) })
+      }
     },
-    noteOrphan: assign({ orphan: ({ event }) => (event.type === 'SUBMIT' ? (event.ledger?.runningRun ?? null) : null) }),
+    /** A turn for a chat being deleted: it is not found (decision 020). */
+    rejectDeletedChat: ({ context, event }) => {
+      if (event.type === 'SUBMIT') event.respond({ kind: 'rejected', error: new NotFoundError(`chat ${context.chatId} not found`) })
+    },
+    noteOrphan: assign({
+      orphan: ({ context, event }) => (event.type === 'SUBMIT' ? (event.ledger?.runningRun ?? context.outstanding) : null),
+    }),
     /** The orphan is settled: the chat's latest run and its open calls as the ledger now has them. */
-    refreshFacts: assign((_, facts: ChatFacts) => ({ pendingCalls: facts.pendingCalls, latestCustomerRun: facts.latestCustomerRun, orphan: null })),
+    refreshFacts: assign((_, facts: ChatFacts) => ({
+      pendingCalls: facts.pendingCalls,
+      latestCustomerRun: facts.latestCustomerRun,
+      orphan: null,
+      outstanding: null,
+    })),
     forgetOrphan: assign({ orphan: () => null }),
     startRun: assign({
       admission: (_, admission: Admission) => admission,
@@ -118,9 +183,45 @@ export const chatMachine = setup({
       // The admission closed every pending call, by result or tombstone.
       pendingCalls: () => [],
       result: () => null,
+      settleAttempts: () => 0,
     }),
     announceRun: ({ context }, admission: Admission) => context.queued?.respond({ kind: 'admitted', admission }),
     rejectSubmission: ({ context }, error: unknown) => context.queued?.respond({ kind: 'rejected', error }),
+    rejectSubmissionAsDeleted: ({ context }) =>
+      context.queued?.respond({ kind: 'rejected', error: new NotFoundError(`chat ${context.chatId} not found`) }),
+    addDeleter: assign({
+      deleters: ({ context, event }) => (event.type === 'DELETE' ? [...context.deleters, event.respond] : context.deleters),
+    }),
+    /** The first DELETE deleted the chat; those that came meanwhile find it gone (a repeat answers 404). */
+    respondDeleted: assign(({ context }) => {
+      context.deleters.forEach((respond, i) => respond(i === 0 ? { kind: 'deleted' } : { kind: 'gone' }))
+      return { deleters: [] }
+    }),
+    respondDeleteFailed: assign(({ context }, error: unknown) => {
+      for (const respond of context.deleters) respond({ kind: 'failed', error })
+      return { deleters: [] }
+    }),
+    /** The run's result once its chat's deletion stopped it. */
+    markDeleted: assign({ result: ({ context }) => (context.result ? deletedRun(context.result) : null) }),
+    recordDeletedBeforeStreaming: assign({ result: ({ context }) => endedWithoutResult(context.admission, 'cancelled', { ...CHAT_DELETED }) }),
+    countSettleAttempt: assign({ settleAttempts: ({ context }) => context.settleAttempts + 1 }),
+    /**
+     * Settlement kept failing: the run is left `running` in the ledger, its lease released, for the
+     * sweep (decision 020). The chat knows it is outstanding and admits no turn past it.
+     */
+    leaveRunToSweep: assign(({ context }) => {
+      const { admission } = context
+      if (!admission) return {}
+      return {
+        outstanding: { id: admission.runId, leaseOwner: null, leaseExpiresAt: new Date().toISOString() },
+        latestCustomerRun: { id: admission.runId, status: 'running' as const },
+        pendingCalls: [],
+        admission: null,
+        abort: null,
+        result: null,
+        settleAttempts: 0,
+      }
+    }),
     forgetSubmission: assign({ queued: () => null }),
     abortRun: ({ context }) => context.abort?.abort(),
     recordResult: assign({ result: (_, result: RunResult) => result }),
@@ -159,6 +260,7 @@ export const chatMachine = setup({
         admission: null,
         abort: null,
         result: null,
+        settleAttempts: 0,
       }
     }),
   },
@@ -174,6 +276,9 @@ export const chatMachine = setup({
     result: null,
     eagerCompaction: null,
     orphan: null,
+    outstanding: input.outstanding ?? null,
+    settleAttempts: 0,
+    deleters: [],
   }),
   // Eager compaction (decisions §5.3) runs beside the turns as a child actor: a turn that needs its
   // blocks meanwhile waits for them in `running.compacting` instead of making them again.
@@ -184,31 +289,72 @@ export const chatMachine = setup({
   initial: 'ready',
   states: {
     ready: {
-      always: [{ guard: 'hasPendingCalls', target: 'awaitingToolResults' }, { target: 'idle' }],
+      always: [
+        { guard: 'hasOutstandingRun', target: 'outstanding' },
+        { guard: 'hasPendingCalls', target: 'awaitingToolResults' },
+        { target: 'idle' },
+      ],
     },
     idle: {
-      on: { SUBMIT: admitOrRefuse },
+      on: { SUBMIT: admitOrRefuse, DELETE: deleteAtRest },
     },
     awaitingToolResults: {
-      on: { SUBMIT: admitOrRefuse },
+      on: { SUBMIT: admitOrRefuse, DELETE: deleteAtRest },
     },
+    // The ledger shows a run of this chat `running` that no actor here streams (decision 020).
+    outstanding: {
+      on: { SUBMIT: reapOrRefuse, DELETE: deleteAtRest },
+    },
+    // decision 020: the chat's rows go in one transaction; eager compaction is stopped (its runs
+    // settle as cancelled on their own), then the actor ends and the host drops what it kept.
+    deleting: {
+      entry: ['removeEagerCompaction', 'forgetEagerCompaction'],
+      invoke: {
+        src: 'deleteChat',
+        input: ({ context }) => ({ chatId: context.chatId, outstanding: context.outstanding }),
+        onDone: { target: 'deleted', actions: 'respondDeleted' },
+        onError: {
+          target: 'ready',
+          actions: [{ type: 'respondDeleteFailed', params: ({ event }: { event: { error: unknown } }) => event.error }],
+        },
+      },
+      on: { SUBMIT: { actions: 'rejectDeletedChat' }, DELETE: { actions: 'addDeleter' } },
+    },
+    deleted: { type: 'final' },
     running: {
       initial: 'packing',
       on: { SUBMIT: { actions: 'rejectRunInProgress' } },
       states: {
         // An orphaned run of this chat (its lease expired) is settled as interrupted first.
         reaping: {
+          on: { DELETE: { actions: 'addDeleter' } },
           invoke: {
             src: 'reapRun',
             input: ({ context }) => ({ chatId: context.chatId, run: context.orphan! }),
-            onDone: { target: 'packing', actions: [{ type: 'refreshFacts', params: ({ event }) => event.output }] },
-            onError: {
-              target: '#chat.ready',
-              actions: [{ type: 'rejectSubmission', params: ({ event }: { event: { error: unknown } }) => event.error }, 'forgetSubmission', 'forgetOrphan'],
-            },
+            onDone: [
+              {
+                guard: 'deletionRequested',
+                target: '#chat.deleting',
+                actions: [{ type: 'refreshFacts', params: ({ event }) => event.output }, 'rejectSubmissionAsDeleted', 'forgetSubmission'],
+              },
+              { target: 'packing', actions: [{ type: 'refreshFacts', params: ({ event }) => event.output }] },
+            ],
+            onError: [
+              {
+                guard: 'deletionRequested',
+                target: '#chat.deleting',
+                actions: ['rejectSubmissionAsDeleted', 'forgetSubmission', 'forgetOrphan'],
+              },
+              {
+                target: '#chat.ready',
+                actions: [{ type: 'rejectSubmission', params: ({ event }: { event: { error: unknown } }) => event.error }, 'forgetSubmission', 'forgetOrphan'],
+              },
+            ],
           },
         },
         packing: {
+          // Admission may be writing the run: a DELETE waits for it, then stops the run it wrote.
+          on: { DELETE: { actions: 'addDeleter' } },
           invoke: {
             src: 'admitTurn',
             input: ({ context }) => ({
@@ -216,6 +362,17 @@ export const chatMachine = setup({
               submission: context.queued!.submission,
             }),
             onDone: [
+              {
+                guard: 'deletionRequested',
+                target: 'settling',
+                actions: [
+                  { type: 'startRun', params: ({ event }) => event.output },
+                  { type: 'announceRun', params: ({ event }) => event.output },
+                  'forgetSubmission',
+                  'abortRun',
+                  'recordDeletedBeforeStreaming',
+                ],
+              },
               {
                 guard: { type: 'needsCompaction', params: ({ event }) => event.output },
                 target: 'compacting',
@@ -234,10 +391,13 @@ export const chatMachine = setup({
                 ],
               },
             ],
-            onError: {
-              target: '#chat.ready',
-              actions: [{ type: 'rejectSubmission', params: ({ event }: { event: { error: unknown } }) => event.error }, 'forgetSubmission'],
-            },
+            onError: [
+              { guard: 'deletionRequested', target: '#chat.deleting', actions: ['rejectSubmissionAsDeleted', 'forgetSubmission'] },
+              {
+                target: '#chat.ready',
+                actions: [{ type: 'rejectSubmission', params: ({ event }: { event: { error: unknown } }) => event.error }, 'forgetSubmission'],
+              },
+            ],
           },
         },
         // The run is admitted and its stream open; it waits while the oldest history is summarised.
@@ -254,16 +414,28 @@ export const chatMachine = setup({
           },
           on: {
             CANCEL: { guard: 'cancelsThisRun', target: 'settling', actions: ['abortRun', 'recordCancelledBeforeStreaming'] },
+            DELETE: { target: 'settling', actions: ['addDeleter', 'abortRun', 'recordDeletedBeforeStreaming'] },
           },
         },
         streaming: {
           invoke: {
             src: 'streamRun',
             input: ({ context }) => ({ admission: context.admission!, signal: context.abort!.signal }),
-            onDone: { target: 'settling', actions: [{ type: 'recordResult', params: ({ event }) => event.output }] },
-            onError: { target: 'settling', actions: 'recordBrokenRun' },
+            onDone: [
+              {
+                guard: 'deletionRequested',
+                target: 'settling',
+                actions: [{ type: 'recordResult', params: ({ event }) => event.output }, 'markDeleted'],
+              },
+              { target: 'settling', actions: [{ type: 'recordResult', params: ({ event }) => event.output }] },
+            ],
+            onError: [
+              { guard: 'deletionRequested', target: 'settling', actions: ['recordBrokenRun', 'markDeleted'] },
+              { target: 'settling', actions: 'recordBrokenRun' },
+            ],
           },
           initial: 'live',
+          on: { DELETE: { target: '.cancelling', actions: ['addDeleter', 'abortRun'] } },
           states: {
             live: {
               on: { CANCEL: { guard: 'cancelsThisRun', target: 'cancelling', actions: 'abortRun' } },
@@ -273,10 +445,13 @@ export const chatMachine = setup({
           },
         },
         settling: {
+          on: { DELETE: { actions: 'addDeleter' } },
           invoke: {
             src: 'settleRun',
             input: ({ context }) => ({ admission: context.admission!, result: context.result! }),
             onDone: [
+              // No eager work for a chat about to go.
+              { guard: 'deletionRequested', target: '#chat.deleting', actions: 'closeRun' },
               {
                 guard: { type: 'fillsEagerThreshold', params: ({ event }) => event.output },
                 target: '#chat.ready',
@@ -284,7 +459,32 @@ export const chatMachine = setup({
               },
               { target: '#chat.ready', actions: 'closeRun' },
             ],
-            onError: { target: '#chat.ready', actions: 'closeRun' },
+            // decision 020: a settlement is never lost. It is tried again; failing that, left to the sweep.
+            onError: [
+              { guard: 'maySettleAgain', target: 'settlingAgain', actions: 'countSettleAttempt' },
+              { target: 'leavingToSweep' },
+            ],
+          },
+        },
+        // Waiting out the backoff before the next attempt; the run is still this node's, its lease renewed.
+        settlingAgain: {
+          on: { DELETE: { actions: 'addDeleter' } },
+          after: { settleRetry: 'settling' },
+        },
+        // Settlement failed every time: the lease is released (no longer renewed) and the stream ends.
+        leavingToSweep: {
+          on: { DELETE: { actions: 'addDeleter' } },
+          invoke: {
+            src: 'releaseRun',
+            input: ({ context }) => ({ admission: context.admission!, result: context.result! }),
+            onDone: [
+              { guard: 'deletionRequested', target: '#chat.deleting', actions: 'leaveRunToSweep' },
+              { target: '#chat.ready', actions: 'leaveRunToSweep' },
+            ],
+            onError: [
+              { guard: 'deletionRequested', target: '#chat.deleting', actions: 'leaveRunToSweep' },
+              { target: '#chat.ready', actions: 'leaveRunToSweep' },
+            ],
           },
         },
       },

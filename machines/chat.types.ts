@@ -6,6 +6,12 @@ import type { BlockToSummarise } from '../src/actors/context-history.ts'
 import type { CompactionJob } from '../src/actors/summarise-block.ts'
 
 export type SubmitOutcome = { kind: 'admitted'; admission: Admission } | { kind: 'rejected'; error: unknown }
+/**
+ * How a DELETE ended: `deleted` for the request that deleted the chat, `gone` for one that arrived
+ * while that deletion was under way (the chat was already going: a repeat answers 404), `failed`
+ * when the deletion could not be written (the chat stays, as it was).
+ */
+export type DeleteOutcome = { kind: 'deleted' } | { kind: 'gone' } | { kind: 'failed'; error: unknown }
 
 export type ChatContext = {
   chatId: string
@@ -22,6 +28,16 @@ export type ChatContext = {
   eagerCompaction: EagerCompaction | null
   /** A running run of this chat nobody streams any more (its lease expired), being settled before the turn. */
   orphan: RunLease | null
+  /**
+   * A run the ledger shows `running` that this actor does not stream: found at hydration, or left by
+   * a settlement that failed (decision 020). The chat refuses turns while its lease is live; once the
+   * lease has lapsed the sweep, or the next turn, settles it as `interrupted`.
+   */
+  outstanding: RunLease | null
+  /** Settlements of the current run that failed so far; each is retried after a backoff. */
+  settleAttempts: number
+  /** The DELETE requests waiting for this chat's deletion, first one first; empty when none came. */
+  deleters: ((outcome: DeleteOutcome) => void)[]
 }
 
 /**
@@ -34,12 +50,17 @@ export type LedgerView = { runningRun: RunLease | null; at: string }
 export type ChatEvent =
   | { type: 'SUBMIT'; submission: Submission; respond: (outcome: SubmitOutcome) => void; ledger?: LedgerView }
   | { type: 'CANCEL'; runId: string }
+  /** Delete the chat: a running run is stopped and settled first (decision 020). */
+  | { type: 'DELETE'; respond: (outcome: DeleteOutcome) => void }
   // The end of the eager compaction child (machines/chat.machine.ts spawns it as `eagerCompaction`).
   | { type: 'xstate.done.actor.eagerCompaction'; output: void }
   | { type: 'xstate.error.actor.eagerCompaction'; error: unknown }
 
-/** What the actor is hydrated with: read from the ledger, never from a snapshot. */
-export type ChatInput = { chatId: string } & ChatFacts
+/**
+ * What the actor is hydrated with: read from the ledger, never from a snapshot. `outstanding`: the
+ * chat's running customer run, when the ledger has one (no actor streams it: the actor is new).
+ */
+export type ChatInput = { chatId: string; outstanding?: RunLease | null } & ChatFacts
 
 /** Settles an orphan whose lease expired; resolves with what the chat knows afterwards, read from the ledger. */
 export type ReapRunInput = { chatId: string; run: RunLease }
@@ -48,6 +69,13 @@ export type StreamRunInput = { admission: Admission; signal: AbortSignal }
 /** The admitted run and the blocks to summarise; resolves with the run re-packed over the summaries. */
 export type CompactHistoryInput = { admission: Admission; signal: AbortSignal }
 export type SettleRunInput = { admission: Admission; result: RunResult }
+/**
+ * A run whose settlement kept failing is left to the sweep: its lease is released and no longer
+ * renewed, and its stream ends with an `error` frame (decision 020).
+ */
+export type ReleaseRunInput = { admission: Admission; result: RunResult }
+/** Deletes the chat's rows in one transaction, settling first a run left outstanding whose lease lapsed. */
+export type DeleteChatInput = { chatId: string; outstanding: RunLease | null }
 /** Blocks to summarise in the background after a run settled (decisions §5.3 at_fill), and for whom. */
 export type EagerCompaction = { job: CompactionJob; blocks: BlockToSummarise[] }
 export type SettleRunOutput = { cost: string | null; eager: EagerCompaction | null }

@@ -9,7 +9,7 @@ import { compactForTurn } from './compact-for-turn.ts'
 import { createCompactor } from './compactor.ts'
 import { planEagerCompaction } from './plan-eager-compaction.ts'
 import { executeRun } from './execute-run.ts'
-import { finishRun } from './finish-run.ts'
+import { endStream, endUnsettled, writeSettlement } from './finish-run.ts'
 import type { RunDeps } from './run-deps.ts'
 import { reapExpiredRun, sweepAbandonedRuns } from './sweep-abandoned-runs.ts'
 import type { Admission, Submission } from './turn-types.ts'
@@ -25,6 +25,8 @@ export type ActorHostOptions = {
   inspect?: Observer<InspectionEvent>
   /** LiteFS's view of this node (decision 009); without it, the node is the primary. */
   role?: ReplicationRoleSource
+  /** Where background failures go (a lease renewal, a sweep, a settlement left to the sweep); stderr unless told. */
+  onError?: (what: string, error: unknown) => void
 }
 
 /**
@@ -38,6 +40,12 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
   const idleEvictMs = options.idleEvictMs ?? 60_000
   const maxIdleActors = options.maxIdleActors ?? 10_000
   const actors = new Map<string, { actor: ChatActor; lastUsed: number }>()
+  /**
+   * Runs this node gave up settling (decision 020): their leases were released, and are never renewed
+   * here even if that release could not be written; the sweep settles them.
+   */
+  const released = new Set<string>()
+  const report = options.onError ?? ((what: string, error: unknown) => console.error(`chat actor host: ${what}:`, error))
 
   const compactor = createCompactor(deps)
   const machine = chatMachine.provide({
@@ -45,35 +53,78 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
       admitTurn: fromPromise(async ({ input }) => admitTurn(deps, compactor, input.facts, input.submission)),
       compactHistory: fromPromise(async ({ input }) => compactForTurn(deps, compactor, input.admission, input.signal)),
       streamRun: fromPromise(async ({ input }) => executeRun(deps, input.admission, input.signal)),
+      // A throw is retried by the machine, then left to the sweep (decision 020): the stream waits.
       settleRun: fromPromise(async ({ input }) => {
-        const { cost } = await finishRun(deps, input.admission, input.result)
+        const cost = await writeSettlement(deps, input.admission, input.result)
+        endStream(input.admission, input.result, cost)
         // A run cancelled or failed still grew the ledger; eager work is planned on what is there now.
-        return { cost, eager: planEagerCompaction(deps, compactor, input.admission) }
+        // The run is settled whatever planning meets: its failure must not bring a second settlement.
+        let eager = null
+        try {
+          eager = planEagerCompaction(deps, compactor, input.admission)
+        } catch (error) {
+          report(`eager compaction of chat ${input.admission.chatId} not planned`, error)
+        }
+        return { cost, eager }
+      }),
+      // Settlement kept failing: the lease is released and never renewed here, so the sweep settles the run.
+      releaseRun: fromPromise(async ({ input }) => {
+        const runId = input.admission.runId
+        released.add(runId)
+        try {
+          await deps.store.writes.write(() => deps.store.runs.releaseLease(runId, deps.now().toISOString()))
+        } catch (error) {
+          // Unwritten, the lease lapses within its TTL all the same: nobody renews it.
+          report(`lease of run ${runId} not released`, error)
+        } finally {
+          endUnsettled(input.admission)
+        }
+      }),
+      // decision 020: the chat's rows in one transaction; an outstanding run whose lease lapsed is settled first.
+      deleteChat: fromPromise(async ({ input }) => {
+        await deps.store.writes.write(() => {
+          if (input.outstanding) {
+            try {
+              // Its own savepoint: a settlement that fails is undone alone and left to the sweep.
+              deps.store.db.transaction(() => reapExpiredRun(deps, input.outstanding!.id))()
+            } catch (error) {
+              report(`run ${input.outstanding.id} of deleted chat ${input.chatId} left to the sweep`, error)
+            }
+          }
+          deps.store.chats.deleteById(input.chatId)
+        })
       }),
       // decisions §4: an orphan whose lease expired is settled before the turn that found it.
       reapRun: fromPromise(async ({ input }) => {
         await deps.store.writes.write(() => reapExpiredRun(deps, input.run.id))
-        const { chatId: _, ...facts } = hydrate(input.chatId)
+        const { chatId: _, outstanding: __, ...facts } = hydrate(input.chatId)
         return facts
       }),
       // Background work: not tied to any caller, so nothing cancels it; each run settles on its own.
-      compactEagerly: fromPromise(async ({ input }) => {
-        await compactor.summarise(input.job, input.blocks, new AbortController().signal)
+      // Its signal fires only when the chat is deleted (the machine stops the child then).
+      compactEagerly: fromPromise(async ({ input, signal }) => {
+        await compactor.summarise(input.job, input.blocks, signal)
       }),
     },
   })
 
-  /** Rebuilds what the actor needs from the ledger: the latest customer run and its open calls. */
+  /**
+   * Rebuilds what the actor needs from the ledger: the latest customer run and its open calls, and
+   * the chat's running customer run, which no actor here streams since the actor is new (decision 020).
+   */
   function hydrate(chatId: string): ChatInput {
+    const outstanding = deps.store.runs.runningCustomerRun(chatId)
     const latest = deps.store.runs.latestCustomerRun(chatId)
-    if (!latest || latest.status === 'running') return { chatId, pendingCalls: [], latestCustomerRun: latest ? { id: latest.id, status: latest.status } : null }
+    if (!latest || latest.status === 'running') {
+      return { chatId, outstanding, pendingCalls: [], latestCustomerRun: latest ? { id: latest.id, status: latest.status } : null }
+    }
     const pendingCalls = deps.store.parts.ofRun(latest.id).flatMap((row) => {
       const body = JSON.parse(row.body) as PartBody
       return body.type === 'tool_call'
         ? [{ tool_use_id: body.tool_use_id, tool_name: body.tool_name, created_at: row.created_at, run_status: latest.status }]
         : []
     })
-    return { chatId, pendingCalls, latestCustomerRun: { id: latest.id, status: latest.status } }
+    return { chatId, outstanding, pendingCalls, latestCustomerRun: { id: latest.id, status: latest.status } }
   }
 
   function actorFor(chatId: string): ChatActor {
@@ -83,6 +134,21 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
       return found.actor
     }
     const actor = createActor(machine, { input: hydrate(chatId), inspect: options.inspect, id: `chat:${chatId}` })
+    const drop = () => {
+      if (actors.get(chatId)?.actor === actor) actors.delete(chatId)
+    }
+    actor.subscribe({
+      // Done: the chat was deleted (the machine's final state). Everything kept for it goes too.
+      complete: () => {
+        drop()
+        if (actor.getSnapshot().status === 'done') deps.history.forget(chatId)
+      },
+      // Never expected; the next use hydrates a new actor from the ledger.
+      error: (error) => {
+        drop()
+        report(`actor of chat ${chatId} failed`, error)
+      },
+    })
     actor.start()
     actors.set(chatId, { actor, lastUsed: Date.now() })
     return actor
@@ -90,7 +156,8 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
 
   const isIdle = (actor: ChatActor) => {
     const snapshot = actor.getSnapshot()
-    return (snapshot.matches('idle') || snapshot.matches('awaitingToolResults')) && snapshot.context.eagerCompaction === null
+    const resting = snapshot.matches('idle') || snapshot.matches('awaitingToolResults') || snapshot.matches('outstanding')
+    return resting && snapshot.context.eagerCompaction === null
   }
 
   /** Drops a resting chat's actor after the ledger changed under it (an orphan settled): the next use rehydrates it. */
@@ -163,6 +230,25 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
       return true
     },
 
+    /**
+     * Deletes a chat through its actor (decision 020): a running run is stopped and settled (error
+     * `chat_deleted` on its stream, billed for what it used), the chat's rows go in one transaction,
+     * then the actor and everything kept for the chat. False when the organisation has no such chat,
+     * or another request deleted it meanwhile.
+     */
+    delete(orgId: string, chatId: string): Promise<boolean> {
+      if (this.ownerOf(chatId).kind !== 'local') {
+        return Promise.reject(new UnavailableError('this node does not own the chat'))
+      }
+      if (!deps.store.chats.get(orgId, chatId)) return Promise.resolve(false)
+      return new Promise((resolve, reject) => {
+        actorFor(chatId).send({
+          type: 'DELETE',
+          respond: (outcome) => (outcome.kind === 'failed' ? reject(outcome.error) : resolve(outcome.kind === 'deleted')),
+        })
+      })
+    },
+
     /** The live channel of a run streaming on this node, if any. */
     channelOf(chatId: string, runId: string) {
       const admission = actors.get(chatId)?.actor.getSnapshot().context.admission
@@ -191,7 +277,10 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
       let stopped = false
 
       const sweep = (previousSelf: string | null) => {
-        for (const run of sweepAbandonedRuns(deps, previousSelf)) if (run.origin === 'customer') forget(run.chat_id)
+        for (const run of sweepAbandonedRuns(deps, previousSelf, (run, error) => report(`run ${run.id} not swept`, error))) {
+          released.delete(run.id)
+          if (run.origin === 'customer') forget(run.chat_id)
+        }
         scheduleAtExpiry()
       }
       // Another node's lease (an orphan after a node change) is swept the moment it expires, not at
@@ -208,11 +297,21 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
       }
 
       // This node's own leases are renewed first, so a late tick never finds its own runs expired.
+      // A tick that fails (the database refuses writes for a moment) is logged; the next one tries again.
       function renewAndSweep() {
         if (!isPrimary()) return
-        const now = deps.now()
-        deps.store.runs.renewLeases(deps.nodeId, new Date(now.getTime() + deps.leaseTtlMs).toISOString())
-        sweep(null)
+        try {
+          const now = deps.now()
+          for (const id of released) if (deps.store.runs.getById(id)?.status !== 'running') released.delete(id)
+          deps.store.runs.renewLeases(deps.nodeId, new Date(now.getTime() + deps.leaseTtlMs).toISOString(), [...released])
+        } catch (error) {
+          report('leases not renewed', error)
+        }
+        try {
+          sweep(null)
+        } catch (error) {
+          report('abandoned runs not swept', error)
+        }
       }
 
       if (isPrimary()) sweep(deps.nodeId)

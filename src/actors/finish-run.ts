@@ -6,33 +6,46 @@ import { settleRun } from './settle-run.ts'
  * Settles a run and tells its stream how it ended: `done` after a success (with the settled cost),
  * `error` after a failure or a cancel. A failure before the stream opened was already answered
  * with an HTTP error, so it sends no frame.
+ *
+ * A settlement that throws leaves the stream as it is: the chat machine tries it again, and when it
+ * gives up the run is left to the sweep and its stream ended by `endUnsettled` (decision 020).
  */
 export async function finishRun(deps: RunDeps, admission: Admission, result: RunResult): Promise<{ cost: string | null }> {
+  const cost = await writeSettlement(deps, admission, result)
+  endStream(admission, result, cost)
+  return { cost }
+}
+
+/** The settlement alone: status, usage, cost and balance entry, group-committed with other turns' writes. */
+export function writeSettlement(deps: RunDeps, admission: Admission, result: RunResult): Promise<string | null> {
+  return deps.store.writes.write(() => settleRun(deps, {
+    runId: admission.runId,
+    orgId: admission.orgId,
+    chatId: admission.chatId,
+    apiKeyId: admission.apiKeyId,
+    namespace: admission.namespace,
+    model: admission.model,
+    markupPercent: admission.markupPercent,
+    status: result.status,
+    stopReason: result.stopReason,
+    error: result.error?.message ?? null,
+    usage: result.usage,
+    usageLost: result.usageLost,
+    latencyMs: result.latencyMs,
+    providerResponseId: result.providerRequestId ?? result.providerResponseId,
+    // Cancels and calls refused locally say nothing of the provider's health (spec §2.7); every
+    // other ending is a sample, written with the settlement.
+    sample:
+      result.status === 'cancelled' || result.vendorRequests === 0
+        ? undefined
+        : { startedAt: new Date(admission.startedAtMs).toISOString(), firstDeltaMs: result.firstDeltaMs },
+  }))
+}
+
+/** The stream's last frame once the run is settled (`done` goes out only after the commit). */
+export function endStream(admission: Admission, result: RunResult, cost: string | null): void {
   const { channel } = admission
   try {
-    // Group-committed with other turns' writes; `done` goes out only after the commit.
-    const cost = await deps.store.writes.write(() => settleRun(deps, {
-      runId: admission.runId,
-      orgId: admission.orgId,
-      chatId: admission.chatId,
-      apiKeyId: admission.apiKeyId,
-      namespace: admission.namespace,
-      model: admission.model,
-      markupPercent: admission.markupPercent,
-      status: result.status,
-      stopReason: result.stopReason,
-      error: result.error?.message ?? null,
-      usage: result.usage,
-      usageLost: result.usageLost,
-      latencyMs: result.latencyMs,
-      providerResponseId: result.providerRequestId ?? result.providerResponseId,
-      // Cancels and calls refused locally say nothing of the provider's health (spec §2.7); every
-      // other ending is a sample, written with the settlement.
-      sample:
-        result.status === 'cancelled' || result.vendorRequests === 0
-          ? undefined
-          : { startedAt: new Date(admission.startedAtMs).toISOString(), firstDeltaMs: result.firstDeltaMs },
-    }))
     if (result.status === 'succeeded') {
       channel.end('done', {
         compaction: admission.compactionReport,
@@ -47,7 +60,13 @@ export async function finishRun(deps: RunDeps, admission: Admission, result: Run
       })
     } else if (result.status === 'cancelled') {
       channel.open()
-      channel.end('error', { code: 'cancelled', message: 'the run was cancelled; its output so far is kept', details: { run_id: admission.runId } })
+      // A cancel says so; a run its chat's deletion stopped says that instead (decision 020).
+      channel.end(
+        'error',
+        result.error
+          ? { code: result.error.code, message: result.error.message, details: { run_id: admission.runId } }
+          : { code: 'cancelled', message: 'the run was cancelled; its output so far is kept', details: { run_id: admission.runId } },
+      )
     } else if (result.streamOpened || channel.opened) {
       // A run that compacted opened its stream before its provider call: a failure then is a frame too.
       channel.open()
@@ -58,12 +77,22 @@ export async function finishRun(deps: RunDeps, admission: Admission, result: Run
         hint: 'send input: [] with retry_of set to this run to try again',
       })
     }
-    return { cost }
-  } catch (error) {
-    channel.open()
-    channel.end('error', { code: 'internal', message: 'the run could not be settled', details: { run_id: admission.runId } })
-    throw error
   } finally {
     channel.markSettled()
   }
+}
+
+/**
+ * The stream of a run whose settlement kept failing (decision 020): it ends with an `error` frame
+ * (no internals), and the run stays `running` for the sweep, which settles it as `interrupted`.
+ */
+export function endUnsettled(admission: Admission): void {
+  const { channel } = admission
+  channel.open()
+  channel.end('error', {
+    code: 'internal',
+    message: 'the run could not be settled; it will be settled as interrupted for the usage known',
+    details: { run_id: admission.runId },
+  })
+  channel.markSettled()
 }

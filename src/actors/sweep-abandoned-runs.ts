@@ -11,9 +11,19 @@ import { settleRun } from './settle-run.ts'
  * usage known: the packed input recorded in its manifest and the output it had written.
  * Returns the runs it settled.
  */
-export function sweepAbandonedRuns(deps: RunDeps, previousSelf: string | null): RunRow[] {
+export function sweepAbandonedRuns(deps: RunDeps, previousSelf: string | null, onError?: (run: RunRow, error: unknown) => void): RunRow[] {
   const abandoned = deps.store.runs.abandoned(deps.now().toISOString(), previousSelf ?? '')
-  return abandoned.filter((run) => settleAbandoned(deps, run))
+  // One run that cannot be settled now (decision 020) does not keep the others from it; it stays
+  // `running` and the next sweep tries it again.
+  return abandoned.filter((run) => {
+    if (!onError) return settleAbandoned(deps, run)
+    try {
+      return settleAbandoned(deps, run)
+    } catch (error) {
+      onError(run, error)
+      return false
+    }
+  })
 }
 
 /**

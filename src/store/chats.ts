@@ -50,6 +50,7 @@ export function createChatStore(db: Db) {
   const byId = db.prepare<[string, string], ChatRow>('SELECT * FROM chats WHERE id = ? AND org_id = ?')
   const seqOf = db.prepare<[string, string], { seq: number }>('SELECT seq FROM chats WHERE id = ? AND org_id = ?')
   const remove = db.prepare<[string, string]>('DELETE FROM chats WHERE id = ? AND org_id = ?')
+  const removeById = db.prepare<[string]>('DELETE FROM chats WHERE id = ?')
   type ListParams = { org: string; cursor: number; ns: string | null; from: string | null; to: string | null; limit: number }
   const older = db.prepare<[ListParams], ChatRow>(CHAT_LIST_OLDER_SQL)
   const newer = db.prepare<[ListParams], ChatRow>(CHAT_LIST_NEWER_SQL)
@@ -67,6 +68,11 @@ export function createChatStore(db: Db) {
     /** Scoped by organisation in the query itself: another org's chat is simply not found. */
     get: (orgId: string, id: string) => byId.get(id, orgId),
     delete: (orgId: string, id: string) => remove.run(id, orgId).changes > 0,
+    /**
+     * The chat and its ledger (parts, their media rows, summaries) by id, for its actor once the
+     * caller's organisation was checked (decision 020). Its runs and balance entries stay.
+     */
+    deleteById: (id: string) => removeById.run(id).changes > 0,
     list(query: ChatListQuery): ChatListPage {
       const cursorId = query.afterId ?? query.beforeId
       let cursor = Number.MAX_SAFE_INTEGER

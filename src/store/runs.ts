@@ -84,8 +84,14 @@ export function createRunStore(db: Db) {
        lease_owner = NULL, lease_expires_at = NULL, cost_units = @costUnits, settled_at = @settledAt
      WHERE id = @id AND status = 'running'`,
   )
-  const renew = db.prepare<[string, string]>(
-    `UPDATE runs SET lease_expires_at = ? WHERE lease_owner = ? AND status = 'running'`,
+  // Runs named in the JSON array are left out: runs this node gave up (decision 020).
+  const renew = db.prepare<[string, string, string]>(
+    `UPDATE runs SET lease_expires_at = ? WHERE lease_owner = ? AND status = 'running'
+       AND id NOT IN (SELECT value FROM json_each(?))`,
+  )
+  // Nobody streams the run any more: its lease ends now and has no owner to renew it.
+  const release = db.prepare<[string, string]>(
+    `UPDATE runs SET lease_owner = NULL, lease_expires_at = ? WHERE id = ? AND status = 'running'`,
   )
   // Expired at the instant of expiry, as leaseIsLive says.
   const abandoned = db
@@ -124,7 +130,13 @@ export function createRunStore(db: Db) {
       }).changes > 0,
     /** A running run's manifest once its context is final (after compaction, decisions §5.4). */
     setManifest: (id: string, manifest: unknown) => setManifest.run(JSON.stringify(manifest), id).changes > 0,
-    renewLeases: (owner: string, expiresAt: string) => renew.run(expiresAt, owner).changes,
+    /** Renews the leases of `owner`'s running runs, except the runs named in `except`. */
+    renewLeases: (owner: string, expiresAt: string, except: readonly string[] = []) => renew.run(expiresAt, owner, JSON.stringify(except)).changes,
+    /**
+     * decision 020: a run whose settlement failed is left to the sweep: its lease expires at `at`
+     * (now) and, with no owner, is never renewed. False when the run is no longer running.
+     */
+    releaseLease: (id: string, at: string) => release.run(at, id).changes > 0,
     /** Running runs nobody can be streaming: an expired lease, or a lease of this node's previous life. */
     abandoned: (now: string, previousSelf: string) => abandoned.all(now, previousSelf),
     /** When the first lease held by another node expires, if another node's run is running. */

@@ -1,22 +1,27 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createActor, fromPromise, waitFor, type Actor } from 'xstate'
-import { chatMachine } from '../../machines/chat.machine.ts'
+import { CHAT_DELETED, chatMachine, SETTLE_RETRIES } from '../../machines/chat.machine.ts'
 import type {
   AdmitTurnInput,
   ChatInput,
   CompactHistoryInput,
+  DeleteChatInput,
   EagerCompaction,
+  ReapRunInput,
+  ReleaseRunInput,
   SettleRunInput,
   SettleRunOutput,
   StreamRunInput,
   SubmitOutcome,
+  DeleteOutcome,
 } from '../../machines/chat.types.ts'
+import type { ChatFacts } from '../../src/actors/admit-turn.ts'
 import type { BlockToSummarise } from '../../src/actors/context-history.ts'
 import { RunChannel, type RunFrame } from '../../src/actors/run-channel.ts'
 import type { CompactionJob } from '../../src/actors/summarise-block.ts'
 import type { Admission, RunResult, Submission } from '../../src/actors/turn-types.ts'
 import { blockKey } from '../../src/domain/context/cut-blocks.ts'
-import { RunInProgressError, UnknownToolUseIdError } from '../../src/domain/errors.ts'
+import { NotFoundError, RunInProgressError, UnknownToolUseIdError } from '../../src/domain/errors.ts'
 import { ZERO_USAGE } from '../../src/domain/pricing/usage.ts'
 import type { PendingCall } from '../../src/domain/turns/close-pending-calls.ts'
 
@@ -129,9 +134,29 @@ function harness(input: Partial<ChatInput> = {}) {
     settle: (output?: Partial<SettleRunOutput>) => void
   }[] = []
   const compacts: { input: CompactHistoryInput; d: ReturnType<typeof deferred<Admission>> }[] = []
-  const eagers: { input: EagerCompaction; d: ReturnType<typeof deferred<void>> }[] = []
+  const eagers: { input: EagerCompaction; d: ReturnType<typeof deferred<void>>; signal: AbortSignal }[] = []
+  const releases: { input: ReleaseRunInput; d: ReturnType<typeof deferred<void>> }[] = []
+  const deletes: { input: DeleteChatInput; d: ReturnType<typeof deferred<void>> }[] = []
+  const reaps: { input: ReapRunInput; d: ReturnType<typeof deferred<ChatFacts>> }[] = []
   const machine = chatMachine.provide({
+    // Settlement retries wait 5 ms here (200 ms × 4^n in production).
+    delays: { settleRetry: 5 },
     actors: {
+      reapRun: fromPromise<ChatFacts, ReapRunInput>(({ input }) => {
+        const d = deferred<ChatFacts>()
+        reaps.push({ input, d })
+        return d.promise
+      }),
+      releaseRun: fromPromise<void, ReleaseRunInput>(({ input }) => {
+        const d = deferred<void>()
+        releases.push({ input, d })
+        return d.promise
+      }),
+      deleteChat: fromPromise<void, DeleteChatInput>(({ input }) => {
+        const d = deferred<void>()
+        deletes.push({ input, d })
+        return d.promise
+      }),
       compactHistory: fromPromise<Admission, CompactHistoryInput>(({ input }) => {
         const d = deferred<Admission>()
         compacts.push({ input, d })
@@ -152,9 +177,9 @@ function harness(input: Partial<ChatInput> = {}) {
         settles.push({ input, d, settle: (output = {}) => d.resolve({ cost: '0', eager: null, ...output }) })
         return d.promise
       }),
-      compactEagerly: fromPromise<void, EagerCompaction>(({ input }) => {
+      compactEagerly: fromPromise<void, EagerCompaction>(({ input, signal }) => {
         const d = deferred<void>()
-        eagers.push({ input, d })
+        eagers.push({ input, d, signal })
         return d.promise
       }),
     },
@@ -182,7 +207,13 @@ function harness(input: Partial<ChatInput> = {}) {
   const eagerRunning = () => eagerChild()?.getSnapshot().status === 'active'
   /** Until the eager child finished and the chat forgot it. */
   const eagerDone = () => waitFor(actor, (s) => s.context.eagerCompaction === null, { timeout: 2_000 })
-  return { actor, admits, streams, settles, compacts, eagers, submit, state, context, at, errors, eagerChild, eagerRunning, eagerDone }
+  /** Sends DELETE; the returned mock is called with the outcome. */
+  const remove = () => {
+    const respond = vi.fn<(outcome: DeleteOutcome) => void>()
+    actor.send({ type: 'DELETE', respond })
+    return respond
+  }
+  return { actor, admits, streams, settles, compacts, eagers, releases, deletes, reaps, submit, remove, state, context, at, errors, eagerChild, eagerRunning, eagerDone }
 }
 
 /** Drives a fresh harness to running.streaming for run `runId`. */
@@ -446,16 +477,20 @@ describe('chat machine: settling', () => {
     expect(h.context().latestCustomerRun).toEqual({ id: 'run-1', status: 'cancelled' })
   })
 
-  it('settling → ready even when settlement throws, so the chat is never stuck running', async () => {
+  it('a settlement that throws is tried again after a backoff, with the same run and result; one that then succeeds settles the run as usual', async () => {
     const h = await streaming('run-1')
     h.streams[0]!.d.resolve(result('succeeded'))
     await h.at({ running: 'settling' })
     h.settles[0]!.d.reject(new Error('disk full'))
+    await h.at({ running: 'settlingAgain' })
+    expect(h.context().settleAttempts).toBe(1)
+    await waitFor(h.actor, () => h.settles.length === 2, { timeout: 2_000 })
+    expect(h.settles[1]!.input).toEqual(h.settles[0]!.input)
+    h.settles[1]!.settle()
     await h.at('idle')
-    expect(h.context().latestCustomerRun).toEqual({ id: 'run-1', status: 'succeeded' })
+    expect(h.context()).toMatchObject({ latestCustomerRun: { id: 'run-1', status: 'succeeded' }, settleAttempts: 0, outstanding: null })
+    expect(h.releases).toHaveLength(0)
     expect(h.errors).toEqual([])
-    h.submit()
-    expect(h.state()).toEqual({ running: 'packing' })
   })
 
   it('streaming → settling → ready even when streamRun throws: the run is settled as failed, the chat stays usable', async () => {
@@ -753,8 +788,13 @@ describe('chat machine: eager compaction', () => {
   it('a settle that throws spawns nothing', async () => {
     const h = harness()
     await runToSettling(h, 'run-1')
-    h.settles[0]!.d.reject(new Error('disk full'))
-    await h.at('idle')
+    for (let i = 0; i < 4; i++) {
+      await waitFor(h.actor, () => h.settles.length === i + 1, { timeout: 2_000 })
+      h.settles[i]!.d.reject(new Error('disk full'))
+    }
+    await h.at({ running: 'leavingToSweep' })
+    h.releases[0]!.d.resolve()
+    await h.at('outstanding')
     expect(h.eagers).toHaveLength(0)
     expect(h.context().eagerCompaction).toBeNull()
   })
@@ -860,5 +900,289 @@ describe('chat machine: a turn during eager compaction', () => {
     expect(h.eagers[1]!.input).toEqual(next)
     expect(h.context().eagerCompaction).toEqual(next)
     expect(h.eagerRunning()).toBe(true)
+  })
+})
+
+/** A stopped run's result as streamRun returns it after the abort: some output streamed, usage estimated. */
+const stopped = (): RunResult => ({
+  ...result('cancelled'),
+  usage: { ...ZERO_USAGE, input_tokens: 120, output_tokens: 7 },
+  usageLost: true,
+})
+
+const future = () => new Date(Date.now() + 30_000).toISOString()
+const past = () => new Date(Date.now() - 1_000).toISOString()
+
+describe('chat machine: delete (decision 020)', () => {
+  it.each([
+    ['idle', {}],
+    ['awaitingToolResults', { pendingCalls: [{ tool_name: 'x', tool_use_id: 'c1', created_at: '2030-01-01T00:00:00.000Z', run_status: 'succeeded' }] as PendingCall[] }],
+  ] as const)('DELETE at rest (%s) → deleting → deleted: the rows go, the actor ends, the caller is answered', async (at, input) => {
+    const h = harness(input)
+    expect(h.state()).toBe(at)
+    const respond = h.remove()
+    expect(h.state()).toBe('deleting')
+    expect(h.deletes).toHaveLength(1)
+    expect(h.deletes[0]!.input).toEqual({ chatId: CHAT_ID, outstanding: null })
+    expect(respond).not.toHaveBeenCalled()
+    h.deletes[0]!.d.resolve()
+    await waitFor(h.actor, (s) => s.status === 'done', { timeout: 2_000 })
+    expect(respond).toHaveBeenCalledWith({ kind: 'deleted' })
+    expect(h.state()).toBe('deleted')
+    expect(h.errors).toEqual([])
+  })
+
+  it('DELETE while running: the run is stopped, settled cancelled with chat_deleted for what it used, then the chat is deleted', async () => {
+    const h = await streaming('run-1')
+    const signal = h.streams[0]!.input.signal
+    const first = h.remove()
+    expect(h.state()).toEqual({ running: { streaming: 'cancelling' } })
+    expect(signal.aborted).toBe(true)
+    // A turn meanwhile is refused (one running run); a second DELETE waits with the first.
+    const turn = h.submit(submission('late'))
+    expect(turn.mock.calls[0]![0]).toMatchObject({ kind: 'rejected', error: expect.any(RunInProgressError) })
+    const second = h.remove()
+    // The provider call returns what it streamed before the abort.
+    h.streams[0]!.d.resolve(stopped())
+    await h.at({ running: 'settling' })
+    expect(h.settles[0]!.input.result).toMatchObject({
+      status: 'cancelled',
+      stopReason: null,
+      error: CHAT_DELETED,
+      // Billed for what was used: the packed input and the output streamed.
+      usage: { input_tokens: 120, output_tokens: 7 },
+      usageLost: true,
+    })
+    expect(h.deletes).toHaveLength(0)
+    // Eager work the settlement asks for is not started for a chat about to go.
+    h.settles[0]!.settle({ eager: eager(0) })
+    await h.at('deleting')
+    expect(h.eagers).toHaveLength(0)
+    expect(h.context()).toMatchObject({ admission: null, result: null, latestCustomerRun: { id: 'run-1', status: 'cancelled' } })
+    const afterSettle = h.submit(submission('later'))
+    expect(afterSettle.mock.calls[0]![0]).toMatchObject({ kind: 'rejected', error: expect.any(NotFoundError) })
+    h.deletes[0]!.d.resolve()
+    await waitFor(h.actor, (s) => s.status === 'done', { timeout: 2_000 })
+    expect(first).toHaveBeenCalledWith({ kind: 'deleted' })
+    expect(second).toHaveBeenCalledWith({ kind: 'gone' })
+    expect(h.errors).toEqual([])
+  })
+
+  it('DELETE while a CANCEL is being carried out: the run ends as deleted', async () => {
+    const h = await streaming('run-1')
+    h.actor.send({ type: 'CANCEL', runId: 'run-1' })
+    h.remove()
+    h.streams[0]!.d.resolve(stopped())
+    await h.at({ running: 'settling' })
+    expect(h.settles[0]!.input.result).toMatchObject({ status: 'cancelled', error: CHAT_DELETED })
+  })
+
+  it('a run that finished just as the DELETE came is settled as it ended (its done frame is true), then the chat is deleted', async () => {
+    const h = await streaming('run-1')
+    h.remove()
+    h.streams[0]!.d.resolve(result('succeeded'))
+    await h.at({ running: 'settling' })
+    expect(h.settles[0]!.input.result).toMatchObject({ status: 'succeeded', error: null })
+    h.settles[0]!.settle()
+    await h.at('deleting')
+  })
+
+  it('DELETE while compacting: compaction is aborted, no provider call starts, the run settles cancelled with chat_deleted, eager work is stopped', async () => {
+    const h = harness()
+    await runToSettling(h, 'run-0')
+    h.settles[0]!.settle({ eager: eager(0) })
+    await h.at('idle')
+    const eagerSignal = h.eagers[0]!.signal
+    h.submit()
+    await h.at({ running: 'packing' })
+    const a = needing('run-1', 2, 1)
+    h.admits[1]!.d.resolve(a)
+    await h.at({ running: 'compacting' })
+    const compactSignal = h.compacts[0]!.input.signal
+    const respond = h.remove()
+    expect(h.state()).toEqual({ running: 'settling' })
+    expect(compactSignal.aborted).toBe(true)
+    expect(h.streams).toHaveLength(1)
+    expect(h.settles[1]!.input.admission.runId).toBe('run-1')
+    expect(h.settles[1]!.input.result).toMatchObject({ status: 'cancelled', error: CHAT_DELETED, usage: ZERO_USAGE })
+    // The eager child still runs while the turn settles; deleting stops it (its runs settle as cancelled).
+    expect(eagerSignal.aborted).toBe(false)
+    h.settles[1]!.settle()
+    await h.at('deleting')
+    expect(eagerSignal.aborted).toBe(true)
+    expect(h.eagerChild()).toBeUndefined()
+    expect(h.context().eagerCompaction).toBeNull()
+    h.deletes[0]!.d.resolve()
+    await waitFor(h.actor, (s) => s.status === 'done', { timeout: 2_000 })
+    expect(respond).toHaveBeenCalledWith({ kind: 'deleted' })
+    expect(h.errors).toEqual([])
+  })
+
+  it('DELETE while packing: the run admission wrote is announced, then settled with chat_deleted without streaming', async () => {
+    const h = harness()
+    const turn = h.submit()
+    await h.at({ running: 'packing' })
+    h.remove()
+    expect(h.state()).toEqual({ running: 'packing' })
+    const a = admission('run-1')
+    h.admits[0]!.d.resolve(a)
+    await h.at({ running: 'settling' })
+    expect(turn).toHaveBeenCalledWith({ kind: 'admitted', admission: a })
+    expect(h.streams).toHaveLength(0)
+    expect(h.settles[0]!.input.result).toMatchObject({ status: 'cancelled', error: CHAT_DELETED, usage: ZERO_USAGE })
+    h.settles[0]!.settle()
+    await h.at('deleting')
+  })
+
+  it('DELETE while packing, admission refusing: the turn finds the chat gone (404), the chat is deleted', async () => {
+    const h = harness()
+    const turn = h.submit()
+    await h.at({ running: 'packing' })
+    h.remove()
+    h.admits[0]!.d.reject(new Error('FOREIGN KEY constraint failed'))
+    await h.at('deleting')
+    expect(turn.mock.calls[0]![0]).toMatchObject({ kind: 'rejected', error: expect.any(NotFoundError) })
+  })
+
+  it('a deletion that cannot be written answers its error and leaves the chat as it was', async () => {
+    const h = harness()
+    const respond = h.remove()
+    h.deletes[0]!.d.reject(new Error('database is locked'))
+    await h.at('idle')
+    expect(respond.mock.calls[0]![0]).toMatchObject({ kind: 'failed', error: new Error('database is locked') })
+    expect(h.context().deleters).toEqual([])
+    expect(h.actor.getSnapshot().status).toBe('active')
+  })
+
+  it('DELETE during a settlement retry waits for the settlement, then deletes', async () => {
+    const h = await streaming('run-1')
+    h.streams[0]!.d.resolve(result('succeeded'))
+    await h.at({ running: 'settling' })
+    h.settles[0]!.d.reject(new Error('disk I/O error'))
+    await h.at({ running: 'settlingAgain' })
+    h.remove()
+    await waitFor(h.actor, () => h.settles.length === 2, { timeout: 2_000 })
+    h.settles[1]!.settle()
+    await h.at('deleting')
+  })
+})
+
+describe('chat machine: settlement cannot be lost (decision 020)', () => {
+  it(`retries ${SETTLE_RETRIES} times at 200 ms × 4^n; the next failure leaves the run to the sweep, outstanding, its stream ended by releaseRun`, async () => {
+    const delay = chatMachine.implementations.delays.settleRetry as (args: { context: { settleAttempts: number } }) => number
+    expect([1, 2, 3].map((n) => delay({ context: { settleAttempts: n } }))).toEqual([200, 800, 3_200])
+
+    const h = await streaming('run-1')
+    const res = result('succeeded', [{ tool_name: 'weather', tool_use_id: 'call_1' }])
+    h.streams[0]!.d.resolve(res)
+    for (let i = 0; i <= SETTLE_RETRIES; i++) {
+      await waitFor(h.actor, () => h.settles.length === i + 1, { timeout: 2_000 })
+      expect(h.state()).toEqual({ running: 'settling' })
+      h.settles[i]!.d.reject(new Error('SQLITE_FULL: database or disk is full'))
+    }
+    await h.at({ running: 'leavingToSweep' })
+    expect(h.settles).toHaveLength(SETTLE_RETRIES + 1)
+    expect(h.releases).toHaveLength(1)
+    expect(h.releases[0]!.input.admission.runId).toBe('run-1')
+    expect(h.releases[0]!.input.result).toBe(res)
+    // While the run is being left, it is still running: no turn.
+    expect(h.submit().mock.calls[0]![0]).toMatchObject({ kind: 'rejected', error: expect.any(RunInProgressError) })
+    h.releases[0]!.d.resolve()
+    await h.at('outstanding')
+    // Never `ready` as if the run had ended: the ledger still shows it running.
+    expect(h.context()).toMatchObject({
+      admission: null,
+      result: null,
+      settleAttempts: 0,
+      pendingCalls: [],
+      latestCustomerRun: { id: 'run-1', status: 'running' },
+      outstanding: { id: 'run-1', leaseOwner: null },
+    })
+    expect(h.errors).toEqual([])
+  })
+
+  it('after the run was left to the sweep: a turn is refused while the ledger shows its lease live, and reaps it once the lease lapsed (recovery)', async () => {
+    const h = await streaming('run-1')
+    h.streams[0]!.d.resolve(result('succeeded'))
+    for (let i = 0; i <= SETTLE_RETRIES; i++) {
+      await waitFor(h.actor, () => h.settles.length === i + 1, { timeout: 2_000 })
+      h.settles[i]!.d.reject(new Error('disk full'))
+    }
+    await h.at({ running: 'leavingToSweep' })
+    // A release that could not be written changes nothing for the chat.
+    h.releases[0]!.d.reject(new Error('disk full'))
+    await h.at('outstanding')
+
+    // The release did not reach the ledger: its lease still looks live there.
+    const run = { id: 'run-1', leaseOwner: 'node-a', leaseExpiresAt: future() }
+    const refused = vi.fn<(o: SubmitOutcome) => void>()
+    h.actor.send({ type: 'SUBMIT', submission: submission(), respond: refused, ledger: { runningRun: run, at: new Date().toISOString() } })
+    expect(refused.mock.calls[0]![0]).toMatchObject({ kind: 'rejected', error: expect.any(RunInProgressError) })
+    expect((refused.mock.calls[0]![0] as { error: RunInProgressError }).error.details).toEqual({ run_id: 'run-1' })
+    expect(h.state()).toBe('outstanding')
+
+    // Lapsed: the turn reaps it (settled as interrupted), reads the chat's facts again, and goes on.
+    const admitted = vi.fn<(o: SubmitOutcome) => void>()
+    const lapsed = { ...run, leaseExpiresAt: past() }
+    h.actor.send({ type: 'SUBMIT', submission: submission(), respond: admitted, ledger: { runningRun: lapsed, at: new Date().toISOString() } })
+    expect(h.state()).toEqual({ running: 'reaping' })
+    expect(h.reaps[0]!.input).toEqual({ chatId: CHAT_ID, run: lapsed })
+    const closed: PendingCall[] = [{ tool_name: 'weather', tool_use_id: 'call_1', created_at: '2030-01-02T03:04:05.000Z', run_status: 'failed' }]
+    h.reaps[0]!.d.resolve({ pendingCalls: closed, latestCustomerRun: { id: 'run-1', status: 'failed' } })
+    await h.at({ running: 'packing' })
+    expect(h.context().outstanding).toBeNull()
+    expect(h.admits[1]!.input.facts).toEqual({ pendingCalls: closed, latestCustomerRun: { id: 'run-1', status: 'failed' } })
+    h.admits[1]!.d.resolve(admission('run-2'))
+    await h.at({ running: { streaming: 'live' } })
+    expect(admitted).toHaveBeenCalledWith({ kind: 'admitted', admission: expect.objectContaining({ runId: 'run-2' }) })
+  })
+})
+
+describe('chat machine: hydrated with a running run in the ledger (decision 020)', () => {
+  const lease = future()
+  const held = () => ({ id: 'run-x', leaseOwner: 'node-a', leaseExpiresAt: lease })
+
+  it('ready → outstanding, whatever calls are pending: not idle', () => {
+    const h = harness({ outstanding: held(), latestCustomerRun: { id: 'run-x', status: 'running' } })
+    expect(h.state()).toBe('outstanding')
+    expect(h.context().outstanding).toEqual(held())
+  })
+
+  it('a turn is refused with run_in_progress naming the run while its lease is live, by the ledger or, without one, by what the actor knows', () => {
+    const h = harness({ outstanding: held() })
+    const bare = h.submit()
+    expect(bare.mock.calls[0]![0]).toMatchObject({ kind: 'rejected', error: expect.any(RunInProgressError) })
+    expect((bare.mock.calls[0]![0] as { error: RunInProgressError }).error.details).toEqual({ run_id: 'run-x' })
+    expect(h.state()).toBe('outstanding')
+    expect(h.admits).toHaveLength(0)
+    // CANCEL names no run this actor streams: nothing happens.
+    h.actor.send({ type: 'CANCEL', runId: 'run-x' })
+    expect(h.state()).toBe('outstanding')
+  })
+
+  it('once its lease lapsed, a turn reaps it first; a ledger showing it settled meanwhile (by the sweep) reaps nothing more but reads the facts again', async () => {
+    const h = harness({ outstanding: { ...held(), leaseExpiresAt: past() } })
+    h.submit()
+    expect(h.state()).toEqual({ running: 'reaping' })
+    expect(h.reaps[0]!.input.run.id).toBe('run-x')
+    h.reaps[0]!.d.resolve({ pendingCalls: [], latestCustomerRun: { id: 'run-x', status: 'failed' } })
+    await h.at({ running: 'packing' })
+
+    const g = harness({ outstanding: held() })
+    const respond = vi.fn<(o: SubmitOutcome) => void>()
+    g.actor.send({ type: 'SUBMIT', submission: submission(), respond, ledger: { runningRun: null, at: new Date().toISOString() } })
+    expect(g.state()).toEqual({ running: 'reaping' })
+    expect(g.reaps[0]!.input.run.id).toBe('run-x')
+    // A reaping that fails leaves the chat outstanding, the turn answered with the error.
+    g.reaps[0]!.d.reject(new Error('database is locked'))
+    await g.at('outstanding')
+    expect(respond.mock.calls[0]![0]).toMatchObject({ kind: 'rejected', error: new Error('database is locked') })
+  })
+
+  it('DELETE of such a chat hands the run to deleteChat, which settles it if its lease lapsed', async () => {
+    const h = harness({ outstanding: held() })
+    h.remove()
+    expect(h.state()).toBe('deleting')
+    expect(h.deletes[0]!.input).toEqual({ chatId: CHAT_ID, outstanding: held() })
   })
 })

@@ -144,7 +144,9 @@ export const chatRoutes =
       async (request, reply) => {
         const orgId = orgOf(request)
         const chat = findChat(deps, orgId, request.params.chat_id)
-        deps.store.chats.delete(orgId, chat.id)
+        // Through the chat's actor (decision 020): a running run is stopped and settled first, and
+        // the actor and what it kept go with the rows. Deleted meanwhile by another request: 404.
+        if (!(await deps.host.delete(orgId, chat.id))) throw new NotFoundError(`chat ${chat.id} not found`)
         return reply.code(204).send(null)
       },
     )
