@@ -1,7 +1,7 @@
 import { createActor, fromPromise, type Actor, type InspectionEvent, type Observer } from 'xstate'
 import { chatMachine } from '../../machines/chat.machine.ts'
 import type { ChatInput } from '../../machines/chat.types.ts'
-import { UnavailableError } from '../domain/errors.ts'
+import { DomainError, RunInProgressError, UnavailableError } from '../domain/errors.ts'
 import type { PartBody } from '../domain/parts.ts'
 import { ALWAYS_PRIMARY, type ReplicationRoleSource } from '../store/replication-role.ts'
 import { admitTurn } from './admit-turn.ts'
@@ -96,7 +96,14 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
       }),
       // decisions §4: an orphan whose lease expired is settled before the turn that found it.
       reapRun: fromPromise(async ({ input }) => {
-        await deps.store.writes.write(() => reapExpiredRun(deps, input.run.id))
+        try {
+          await deps.store.writes.write(() => reapExpiredRun(deps, input.run.id))
+        } catch (error) {
+          if (error instanceof DomainError) throw error
+          // It cannot be settled now (decision 020): the turn is refused as the run is still running.
+          report(`run ${input.run.id} not reaped`, error)
+          throw new RunInProgressError(input.run.id)
+        }
         const { chatId: _, outstanding: __, ...facts } = hydrate(input.chatId)
         return facts
       }),

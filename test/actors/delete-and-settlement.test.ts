@@ -222,8 +222,12 @@ describe('a settlement that fails', () => {
     await new Promise((r) => setTimeout(r, 200))
     expect(temp.store.runs.getById(admission.runId)!.lease_expires_at).toBe(left.lease_expires_at)
     expect(reported.some((what) => what === `run ${admission.runId} not swept`)).toBe(true)
-    // No turn is admitted past it: the turn tries to settle it first, and fails like the sweep.
-    await expect(host.submit(submission(chatId))).rejects.toThrow('database or disk is full')
+    // No turn is admitted past it: the turn tries to settle it first, fails like the sweep, and is
+    // answered 409 run_in_progress naming it.
+    const refused = host.submit(submission(chatId))
+    await expect(refused).rejects.toBeInstanceOf(RunInProgressError)
+    await expect(refused).rejects.toMatchObject({ details: { run_id: admission.runId } })
+    expect(reported).toContain(`run ${admission.runId} not reaped`)
     expect(count(`SELECT COUNT(*) AS n FROM runs WHERE chat_id = ?`, chatId)).toBe(1)
 
     settlementFails = false
