@@ -26,6 +26,7 @@ import { catalogueRoutes } from './routes/v1/catalogue.ts'
 import { Catalogue, CatalogueModel, CatalogueModelResponse } from './schemas/catalogue.ts'
 import { ChatCreated, ChatPage, ChatSummary, CreateChatRequest } from './schemas/chats.ts'
 import { ErrorBody, ErrorEnvelope } from './schemas/common.ts'
+import { cachedSerializerFactory } from './schemas/serializers.ts'
 import { CONFIG_SCHEMAS } from './schemas/config.ts'
 import { USAGE_SCHEMAS } from './schemas/usage.ts'
 import { RESPONSE_SCHEMAS } from './schemas/responses.ts'
@@ -127,6 +128,8 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
     routerOptions: { ignoreTrailingSlash: true },
+    // Each distinct response schema (the error envelope above all) is compiled once (decision 019).
+    schemaController: { compilersFactory: { buildSerializer: cachedSerializerFactory } },
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.decorateRequest('identity', null)
