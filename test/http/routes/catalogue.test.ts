@@ -1,5 +1,5 @@
 import { Decimal } from 'decimal.js'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { CatalogueEntry } from '../../../src/domain/catalogue/catalogue-entry.ts'
 import { expectError } from '../../helpers/http.ts'
 import { createTestApp, type TestContext } from '../../helpers/test-app.ts'
@@ -26,10 +26,11 @@ const MODEL: CatalogueEntry = {
 
 let ctx: TestContext
 
-beforeEach(async () => {
+// One app for the file: every test that signs in makes its own organisation (decision 019).
+beforeAll(async () => {
   ctx = await createTestApp({ catalogue: [MODEL] })
 })
-afterEach(async () => {
+afterAll(async () => {
   await ctx.close()
 })
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { CHAT_PAGE_DEFAULT } from '../../../src/domain/paging.ts'
 import { createChat, expectError, expectProblem, listChats } from '../../helpers/http.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../../helpers/test-app.ts'
@@ -7,12 +7,15 @@ import { createTestApp, type TestContext, type TestOrg } from '../../helpers/tes
 let ctx: TestContext
 let org: TestOrg
 
-beforeEach(async () => {
+// One app for the file: every test works in its own organisation (decision 019).
+beforeAll(async () => {
   ctx = await createTestApp()
-  org = ctx.org()
 })
-afterEach(async () => {
+afterAll(async () => {
   await ctx.close()
+})
+beforeEach(() => {
+  org = ctx.org()
 })
 
 /** Creates chats oldest first through the store (fast); returns their ids oldest first. */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import type { PartBody } from '../../../src/domain/parts.ts'
 import { createChat, expectError, expectProblem, UUID, type Auth } from '../../helpers/http.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../../helpers/test-app.ts'
@@ -10,12 +10,15 @@ type HistoryPage = { data: HistoryPart[]; first_ordinal: number | null; last_ord
 let ctx: TestContext
 let org: TestOrg
 
-beforeEach(async () => {
+// One app for the file: every test works in its own organisation (decision 019).
+beforeAll(async () => {
   ctx = await createTestApp()
-  org = ctx.org()
 })
-afterEach(async () => {
+afterAll(async () => {
   await ctx.close()
+})
+beforeEach(() => {
+  org = ctx.org()
 })
 
 async function history(chatId: string, query = '', auth: Auth = org.auth): Promise<HistoryPage> {

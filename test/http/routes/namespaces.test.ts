@@ -1,16 +1,19 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { createChat, expectError } from '../../helpers/http.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../../helpers/test-app.ts'
 
 let ctx: TestContext
 let org: TestOrg
 
-beforeEach(async () => {
+// One app for the file: every test works in its own organisation (decision 019).
+beforeAll(async () => {
   ctx = await createTestApp()
-  org = ctx.org()
 })
-afterEach(async () => {
+afterAll(async () => {
   await ctx.close()
+})
+beforeEach(() => {
+  org = ctx.org()
 })
 
 const namespaces = async (auth = org.auth) => {
