@@ -13,7 +13,12 @@
  * - every status >= 400 is JSON in the envelope `{"error": {"code", "message", "details"?, "hint"?}}`;
  * - a rejected request (4xx) leaves the row count of every table in the database unchanged, and
  *   writes no row at all (SQLite's total_changes() on the app's connection);
- * - a path id owned by another organisation answers exactly as a missing id does.
+ * - an id owned by another organisation (path, query or body) answers exactly as a missing id does.
+ *
+ * Then requests to any operations at once, accepted writes racing on one chat and one configuration
+ * kind, and the same generated requests over a real socket (undici against `app.listen`) with clients
+ * hanging up in the middle of a turn's stream: never a 5xx, errors in the envelope, and no run is
+ * left `running` once the dust settles.
  *
  * Runs: FUZZ_RUNS (default 60) requests per operation, so about 3,000 (plus twins for the
  * foreign-id comparison) under `npm test`; e.g. `FUZZ_RUNS=2000 npx vitest run test/http/fuzz`
@@ -23,6 +28,7 @@
  */
 import fc from 'fast-check'
 import type { LightMyRequestResponse } from 'fastify'
+import { request as undiciRequest } from 'undici'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestApp, type TestContext, type TestOrg } from '../../helpers/test-app.ts'
 import { parseSse, sandboxCatalogue } from '../../helpers/turns.ts'
@@ -229,6 +235,18 @@ function send(b: Built): Promise<LightMyRequestResponse> {
 
 const describeRequest = (b: Built) => `${b.method} ${b.url.slice(0, 300)} ${JSON.stringify(b.headers).slice(0, 300)} body=${(b.payload ?? '').slice(0, 300)}`
 
+/** Keeps the fixtures usable after an accepted write: a deleted chat is replaced, and accepted work has finished. */
+async function keepFixtures(path: string, b: Built, status: number): Promise<void> {
+  if (status >= 300 || b.method === 'GET') return
+  if (b.method === 'DELETE' && /^\/api\/v1\/chats\/[^/]+$/.test(path) && status === 204) {
+    const self = orgs[b.actor ?? 0]!
+    const deleted = decodeURIComponent(b.url.split('?')[0]!.split('/').pop()!)
+    const i = self.ids.chat.indexOf(deleted)
+    if (i >= 0) self.ids.chat[i] = (await call('POST', '/api/v1/chats', self.org, {})).id
+  }
+  await settle()
+}
+
 /** The envelope spec §7 requires of every error. */
 function expectEnvelope(res: LightMyRequestResponse, where: string) {
   expect(res.headers['content-type'], where).toMatch(/^application\/json/)
@@ -332,16 +350,7 @@ describe('fuzzing every operation of /openapi.json', () => {
               expect(swap(res.body), `foreign ${describeRequest(b)} vs missing`).toBe(twinRes.body)
             }
           }
-          if (res.statusCode < 300 && b.method !== 'GET') {
-            // Keep the fixtures usable: a deleted chat is replaced, and accepted work has finished.
-            if (b.method === 'DELETE' && /^\/api\/v1\/chats\/[^/]+$/.test(path) && res.statusCode === 204) {
-              const self = orgs[b.actor ?? 0]!
-              const deleted = decodeURIComponent(b.url.split('?')[0]!.split('/').pop()!)
-              const i = self.ids.chat.indexOf(deleted)
-              if (i >= 0) self.ids.chat[i] = (await call('POST', '/api/v1/chats', self.org, {})).id
-            }
-            await settle()
-          }
+          await keepFixtures(path, b, res.statusCode)
         }),
         { numRuns: RUNS, ...(SEED === undefined ? {} : { seed: SEED }), ...(PATH === undefined ? {} : { path: PATH }), endOnFailure: false },
       )
@@ -371,6 +380,74 @@ describe('fuzzing every operation of /openapi.json', () => {
           if (res.statusCode >= 400) expectEnvelope(res, where)
         })
         await settle()
+      }),
+      { numRuns: Math.ceil(RUNS / 2), ...(SEED === undefined ? {} : { seed: SEED }), ...(PATH === undefined ? {} : { path: PATH }), endOnFailure: false },
+    )
+  })
+
+  // The same requests through Node's HTTP server and a real client (the parser, Content-Length,
+  // chunked streams), and clients that hang up in the middle of a turn's stream: the run still
+  // ends (nothing stays `running`) and the next request is answered.
+  it('over a real socket, with clients hanging up mid-stream', { timeout: Math.max(30_000, RUNS * 400) }, async () => {
+    const base = await ctx.app.listen({ port: 0, host: '127.0.0.1' })
+    const weightOf = (path: string) => (path.endsWith('/responses') ? 10 : 1)
+    const one = fc.oneof(
+      ...operations.map(({ method, path }) => ({
+        weight: weightOf(path),
+        arbitrary: requestArb(doc, method, doc.paths[path]![method]!, orgs.length, pools).map((req) => ({ method, path, req })),
+      })),
+    )
+    const self = orgs[0]!
+    await fc.assert(
+      fc.asyncProperty(one, fc.oneof({ weight: 3, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constantFrom(0, 1, 3) }), async ({ method, path, req }, hangUpAfter) => {
+        const b = build(path, req)
+        const before = countAll()
+        const changesBefore = totalChanges()
+        let res: Awaited<ReturnType<typeof undiciRequest>>
+        try {
+          requestCount++
+          res = await undiciRequest(base + b.url, { method: b.method as 'GET', headers: b.headers, ...(b.payload === undefined ? {} : { body: b.payload }) })
+        } catch (error) {
+          // The client refused to send it (an invalid URL or header value): nothing reached the server.
+          const code = (error as { code?: string }).code ?? ''
+          if (code.startsWith('UND_ERR_INVALID') || code === 'UND_ERR_NOT_SUPPORTED' || error instanceof TypeError) return
+          throw error
+        }
+        const text = await res.body.text()
+        const where = `socket ${describeRequest(b)} -> ${res.statusCode} ${text.slice(0, 500)}`
+        record(`socket ${method.toUpperCase()} ${path}`, res.statusCode)
+        expect(res.statusCode, where).toBeLessThan(500)
+        if (res.statusCode >= 400) {
+          expectEnvelope({ statusCode: res.statusCode, headers: res.headers, body: text } as unknown as LightMyRequestResponse, where)
+          expect(countAll(), `rows changed by a rejected request: ${where}`).toEqual(before)
+          expect(totalChanges() - changesBefore, `rows written by a rejected request: ${where}`).toBe(0)
+        }
+        await keepFixtures(path, b, res.statusCode)
+        expect(await settle(), `still running after ${where}`).toBe(true)
+        if (hangUpAfter !== null) {
+          // A slow turn whose client reads `hangUpAfter` chunks, then closes the connection.
+          const chat = self.ids.chat[1]!
+          const controller = new AbortController()
+          requestCount++
+          const turn = await undiciRequest(`${base}/api/v1/chats/${chat}/responses`, {
+            method: 'POST',
+            headers: { ...self.org.auth, 'content-type': 'application/json' },
+            body: JSON.stringify({ model: 'sandbox/echo', input: [{ type: 'prompt', text: '/slow 5\n/long 20' }] }),
+            signal: controller.signal,
+          })
+          expect(turn.statusCode).toBeLessThan(500)
+          let chunks = 0
+          try {
+            for await (const _chunk of turn.body) if (++chunks > hangUpAfter) break
+          } catch {
+            // aborted
+          }
+          controller.abort()
+          turn.body.destroy()
+          expect(await settle(), 'a run stayed running after its client hung up').toBe(true)
+          const next = await ctx.app.inject({ url: `/api/v1/chats/${chat}/history?limit=1`, headers: self.org.auth })
+          expect(next.statusCode, next.body).toBe(200)
+        }
       }),
       { numRuns: Math.ceil(RUNS / 2), ...(SEED === undefined ? {} : { seed: SEED }), ...(PATH === undefined ? {} : { path: PATH }), endOnFailure: false },
     )
