@@ -1,10 +1,22 @@
-import { defineConfig } from 'vitest/config'
+import { configDefaults, defineConfig } from 'vitest/config'
+
+/**
+ * The domain's unit tests share one module graph per worker (isolate: false): importing the modules
+ * anew for each of these small files cost more than their tests (decision 019). A file that mocks a
+ * module (vi.mock) stays isolated, or its mock would leak into the files after it.
+ */
+const DOMAIN = 'test/domain/**/*.test.ts'
+const DOMAIN_MOCKING = ['test/domain/config/estimate-tokens-saturation.test.ts']
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    projects: [
+      { extends: true, test: { name: 'domain', include: [DOMAIN], exclude: [...configDefaults.exclude, ...DOMAIN_MOCKING], isolate: false } },
+      { extends: true, test: { name: 'domain-mocking', include: DOMAIN_MOCKING } },
+      { extends: true, test: { name: 'isolated', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, DOMAIN] } },
+    ],
   },
 })
