@@ -100,6 +100,9 @@ const reapOrRefuse = [
 /** A DELETE at rest: the chat's rows go at once. */
 const deleteAtRest = { target: '#chat.deleting', actions: 'addDeleter' } as const
 
+/** The sweep's find, at rest: the actor settles the run itself, so what it knows follows (decision 020). */
+const sweepAtRest = { target: '#chat.sweeping', actions: 'noteSweptRun' } as const
+
 const mustBeProvided = (name: string) => async (): Promise<never> => {
   throw new Error(`chat machine: the actor "${name}" must be provided (src/actors/chat-actor-host.ts)`)
 }
@@ -177,6 +180,11 @@ export const chatMachine = setup({
       outstanding: null,
     })),
     forgetOrphan: assign({ orphan: () => null }),
+    noteSweptRun: assign({ orphan: ({ event }) => (event.type === 'SWEEP' ? event.run : null) }),
+    /** A turn while the sweep's run is being settled: it is still running. */
+    rejectSweptRun: ({ context, event }) => {
+      if (event.type === 'SUBMIT') event.respond({ kind: 'rejected', error: new RunInProgressError(context.orphan?.id ?? null) })
+    },
     startRun: assign({
       admission: (_, admission: Admission) => admission,
       abort: () => new AbortController(),
@@ -296,14 +304,32 @@ export const chatMachine = setup({
       ],
     },
     idle: {
-      on: { SUBMIT: admitOrRefuse, DELETE: deleteAtRest },
+      on: { SUBMIT: admitOrRefuse, DELETE: deleteAtRest, SWEEP: sweepAtRest },
     },
     awaitingToolResults: {
-      on: { SUBMIT: admitOrRefuse, DELETE: deleteAtRest },
+      on: { SUBMIT: admitOrRefuse, DELETE: deleteAtRest, SWEEP: sweepAtRest },
     },
     // The ledger shows a run of this chat `running` that no actor here streams (decision 020).
     outstanding: {
-      on: { SUBMIT: reapOrRefuse, DELETE: deleteAtRest },
+      on: { SUBMIT: reapOrRefuse, DELETE: deleteAtRest, SWEEP: sweepAtRest },
+    },
+    // The sweep's run is settled as interrupted by the actor (reapRun, as a turn's reaping does), and
+    // the chat's facts read again: its tool calls close as a failed run's. A failure waits for the
+    // next sweep. While running, the actor settles its own run itself, and ignores the sweep.
+    sweeping: {
+      on: { SUBMIT: { actions: 'rejectSweptRun' }, DELETE: { actions: 'addDeleter' } },
+      invoke: {
+        src: 'reapRun',
+        input: ({ context }) => ({ chatId: context.chatId, run: context.orphan! }),
+        onDone: [
+          { guard: 'deletionRequested', target: 'deleting', actions: [{ type: 'refreshFacts', params: ({ event }) => event.output }] },
+          { target: 'ready', actions: [{ type: 'refreshFacts', params: ({ event }) => event.output }] },
+        ],
+        onError: [
+          { guard: 'deletionRequested', target: 'deleting', actions: 'forgetOrphan' },
+          { target: 'ready', actions: 'forgetOrphan' },
+        ],
+      },
     },
     // decision 020: the chat's rows go in one transaction; eager compaction is stopped (its runs
     // settle as cancelled on their own), then the actor ends and the host drops what it kept.

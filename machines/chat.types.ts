@@ -52,6 +52,8 @@ export type ChatEvent =
   | { type: 'CANCEL'; runId: string }
   /** Delete the chat: a running run is stopped and settled first (decision 020). */
   | { type: 'DELETE'; respond: (outcome: DeleteOutcome) => void }
+  /** The lease sweep found this running run of the chat abandoned (its lease lapsed): the actor settles it (decision 020). */
+  | { type: 'SWEEP'; run: RunLease }
   // The end of the eager compaction child (machines/chat.machine.ts spawns it as `eagerCompaction`).
   | { type: 'xstate.done.actor.eagerCompaction'; output: void }
   | { type: 'xstate.error.actor.eagerCompaction'; error: unknown }

@@ -13,6 +13,7 @@ import { endStream, endUnsettled, writeSettlement } from './finish-run.ts'
 import type { RunDeps } from './run-deps.ts'
 import { reapExpiredRun, sweepAbandonedRuns } from './sweep-abandoned-runs.ts'
 import type { Admission, Submission } from './turn-types.ts'
+import type { RunRow } from '../store/runs.ts'
 
 type ChatActor = Actor<typeof chatMachine>
 
@@ -167,15 +168,6 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
     return resting && snapshot.context.eagerCompaction === null
   }
 
-  /** Drops a resting chat's actor after the ledger changed under it (an orphan settled): the next use rehydrates it. */
-  function forget(chatId: string): void {
-    const entry = actors.get(chatId)
-    if (entry && isIdle(entry.actor)) {
-      entry.actor.stop()
-      actors.delete(chatId)
-    }
-  }
-
   function evictIdle(now = Date.now()): number {
     let evicted = 0
     const idle = [...actors.entries()].filter(([, entry]) => isIdle(entry.actor)).sort((a, b) => a[1].lastUsed - b[1].lastUsed)
@@ -283,11 +275,17 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
       let atExpiry: ReturnType<typeof setTimeout> | null = null
       let stopped = false
 
+      // decision 020: a customer run whose chat has an actor here is settled by that actor (SWEEP), so
+      // what it knows follows the ledger; without one, there is nothing in memory to follow it.
+      const handOver = (run: RunRow) => {
+        const entry = run.origin === 'customer' ? actors.get(run.chat_id) : undefined
+        if (!entry || entry.actor.getSnapshot().status !== 'active') return false
+        entry.actor.send({ type: 'SWEEP', run: { id: run.id, leaseOwner: run.lease_owner, leaseExpiresAt: run.lease_expires_at } })
+        return true
+      }
       const sweep = (previousSelf: string | null) => {
-        for (const run of sweepAbandonedRuns(deps, previousSelf, (run, error) => report(`run ${run.id} not swept`, error))) {
-          released.delete(run.id)
-          if (run.origin === 'customer') forget(run.chat_id)
-        }
+        const settled = sweepAbandonedRuns(deps, previousSelf, (run, error) => report(`run ${run.id} not swept`, error), handOver)
+        for (const run of settled) released.delete(run.id)
         scheduleAtExpiry()
       }
       // Another node's lease (an orphan after a node change) is swept the moment it expires, not at

@@ -9,13 +9,20 @@ import { settleRun } from './settle-run.ts'
  * decisions §4: a `running` run whose lease expired (or that this node's previous life held) can
  * have nobody streaming it. It becomes `failed` with error `interrupted` and is settled for the
  * usage known: the packed input recorded in its manifest and the output it had written.
- * Returns the runs it settled.
+ * Returns the runs it settled here (not those handed over to their chat's actor).
  */
-export function sweepAbandonedRuns(deps: RunDeps, previousSelf: string | null, onError?: (run: RunRow, error: unknown) => void): RunRow[] {
+export function sweepAbandonedRuns(
+  deps: RunDeps,
+  previousSelf: string | null,
+  onError?: (run: RunRow, error: unknown) => void,
+  handOver?: (run: RunRow) => boolean,
+): RunRow[] {
   const abandoned = deps.store.runs.abandoned(deps.now().toISOString(), previousSelf ?? '')
-  // One run that cannot be settled now (decision 020) does not keep the others from it; it stays
-  // `running` and the next sweep tries it again.
+  // A run its chat's actor takes (`handOver`) is settled by that actor (decision 020). One run that
+  // cannot be settled now does not keep the others from it; it stays `running` and the next sweep
+  // tries it again.
   return abandoned.filter((run) => {
+    if (handOver?.(run)) return false
     if (!onError) return settleAbandoned(deps, run)
     try {
       return settleAbandoned(deps, run)

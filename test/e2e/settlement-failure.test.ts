@@ -103,10 +103,11 @@ describe('a settlement the database refuses, over the real server', () => {
       expect(refused.json().error).toMatchObject({ code: 'run_in_progress', details: { run_id: runId } })
     }
 
-    // Two renewal ticks later the lease is where it was: never renewed. The sweep tried and failed.
+    // Two renewal ticks later the lease is where it was: never renewed. The sweep handed the run to
+    // the chat's actor, which tried to settle it and failed.
     await new Promise((resolve) => setTimeout(resolve, (2 * LEASE_TTL_MS) / 3 + 200))
     expect(runRow(runId)).toMatchObject({ status: 'running', lease_owner: null, lease_expires_at: left.lease_expires_at })
-    expect(server.stderr()).toContain(`run ${runId} not swept`)
+    expect(server.stderr()).toContain(`run ${runId} not reaped`)
 
     // The database takes writes again: the sweep settles the run within its lease.
     withDatabase((db) => db.exec('DROP TRIGGER refuse_settlement'))

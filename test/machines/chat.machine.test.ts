@@ -1186,3 +1186,49 @@ describe('chat machine: hydrated with a running run in the ledger (decision 020)
     expect(h.deletes[0]!.input).toEqual({ chatId: CHAT_ID, outstanding: held() })
   })
 })
+
+describe('chat machine: the sweep of an interrupted run goes through the actor (decision 020)', () => {
+  const lapsed = { id: 'run-x', leaseOwner: 'node-a', leaseExpiresAt: '2030-01-01T00:00:00.000Z' }
+
+  it('outstanding → sweeping on SWEEP: reapRun settles it, the facts are read again, turns wait meanwhile', async () => {
+    const h = harness({ outstanding: lapsed })
+    h.actor.send({ type: 'SWEEP', run: lapsed })
+    expect(h.state()).toBe('sweeping')
+    expect(h.reaps[0]!.input).toEqual({ chatId: CHAT_ID, run: lapsed })
+    const turn = h.submit()
+    expect(turn.mock.calls[0]![0]).toMatchObject({ kind: 'rejected', error: expect.any(RunInProgressError) })
+    expect((turn.mock.calls[0]![0] as { error: RunInProgressError }).error.details).toEqual({ run_id: 'run-x' })
+    const closed: PendingCall[] = [{ tool_name: 'lookup', tool_use_id: 'c1', created_at: '2030-01-01T00:00:00.000Z', run_status: 'failed' }]
+    h.reaps[0]!.d.resolve({ pendingCalls: closed, latestCustomerRun: { id: 'run-x', status: 'failed' } })
+    await h.at('awaitingToolResults')
+    expect(h.context()).toMatchObject({ outstanding: null, orphan: null, pendingCalls: closed, latestCustomerRun: { id: 'run-x', status: 'failed' } })
+  })
+
+  it('a sweep that fails leaves the run outstanding for the next one', async () => {
+    const h = harness({ outstanding: lapsed })
+    h.actor.send({ type: 'SWEEP', run: lapsed })
+    h.reaps[0]!.d.reject(new Error('database is locked'))
+    await h.at('outstanding')
+    expect(h.context().orphan).toBeNull()
+    expect(h.errors).toEqual([])
+  })
+
+  it('a DELETE during the sweep is carried out once the run is settled', async () => {
+    const h = harness({ outstanding: lapsed })
+    h.actor.send({ type: 'SWEEP', run: lapsed })
+    const respond = h.remove()
+    h.reaps[0]!.d.resolve({ pendingCalls: [], latestCustomerRun: { id: 'run-x', status: 'failed' } })
+    await h.at('deleting')
+    expect(h.deletes[0]!.input).toEqual({ chatId: CHAT_ID, outstanding: null })
+    h.deletes[0]!.d.resolve()
+    await waitFor(h.actor, (s) => s.status === 'done', { timeout: 2_000 })
+    expect(respond).toHaveBeenCalledWith({ kind: 'deleted' })
+  })
+
+  it('while running its own run, the actor ignores the sweep: it settles that run itself', async () => {
+    const h = await streaming('run-1')
+    h.actor.send({ type: 'SWEEP', run: { id: 'run-1', leaseOwner: 'node-a', leaseExpiresAt: lapsed.leaseExpiresAt } })
+    expect(h.state()).toEqual({ running: { streaming: 'live' } })
+    expect(h.reaps).toHaveLength(0)
+  })
+})
