@@ -387,7 +387,7 @@ export const mutationArb = (): fc.Arbitrary<Mutation> =>
       arbitrary: fc.record({
         kind: fc.constant('extra' as const),
         at: fc.nat(),
-        key: fc.oneof(fc.constantFrom('__proto__', 'constructor', 'extra', 'id', 'org_id', 'prototype', ''), fc.string({ maxLength: 10 })),
+        key: fc.oneof(fc.constantFrom('__proto__', 'constructor', 'extra', 'id', 'org_id', 'prototype', '', 'a/b', 'a~b', '~1', '/', '\u0000'), fc.string({ maxLength: 10 })),
         value: anyJson(),
       }),
     },

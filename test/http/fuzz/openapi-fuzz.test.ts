@@ -261,6 +261,17 @@ function expectEnvelope(res: LightMyRequestResponse, where: string) {
   expect(error.message.length, where).toBeGreaterThan(0)
   for (const key of Object.keys(error)) expect(['code', 'message', 'details', 'hint'], `${where}: key ${key}`).toContain(key)
   if ('hint' in error) expect(error.hint === null || typeof error.hint === 'string', where).toBe(true)
+  // Validation problems (decisions §3): where, an RFC 6901 pointer, and a message.
+  const problems = (error.details as { problems?: unknown } | undefined)?.problems
+  if (problems !== undefined) {
+    expect(Array.isArray(problems), where).toBe(true)
+    for (const problem of problems as Array<Record<string, unknown>>) {
+      expect(Object.keys(problem).sort(), where).toEqual(['in', 'message', 'pointer'])
+      expect(['body', 'query', 'path'], where).toContain(problem.in)
+      expect(problem.pointer, where).toMatch(/^(\/([^/~]|~[01])*)*$/)
+      expect(typeof problem.message === 'string' && problem.message.length > 0, where).toBe(true)
+    }
+  }
 }
 
 async function checkOne(method: string, path: string, documented: string[], b: Built): Promise<LightMyRequestResponse> {
