@@ -29,6 +29,9 @@ export const compactionJobOf = (admission: Admission, forRunId: string | null): 
 export async function compactForTurn(deps: RunDeps, compactor: Compactor, admission: Admission, signal: AbortSignal): Promise<Admission> {
   const request = admission.compaction!
   const outcome = await compactor.summarise(compactionJobOf(admission, admission.runId), request.blocks, signal)
+  // Stopped (a cancel, or the chat's deletion: decision 020): the machine has moved on, and packing
+  // again would only bring a deleted chat's history back into memory.
+  if (signal.aborted) throw new Error('the run was stopped while its history was summarised')
   const { repack } = admission
   const unavailable = new Set(outcome.failed.map(blockKey))
   const madeNow = new Set(outcome.generated)

@@ -1,0 +1,120 @@
+import type { LanguageModelV3 } from '@ai-sdk/provider'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { estimateTokens } from '../../src/domain/tokens/estimate-tokens.ts'
+import type { LanguageModelFor } from '../../src/providers/language-models.ts'
+import { createSandboxLanguageModel } from '../../src/providers/sandbox/sandbox-language-model.ts'
+import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
+import { deferred, fundedOrg, newChat, postTurn, sandboxCatalogue, streamOf, usageEntries } from '../helpers/turns.ts'
+
+/**
+ * Issue 12, decision 020, through the routes and the actor host: a chat deleted while its turn waits
+ * for summaries. The DELETE stops the compaction (its runs settle `cancelled`, no summary is stored),
+ * the turn settles `cancelled` with `chat_deleted` without calling the provider, and the chat goes.
+ */
+
+const WORDS = 'harbour lantern estuary kingfisher driftwood willowherb cobblestone nightingale'.split(' ')
+const prose = (seed: number, tokens: number) => {
+  const words = [`Turn ${seed}:`]
+  for (let i = seed; estimateTokens(words.join(' ')) < tokens; i = (i * 7 + 3) % 997) words.push(WORDS[i % WORDS.length]!)
+  return words.join(' ')
+}
+
+/** The sandbox, with compaction runs held until the test opens the gate; customer calls counted. */
+function gatedSandbox() {
+  let gate = deferred()
+  const entered: string[] = []
+  let customerCalls = 0
+  const models = new Map<string, LanguageModelV3>()
+  const languageModelFor: LanguageModelFor = (entry) => {
+    let model = models.get(entry.vendor_model_id)
+    if (!model) {
+      const inner = createSandboxLanguageModel(entry.vendor_model_id)
+      model = {
+        ...inner,
+        async doStream(options) {
+          const compaction = (options.providerOptions?.sandbox as { compaction?: { firstOrdinal: number } } | undefined)?.compaction
+          if (compaction) {
+            entered.push(String(compaction.firstOrdinal))
+            await gate.promise
+            if (options.abortSignal?.aborted) throw Object.assign(new Error('aborted'), { name: 'AbortError' })
+          } else customerCalls++
+          return inner.doStream(options)
+        },
+      }
+      models.set(entry.vendor_model_id, model)
+    }
+    return model
+  }
+  return { languageModelFor, entered, customerCalls: () => customerCalls, open: () => gate.resolve(), close: () => (gate = deferred()) }
+}
+
+let ctx: TestContext
+let org: TestOrg
+let sandbox: ReturnType<typeof gatedSandbox>
+
+beforeEach(async () => {
+  sandbox = gatedSandbox()
+  sandbox.open()
+  ctx = await createTestApp({ catalogue: sandboxCatalogue(), languageModelFor: sandbox.languageModelFor })
+  org = fundedOrg(ctx, '100')
+})
+afterEach(async () => {
+  sandbox.open()
+  await ctx.close()
+})
+
+const until = async (what: () => boolean, ms = 5_000) => {
+  const end = Date.now() + ms
+  while (!what()) {
+    if (Date.now() > end) throw new Error('timed out waiting')
+    await new Promise((r) => setTimeout(r, 5))
+  }
+}
+
+describe('DELETE while the turn compacts', () => {
+  it('stops the compaction, settles the turn cancelled with chat_deleted without a provider call, and deletes the chat', async () => {
+    const chatId = await newChat(ctx, org.auth)
+    const compactionRuns = () =>
+      ctx.store.db.prepare(`SELECT id, status FROM runs WHERE chat_id = ? AND origin = 'compaction'`).all(chatId) as { id: string; status: string }[]
+    // The chat grows until the first turn that needs a summary; that one is held at the gate.
+    sandbox.close()
+    let pending: ReturnType<typeof postTurn> | null = null
+    for (let i = 0; i < 12 && pending === null; i++) {
+      const before = ctx.store.runs.latestCustomerRun(chatId)?.id
+      const res = postTurn(ctx, org.auth, chatId, { model: 'sandbox/echo-8k', input: [{ type: 'prompt', text: prose(i, 600) }] })
+      await until(() => {
+        const latest = ctx.store.runs.latestCustomerRun(chatId)
+        return latest !== undefined && latest.id !== before && (sandbox.entered.length > 0 || latest.status !== 'running')
+      })
+      if (sandbox.entered.length > 0) pending = res
+      else await res
+    }
+    expect(pending).not.toBeNull()
+    const runId = ctx.store.runs.latestCustomerRun(chatId)!.id
+    const callsBefore = sandbox.customerCalls()
+
+    // The compaction run is still held at the gate: the DELETE does not wait for it.
+    const deleted = await ctx.app.inject({ method: 'DELETE', url: `/api/v1/chats/${chatId}`, headers: org.auth })
+    expect(deleted.statusCode, deleted.body).toBe(204)
+    const t = streamOf(await pending!)
+    expect(t.events).toContain('compacting')
+    expect(t.events.at(-1)).toBe('error')
+    expect(t.of('error')).toHaveLength(1)
+    expect(t.of('error')[0]!.data).toEqual({ code: 'chat_deleted', message: 'the chat was deleted while this run streamed', details: { run_id: runId } })
+    expect(sandbox.customerCalls()).toBe(callsBefore)
+    const run = ctx.store.runs.getById(runId)!
+    expect(run).toMatchObject({ status: 'cancelled', error: 'the chat was deleted while this run streamed' })
+    expect(run.settled_at).not.toBeNull()
+    expect(usageEntries(ctx.store, runId)).toHaveLength(1)
+    expect(ctx.store.chats.get(org.orgId, chatId)).toBeUndefined()
+    expect(ctx.host.size).toBe(0)
+
+    // Released, the held compaction run sees the abort: cancelled, billed as compaction, no summary.
+    sandbox.open()
+    await until(() => compactionRuns().length > 0 && compactionRuns().every((r) => r.status !== 'running'))
+    expect(compactionRuns().every((r) => r.status === 'cancelled')).toBe(true)
+    for (const r of compactionRuns()) expect(usageEntries(ctx.store, r.id)).toEqual([expect.objectContaining({ entry_type: 'compaction' })])
+    expect(ctx.store.summaries.ofChat(chatId)).toEqual([])
+    expect((await ctx.app.inject({ method: 'GET', url: `/api/v1/chats/${chatId}`, headers: org.auth })).statusCode).toBe(404)
+  })
+})
