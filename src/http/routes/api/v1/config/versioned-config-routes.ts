@@ -85,6 +85,8 @@ export const versionedConfigRoutes =
           response: {
             200: spec.publishesMany ? Type.Array(spec.versionResponse) : spec.versionResponse,
             ...CONFIG_ERRORS,
+            // A body over the app's limit (DEFAULT_BODY_LIMIT) is refused before it is read as a document.
+            ...errors(413),
           },
         },
       },
