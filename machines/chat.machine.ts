@@ -181,6 +181,8 @@ export const chatMachine = setup({
     })),
     forgetOrphan: assign({ orphan: () => null }),
     noteSweptRun: assign({ orphan: ({ event }) => (event.type === 'SWEEP' ? event.run : null) }),
+    /** The sweep's run could not be settled: it is still running in the ledger, for the next sweep. */
+    keepSweptRunOutstanding: assign(({ context }) => ({ outstanding: context.orphan ?? context.outstanding, orphan: null })),
     /** A turn while the sweep's run is being settled: it is still running. */
     rejectSweptRun: ({ context, event }) => {
       if (event.type === 'SUBMIT') event.respond({ kind: 'rejected', error: new RunInProgressError(context.orphan?.id ?? null) })
@@ -326,8 +328,8 @@ export const chatMachine = setup({
           { target: 'ready', actions: [{ type: 'refreshFacts', params: ({ event }) => event.output }] },
         ],
         onError: [
-          { guard: 'deletionRequested', target: 'deleting', actions: 'forgetOrphan' },
-          { target: 'ready', actions: 'forgetOrphan' },
+          { guard: 'deletionRequested', target: 'deleting', actions: 'keepSweptRunOutstanding' },
+          { target: 'ready', actions: 'keepSweptRunOutstanding' },
         ],
       },
     },

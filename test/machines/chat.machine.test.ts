@@ -1204,13 +1204,20 @@ describe('chat machine: the sweep of an interrupted run goes through the actor (
     expect(h.context()).toMatchObject({ outstanding: null, orphan: null, pendingCalls: closed, latestCustomerRun: { id: 'run-x', status: 'failed' } })
   })
 
-  it('a sweep that fails leaves the run outstanding for the next one', async () => {
+  it('a sweep that fails leaves the run outstanding for the next one, also for an actor that did not know of it', async () => {
     const h = harness({ outstanding: lapsed })
     h.actor.send({ type: 'SWEEP', run: lapsed })
     h.reaps[0]!.d.reject(new Error('database is locked'))
     await h.at('outstanding')
-    expect(h.context().orphan).toBeNull()
+    expect(h.context()).toMatchObject({ orphan: null, outstanding: lapsed })
     expect(h.errors).toEqual([])
+
+    const idle = harness()
+    idle.actor.send({ type: 'SWEEP', run: lapsed })
+    expect(idle.state()).toBe('sweeping')
+    idle.reaps[0]!.d.reject(new Error('database is locked'))
+    await idle.at('outstanding')
+    expect(idle.context().outstanding).toEqual(lapsed)
   })
 
   it('a DELETE during the sweep is carried out once the run is settled', async () => {
