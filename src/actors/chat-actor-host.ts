@@ -293,7 +293,9 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
       function scheduleAtExpiry() {
         if (atExpiry) clearTimeout(atExpiry)
         atExpiry = null
-        const next = stopped ? null : deps.store.runs.nextForeignLeaseExpiry(deps.nodeId)
+        // Only leases still ahead: one already expired was just swept and could not be settled (or
+        // was handed to its chat's actor); the tick tries it again, rather than a timer at once, in a loop.
+        const next = stopped ? null : deps.store.runs.nextForeignLeaseExpiry(deps.nodeId, deps.now().toISOString())
         if (next === null) return
         const delay = Date.parse(next) - deps.now().getTime() + 2
         if (delay > renewMs) return

@@ -99,8 +99,9 @@ export function createRunStore(db: Db) {
       `SELECT * FROM runs WHERE status = 'running' AND (lease_expires_at <= ? OR lease_owner = ?)`,
     )
     .safeIntegers(true)
-  const nextForeignExpiry = db.prepare<[string], { next: string | null }>(
-    `SELECT MIN(lease_expires_at) AS next FROM runs WHERE status = 'running' AND (lease_owner IS NULL OR lease_owner <> ?)`,
+  const nextForeignExpiry = db.prepare<[string, string], { next: string | null }>(
+    `SELECT MIN(lease_expires_at) AS next FROM runs WHERE status = 'running' AND (lease_owner IS NULL OR lease_owner <> ?)
+       AND lease_expires_at > ?`,
   )
   const setManifest = db.prepare<[string, string]>(`UPDATE runs SET manifest = ? WHERE id = ? AND status = 'running'`)
   const failedOfChat = db.prepare<[string], { id: string }>(`SELECT id FROM runs WHERE chat_id = ? AND status = 'failed'`)
@@ -139,8 +140,11 @@ export function createRunStore(db: Db) {
     releaseLease: (id: string, at: string) => release.run(at, id).changes > 0,
     /** Running runs nobody can be streaming: an expired lease, or a lease of this node's previous life. */
     abandoned: (now: string, previousSelf: string) => abandoned.all(now, previousSelf),
-    /** When the first lease held by another node expires, if another node's run is running. */
-    nextForeignLeaseExpiry: (self: string) => nextForeignExpiry.get(self)?.next ?? null,
+    /**
+     * When the next lease held by another node (or by nobody) expires after `after`, if one does.
+     * Leases already expired are not waited for: a sweep just saw them (decision 020).
+     */
+    nextForeignLeaseExpiry: (self: string, after = '') => nextForeignExpiry.get(self, after)?.next ?? null,
     failedRunIds: (chatId: string) => failedOfChat.all(chatId).map((r) => r.id),
   }
 }
