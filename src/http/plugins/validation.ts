@@ -26,14 +26,8 @@ function buildAjv(coerceTypes: boolean): Ajv {
  * parameters arrive as text, so they are coerced to the schema's types first.
  */
 export function installValidators(app: FastifyInstance, sharedSchemas: object[]): void {
-  const bodyAjv = buildAjv(false)
-  const textAjv = buildAjv(true)
-  for (const schema of sharedSchemas) {
-    bodyAjv.addSchema(schema)
-    textAjv.addSchema(schema)
-  }
-  const compiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
-    (httpPart === 'body' ? bodyAjv : textAjv).compile(schema as object)
+  const compile = validatorsFor(sharedSchemas)
+  const compiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => compile(httpPart === 'body' ? 'body' : 'text', schema as object)
   app.setValidatorCompiler(compiler)
   // Before schema validation and every handler: nesting limits, checked without recursion, so a
   // body nested thousands of levels is a 422 with a pointer, never a stack overflow (issue 11).
@@ -41,6 +35,37 @@ export function installValidators(app: FastifyInstance, sharedSchemas: object[])
     const problem = findTooDeep(request.body)
     if (problem) throw new ValidationError([problem])
   })
+}
+
+type Validate = ReturnType<Ajv['compile']>
+
+// Compiled validators are kept for the process, by their schemas' text: every app built over the
+// same schemas (one per test, or per restart of a plugin) reuses them instead of compiling again.
+const validatorSets = new Map<string, (part: 'body' | 'text', schema: object) => Validate>()
+
+function validatorsFor(sharedSchemas: object[]): (part: 'body' | 'text', schema: object) => Validate {
+  const setKey = JSON.stringify(sharedSchemas)
+  let compile = validatorSets.get(setKey)
+  if (!compile) {
+    const bodyAjv = buildAjv(false)
+    const textAjv = buildAjv(true)
+    for (const schema of sharedSchemas) {
+      bodyAjv.addSchema(schema)
+      textAjv.addSchema(schema)
+    }
+    const compiled = new Map<string, Validate>()
+    compile = (part, schema) => {
+      const key = `${part}:${JSON.stringify(schema)}`
+      let validate = compiled.get(key)
+      if (!validate) {
+        validate = (part === 'body' ? bodyAjv : textAjv).compile(schema)
+        compiled.set(key, validate)
+      }
+      return validate
+    }
+    validatorSets.set(setKey, compile)
+  }
+  return compile
 }
 
 const escapeToken = (token: string) => token.replace(/~/g, '~0').replace(/\//g, '~1')
