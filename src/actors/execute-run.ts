@@ -1,160 +1,99 @@
-import { APICallError, type LanguageModelV3StreamPart, type SharedV3ProviderMetadata } from '@ai-sdk/provider'
+import { APICallError, type LanguageModelV3StreamPart } from '@ai-sdk/provider'
 import { estimatePartTokens } from '../domain/context/estimate-part-tokens.ts'
 import { UpstreamError } from '../domain/errors.ts'
-import type { PartBody } from '../domain/parts.ts'
 import type { Usage } from '../domain/pricing/usage.ts'
 import { estimateTokens } from '../domain/tokens/estimate-tokens.ts'
-import { requestIdFrom, toolsForVendor, vendorWarning } from '../providers/vendor-fidelity.ts'
+import { requestIdFrom, toolsForVendor } from '../providers/vendor-fidelity.ts'
 import { describeVendorError } from '../providers/describe-vendor-error.ts'
-import { readFinish } from '../providers/read-finish.ts'
 import { newVendorCallRecord, withVendorCallRecord } from '../providers/vendor-call-record.ts'
-import { mapStopReason } from './map-stop-reason.ts'
 import { recordVendorWarnings } from './record-vendor-warnings.ts'
+import { endOfStream, initialRunStream, step, type Step } from './run-stream/order-blocks.ts'
 import type { RunDeps } from './run-deps.ts'
 import type { Admission, PendingToolCall, RunResult } from './turn-types.ts'
 
-type OpenBlock =
-  | { kind: 'text' | 'refusal'; id: string; text: string }
-  /** `metadata`: the vendor's replay data for its reasoning (a thinking signature), merged from the block's parts. */
-  | { kind: 'reasoning'; id: string; text: string; metadata?: Record<string, Record<string, unknown>> }
-  | { kind: 'tool_call'; id: string; toolName: string; text: string }
-
 const describe = describeVendorError
+
+export { mergeMetadata } from './run-stream/order-blocks.ts'
+
+/** What the SSE `error` frame and the run say when a closed block could not be written (no internals). */
+export const LEDGER_WRITE_FAILED = 'the run\'s output could not be written to the ledger; the blocks before it are kept'
 
 /**
  * Calls the provider and relays its stream: one frame per delta, each closed block written to the
- * ledger as it closes. Never throws: every ending, including a provider failure or a cancel, is
- * returned as a RunResult for settlement.
+ * ledger as it closes. The ordering of blocks is the pure reducer's (./run-stream/order-blocks.ts);
+ * this is its I/O: it reads parts, carries out the effects in order and times the run. Never
+ * throws: every ending, including a provider failure, a ledger write failure (`internal`) or a
+ * cancel, is returned as a RunResult for settlement.
  */
 export async function executeRun(deps: RunDeps, admission: Admission, signal: AbortSignal): Promise<RunResult> {
   const { channel } = admission
   const started = Date.now()
+  const vendorCall = newVendorCallRecord()
+  let state = initialRunStream(admission.model.provider)
   let firstDeltaMs: number | null = null
-  let providerResponseId: string | null = null
   /** The vendor's request id header (decision 017); the response id stands in when it sent none. */
   let providerRequestId: string | null = null
-  let modelServed: string | null = null
-  let usage: Usage | null = null
-  let stopReason: RunResult['stopReason'] = null
-  /** Whether the provider said how the answer ended: a stream that just stops may have been cut off. */
-  let finished = false
-  let emitted = ''
+  /** The tool calls written to the ledger, in order. */
   const pending: PendingToolCall[] = []
-  const open = new Map<string, OpenBlock>()
-  const vendorCall = newVendorCallRecord()
+  /** Set once a closed block could not be written: nothing more goes to the ledger or the wire. */
+  let ledgerFailed = false
 
-  // `block_stop` is sent once the block's part is committed: a closed block on the wire is in the ledger.
-  const persist = async (body: PartBody) => {
-    const part = { body, runId: admission.runId, userMetadata: admission.userMetadata, tokens: estimatePartTokens(body) }
-    await deps.store.writes.write(() => deps.store.parts.append(admission.chatId, [part]))
-  }
-
-  // The wire carries one block at a time, but a provider may overlap its blocks (DeepSeek starts its
-  // text before it ends its reasoning; parallel tool calls). Blocks go out in the order they started:
-  // each waits, gathering its deltas, until the blocks before it have stopped, and is announced with
-  // its first text.
-  const wire: OpenBlock[] = []
-  const ended = new Set<OpenBlock>()
-  let announced: OpenBlock | null = null
-
-  const announce = (block: OpenBlock) => {
-    announced = block
-    channel.push('block_start', block.kind === 'tool_call' ? { kind: 'tool_call', tool_name: block.toolName, tool_use_id: block.id } : { kind: block.kind })
-    if (block.text !== '') channel.push('delta', { kind: block.kind === 'tool_call' ? 'tool_input' : block.kind, text: block.text })
-  }
-
-  const persistBlock = async (block: OpenBlock) => {
-    switch (block.kind) {
-      case 'text':
-        await persist({ type: 'message', text: block.text })
-        break
-      case 'refusal':
-        await persist({ type: 'message', text: '', refusal: block.text })
-        break
-      case 'reasoning':
-        // Replay data is stored with the part, with the vendor that made it (decision 017).
-        await persist(
-          block.metadata
-            ? { type: 'reasoning', text: block.text, replay: { provider: admission.model.provider, metadata: block.metadata } }
-            : { type: 'reasoning', text: block.text },
-        )
-        break
-      case 'tool_call':
-        await persist({ type: 'tool_call', arguments: block.text, tool_name: block.toolName, tool_use_id: block.id })
-        pending.push({ tool_name: block.toolName, tool_use_id: block.id })
-        break
-      default: {
-        const unknown: never = block
-        throw new Error(`unknown block ${JSON.stringify(unknown)}`)
+  /** Carries out a step's effects in order: a block is in the ledger before its `block_stop` goes out. */
+  const apply = async ({ state: next, effects }: Step): Promise<void> => {
+    state = next
+    if (firstDeltaMs === null && state.emitted !== '') firstDeltaMs = Date.now() - started
+    for (const effect of effects) {
+      switch (effect.type) {
+        case 'frame':
+          channel.push(effect.event, effect.data)
+          break
+        case 'record_warnings':
+          // Into the manifest, without holding the stream up for the write.
+          recordVendorWarnings(deps, admission.runId, effect.warnings).catch(() => undefined)
+          break
+        case 'persist': {
+          const body = effect.body
+          const part = { body, runId: admission.runId, userMetadata: admission.userMetadata, tokens: estimatePartTokens(body) }
+          try {
+            await deps.store.writes.write(() => deps.store.parts.append(admission.chatId, [part]))
+          } catch {
+            ledgerFailed = true
+            return
+          }
+          if (body.type === 'tool_call') pending.push({ tool_name: body.tool_name, tool_use_id: body.tool_use_id })
+          break
+        }
+        default: {
+          const unknown: never = effect
+          throw new Error(`unknown effect ${JSON.stringify(unknown)}`)
+        }
       }
     }
   }
 
-  /** Stops the ended blocks at the head of the wire, in order, then announces the next one if it has text. */
-  const drain = async () => {
-    while (wire[0] && ended.has(wire[0])) {
-      const block = wire.shift()!
-      ended.delete(block)
-      if (announced !== block) announce(block)
-      await persistBlock(block)
-      channel.push('block_stop', {})
-      announced = null
-    }
-    if (wire[0] && announced !== wire[0] && wire[0].text !== '') announce(wire[0])
-  }
-
-  const closeBlock = async (block: OpenBlock) => {
-    open.delete(block.id)
-    ended.add(block)
-    await drain()
-  }
-
-  const startBlock = (block: OpenBlock) => {
-    open.set(block.id, block)
-    wire.push(block)
-  }
-
-  const delta = (id: string, text: string) => {
-    const block = open.get(id)
-    if (!block || text === '') return
-    if (firstDeltaMs === null) firstDeltaMs = Date.now() - started
-    block.text += text
-    emitted += text
-    if (block !== wire[0]) return
-    if (announced === block) channel.push('delta', { kind: block.kind === 'tool_call' ? 'tool_input' : block.kind, text })
-    else announce(block)
-  }
-
   const result = async (status: RunResult['status'], error: RunResult['error'], streamOpened: boolean): Promise<RunResult> => {
-    // Whatever was open when the stream ended is kept: the customer saw it streamed, or it was
-    // waiting its turn. A block with nothing in it was never announced and is dropped.
-    for (const block of [...open.values()]) {
-      open.delete(block.id)
-      if (block.text !== '') ended.add(block)
-      else wire.splice(wire.indexOf(block), 1)
+    if (!ledgerFailed) await apply(endOfStream(state))
+    // Our failure, not the provider's (decisions §3): whatever the stream did, the run failed.
+    if (ledgerFailed) {
+      status = 'failed'
+      error = { code: 'internal', message: LEDGER_WRITE_FAILED }
     }
-    await drain()
     return {
       status,
-      stopReason: status === 'succeeded' ? stopReason ?? 'end_turn' : stopReason,
+      stopReason: status === 'succeeded' ? state.stopReason ?? 'end_turn' : state.stopReason,
       error,
-      usage: usage ?? estimatedUsage(admission.estimatedInputTokens, emitted, streamOpened),
+      usage: state.usage ?? estimatedUsage(admission.estimatedInputTokens, state.emitted, streamOpened),
       // Billed for the estimate, reported as lost (spec §2.8: missing counts are not zero).
-      usageLost: usage === null,
-      providerResponseId,
-      providerRequestId: providerRequestId ?? providerResponseId,
-      modelServed,
+      usageLost: state.usage === null,
+      providerResponseId: state.providerResponseId,
+      providerRequestId: providerRequestId ?? state.providerResponseId,
+      modelServed: state.modelServed,
       pendingToolCalls: pending,
       latencyMs: Date.now() - started,
       firstDeltaMs,
       streamOpened,
       vendorRequests: vendorCall.requests,
     }
-  }
-
-  const keepMetadata = (id: string, metadata: SharedV3ProviderMetadata | undefined) => {
-    const block = open.get(id)
-    if (metadata && block?.kind === 'reasoning') block.metadata = mergeMetadata(block.metadata, metadata)
   }
 
   let stream: ReadableStream<LanguageModelV3StreamPart>
@@ -192,71 +131,8 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
     for (;;) {
       const { done, value: part } = await reader.read()
       if (done || signal.aborted) break
-      switch (part.type) {
-        case 'stream-start':
-          // The vendor package's own warnings about the request, before any content (decision 017).
-          if (part.warnings.length > 0) {
-            const warnings = part.warnings.map((w) => vendorWarning(admission.model.provider, w))
-            channel.push('translation_warnings', { warnings })
-            // Into the manifest too, without holding the stream up for the write.
-            recordVendorWarnings(deps, admission.runId, warnings).catch(() => undefined)
-          }
-          break
-        case 'response-metadata':
-          providerResponseId = part.id ?? providerResponseId
-          modelServed = part.modelId ?? modelServed
-          break
-        case 'text-start': {
-          const refusal = (part.providerMetadata?.sandbox as { refusal?: boolean } | undefined)?.refusal === true
-          startBlock({ kind: refusal ? 'refusal' : 'text', id: part.id, text: '' })
-          break
-        }
-        case 'reasoning-start':
-          startBlock({ kind: 'reasoning', id: part.id, text: '', ...(part.providerMetadata ? { metadata: mergeMetadata(undefined, part.providerMetadata) } : {}) })
-          break
-        case 'tool-input-start':
-          startBlock({ kind: 'tool_call', id: part.id, toolName: part.toolName, text: '' })
-          break
-        case 'text-delta':
-        case 'reasoning-delta':
-        case 'tool-input-delta':
-          // Anthropic's signature comes as a reasoning delta with no text.
-          if (part.type === 'reasoning-delta') keepMetadata(part.id, part.providerMetadata)
-          delta(part.id, part.delta)
-          break
-        case 'text-end':
-        case 'reasoning-end': {
-          if (part.type === 'reasoning-end') keepMetadata(part.id, part.providerMetadata)
-          const block = open.get(part.id)
-          if (block) await closeBlock(block)
-          break
-        }
-        case 'tool-input-end':
-          break
-        case 'tool-call': {
-          // The call's final arguments; some providers send only this, without input deltas.
-          const block = open.get(part.toolCallId) ?? { kind: 'tool_call' as const, id: part.toolCallId, toolName: part.toolName, text: '' }
-          if (!open.has(block.id)) startBlock(block)
-          if (block.text === '') delta(block.id, part.input)
-          else block.text = part.input
-          await closeBlock(block)
-          break
-        }
-        case 'finish': {
-          const finish = readFinish(part)
-          finished = finish.saysHowItEnded
-          if (finished) stopReason = mapStopReason(part.finishReason)
-          if (finish.usageReported) usage = usageFrom(part.usage)
-          break
-        }
-        case 'error': {
-          const message = `the provider failed mid-stream: ${describe(part.error)}`
-          // decisions §3 has one code for a provider that failed: the SSE error carries it too.
-          return result('failed', { code: 'upstream_error', message }, true)
-        }
-        default:
-          break
-      }
+      await apply(step(state, part))
+      if (ledgerFailed || state.failure) break
     }
   } catch (error) {
     if (!signal.aborted) return result('failed', { code: 'upstream_error', message: `the provider stream broke: ${describe(error)}` }, true)
@@ -265,22 +141,11 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
     // A run that ended on an error part leaves the vendor's response unread: drop its connection.
     void reader.cancel().catch(() => undefined)
   }
+  if (state.failure) return result('failed', state.failure, true)
   if (signal.aborted) return result('cancelled', null, true)
   // Never call a cut-off answer a success: without its finish the answer may be incomplete.
-  if (!finished) return result('failed', { code: 'upstream_error', message: 'the provider stream ended without saying how the answer ended: it may be cut off' }, true)
+  if (!state.finished) return result('failed', { code: 'upstream_error', message: 'the provider stream ended without saying how the answer ended: it may be cut off' }, true)
   return result('succeeded', null, true)
-}
-
-export function usageFrom(u: { inputTokens: { total?: number; noCache?: number; cacheRead?: number; cacheWrite?: number }; outputTokens: { total?: number; reasoning?: number } }): Usage {
-  const cacheRead = u.inputTokens.cacheRead ?? 0
-  const cacheWrite = u.inputTokens.cacheWrite ?? 0
-  return {
-    input_tokens: u.inputTokens.noCache ?? Math.max(0, (u.inputTokens.total ?? 0) - cacheRead - cacheWrite),
-    output_tokens: u.outputTokens.total ?? 0,
-    reasoning_tokens: u.outputTokens.reasoning ?? 0,
-    cache_read_tokens: cacheRead,
-    cache_write_tokens: cacheWrite,
-  }
 }
 
 /** When the provider reported no usage (failure, cancel): the packed input and what was emitted. */
@@ -292,17 +157,4 @@ export function estimatedUsage(inputTokens: number, emitted: string, reachedProv
     cache_read_tokens: 0,
     cache_write_tokens: 0,
   }
-}
-
-/** A reasoning block's provider metadata so far, with a later part's merged in, vendor by vendor. */
-export function mergeMetadata(
-  into: Record<string, Record<string, unknown>> | undefined,
-  metadata: SharedV3ProviderMetadata,
-): Record<string, Record<string, unknown>> {
-  const merged: Record<string, Record<string, unknown>> = { ...into }
-  for (const [vendor, values] of Object.entries(metadata)) {
-    if (values === null || typeof values !== 'object') continue
-    merged[vendor] = { ...merged[vendor], ...values }
-  }
-  return merged
 }

@@ -33,10 +33,10 @@ export function writeSettlement(deps: RunDeps, admission: Admission, result: Run
     usageLost: result.usageLost,
     latencyMs: result.latencyMs,
     providerResponseId: result.providerRequestId ?? result.providerResponseId,
-    // Cancels and calls refused locally say nothing of the provider's health (spec §2.7); every
-    // other ending is a sample, written with the settlement.
+    // Cancels, calls refused locally and our own failures (`internal`: the ledger write failed) say
+    // nothing of the provider's health (spec §2.7); every other ending is a sample, written with the settlement.
     sample:
-      result.status === 'cancelled' || result.vendorRequests === 0
+      result.status === 'cancelled' || result.vendorRequests === 0 || result.error?.code === 'internal'
         ? undefined
         : { startedAt: new Date(admission.startedAtMs).toISOString(), firstDeltaMs: result.firstDeltaMs },
   }))

@@ -1,0 +1,62 @@
+import { createAnthropic } from '@ai-sdk/anthropic'
+import { createDeepSeek } from '@ai-sdk/deepseek'
+import { createGoogleGenerativeAI } from '@ai-sdk/google'
+import { createMistral } from '@ai-sdk/mistral'
+import { createOpenAI } from '@ai-sdk/openai'
+import type { LanguageModelV3, LanguageModelV3FunctionTool, LanguageModelV3StreamPart } from '@ai-sdk/provider'
+import { createXai } from '@ai-sdk/xai'
+import type { ReplayResponse, Vendor } from '../../e2e/vendor-fixtures/index.ts'
+
+/**
+ * The stream parts the real vendor packages make of a fixture's bytes: the fixture is answered by a
+ * `fetch` that returns it whole (no server, no network), and the model's `doStream` is read to the
+ * end. These are the sequences executeRun's reducer sees in production, recorded in milliseconds.
+ */
+
+const MODELS: Record<Vendor, (fetch: typeof globalThis.fetch) => LanguageModelV3> = {
+  anthropic: (fetch) => createAnthropic({ apiKey: 'k', baseURL: 'http://replay/anthropic/v1', fetch })('claude-sonnet-4-5'),
+  openai: (fetch) => createOpenAI({ apiKey: 'k', baseURL: 'http://replay/openai/v1', fetch })('gpt-5'),
+  google: (fetch) => createGoogleGenerativeAI({ apiKey: 'k', baseURL: 'http://replay/google/v1beta', fetch })('gemini-2.5-flash'),
+  mistral: (fetch) => createMistral({ apiKey: 'k', baseURL: 'http://replay/mistral/v1', fetch })('mistral-large-latest'),
+  xai: (fetch) => createXai({ apiKey: 'k', baseURL: 'http://replay/xai/v1', fetch })('grok-4'),
+  deepseek: (fetch) => createDeepSeek({ apiKey: 'k', baseURL: 'http://replay/deepseek', fetch })('deepseek-reasoner'),
+}
+
+const WEATHER: LanguageModelV3FunctionTool = {
+  type: 'function',
+  name: 'get_weather',
+  description: 'The weather in a city',
+  inputSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+}
+
+function responseOf(response: ReplayResponse): Response {
+  if (response.kind === 'json') return new Response(JSON.stringify(response.body), { status: response.status, headers: response.headers })
+  if (response.kind === 'hang') throw new Error('a hanging answer has no parts to record')
+  const bytes = new TextEncoder().encode(response.events.join(''))
+  return new Response(
+    new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(bytes)
+        if (response.end === 'destroy') controller.error(new TypeError('terminated'))
+        else controller.close()
+      },
+    }),
+    { status: 200, headers: response.headers },
+  )
+}
+
+/** Every stream part the vendor's package makes of `response`, in order. */
+export async function recordParts(vendor: Vendor, response: ReplayResponse): Promise<LanguageModelV3StreamPart[]> {
+  const fetch = (async () => responseOf(response)) as typeof globalThis.fetch
+  const { stream } = await MODELS[vendor](fetch).doStream({
+    prompt: [{ role: 'user', content: [{ type: 'text', text: 'What is the weather in Oslo?' }] }],
+    tools: [WEATHER],
+  })
+  const parts: LanguageModelV3StreamPart[] = []
+  const reader = stream.getReader()
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) return parts
+    parts.push(value)
+  }
+}
