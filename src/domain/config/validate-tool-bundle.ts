@@ -6,7 +6,10 @@ import type { DocumentProblem } from './validate-retention-rules.ts'
 export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/
 
 // addUsedSchema off: bundles may reuse an $id without colliding across compiles.
-const schemaChecker = new Ajv({ strict: false, allErrors: true, validateSchema: true, addUsedSchema: false })
+// inlineRefs off: to decide whether a $ref target can be inlined, Ajv walks it visiting every array
+// twice per level, 2^depth for nested arrays (a $ref to `[[[…]]]` 40 deep never returns, and
+// blocks the event loop). Compiled separately, refs validate the same.
+const schemaChecker = new Ajv({ strict: false, allErrors: true, validateSchema: true, addUsedSchema: false, inlineRefs: false })
 
 /** Base URI given to a schema without its own $id; only local (`#…`) references reach the compiler. */
 const LOCAL_ROOT_ID = 'urn:parley:tool-input-schema'
