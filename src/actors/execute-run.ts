@@ -1,12 +1,11 @@
 import { APICallError, type LanguageModelV3StreamPart } from '@ai-sdk/provider'
 import { estimatePartTokens } from '../domain/context/estimate-part-tokens.ts'
 import { UpstreamError } from '../domain/errors.ts'
-import type { Usage } from '../domain/pricing/usage.ts'
-import { estimateTokens } from '../domain/tokens/estimate-tokens.ts'
 import { requestIdFrom, toolsForVendor } from '../providers/vendor-fidelity.ts'
 import { describeVendorError } from '../providers/describe-vendor-error.ts'
 import { newVendorCallRecord, withVendorCallRecord } from '../providers/vendor-call-record.ts'
 import { recordVendorWarnings } from './record-vendor-warnings.ts'
+import { usageKnownSoFar } from './run-outcome.ts'
 import { endOfStream, initialRunStream, step, type Step } from './run-stream/order-blocks.ts'
 import type { RunDeps } from './run-deps.ts'
 import type { Admission, PendingToolCall, RunResult } from './turn-types.ts'
@@ -82,7 +81,7 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
       status,
       stopReason: status === 'succeeded' ? state.stopReason ?? 'end_turn' : state.stopReason,
       error,
-      usage: state.usage ?? estimatedUsage(admission.estimatedInputTokens, state.emitted, streamOpened),
+      usage: state.usage ?? usageKnownSoFar(admission.estimatedInputTokens, state.emitted, streamOpened),
       // Billed for the estimate, reported as lost (spec §2.8: missing counts are not zero).
       usageLost: state.usage === null,
       providerResponseId: state.providerResponseId,
@@ -146,15 +145,4 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
   // Never call a cut-off answer a success: without its finish the answer may be incomplete.
   if (!state.finished) return result('failed', { code: 'upstream_error', message: 'the provider stream ended without saying how the answer ended: it may be cut off' }, true)
   return result('succeeded', null, true)
-}
-
-/** When the provider reported no usage (failure, cancel): the packed input and what was emitted. */
-export function estimatedUsage(inputTokens: number, emitted: string, reachedProvider: boolean): Usage {
-  return {
-    input_tokens: reachedProvider ? inputTokens : 0,
-    output_tokens: estimateTokens(emitted),
-    reasoning_tokens: 0,
-    cache_read_tokens: 0,
-    cache_write_tokens: 0,
-  }
 }

@@ -18,28 +18,19 @@ export async function finishRun(deps: RunDeps, admission: Admission, result: Run
 
 /** The settlement alone: status, usage, cost and balance entry, group-committed with other turns' writes. */
 export function writeSettlement(deps: RunDeps, admission: Admission, result: RunResult): Promise<string | null> {
-  return deps.store.writes.write(() => settleRun(deps, {
-    runId: admission.runId,
-    orgId: admission.orgId,
-    chatId: admission.chatId,
-    apiKeyId: admission.apiKeyId,
-    namespace: admission.namespace,
-    model: admission.model,
-    markupPercent: admission.markupPercent,
-    status: result.status,
-    stopReason: result.stopReason,
-    error: result.error?.message ?? null,
-    usage: result.usage,
-    usageLost: result.usageLost,
-    latencyMs: result.latencyMs,
-    providerResponseId: result.providerRequestId ?? result.providerResponseId,
-    // Cancels, calls refused locally and our own failures (`internal`: the ledger write failed) say
-    // nothing of the provider's health (spec §2.7); every other ending is a sample, written with the settlement.
-    sample:
-      result.status === 'cancelled' || result.vendorRequests === 0 || result.error?.code === 'internal'
-        ? undefined
-        : { startedAt: new Date(admission.startedAtMs).toISOString(), firstDeltaMs: result.firstDeltaMs },
-  }))
+  return deps.store.writes.write(() =>
+    settleRun(deps, {
+      runId: admission.runId,
+      orgId: admission.orgId,
+      chatId: admission.chatId,
+      apiKeyId: admission.apiKeyId,
+      namespace: admission.namespace,
+      model: admission.model,
+      markupPercent: admission.markupPercent,
+      startedAt: new Date(admission.startedAtMs).toISOString(),
+      outcome: result,
+    }),
+  )
 }
 
 /** The stream's last frame once the run is settled (`done` goes out only after the commit). */

@@ -1,11 +1,12 @@
 import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
 import { moneyToUnits } from '../domain/money.ts'
 import { customerCost } from '../domain/pricing/customer-cost.ts'
-import type { Usage } from '../domain/pricing/usage.ts'
 import type { ChargeType } from '../store/balance.ts'
-import type { RunStatus } from '../store/runs.ts'
 import type { RunDeps } from './run-deps.ts'
+import { isUptimeSample } from './run-outcome.ts'
+import type { RunOutcome } from './turn-types.ts'
 
+/** A run's outcome with whose run it is and who pays for it. */
 export type Settlement = {
   runId: string
   orgId: string
@@ -14,20 +15,11 @@ export type Settlement = {
   namespace: string | null
   model: Pick<CatalogueEntry, 'id' | 'name' | 'rates' | 'tiers'>
   markupPercent: string
-  status: Exclude<RunStatus, 'running'>
-  stopReason: string | null
-  error: string | null
-  /** What is billed: the provider's usage, or the estimate when it was lost. */
-  usage: Usage
-  /** The provider reported no usage: the run's usage is null (spec §2.8) though the estimate is billed. */
-  usageLost?: boolean
-  latencyMs: number | null
-  /** Stored as the run's provider_request_id: the vendor's request id header, else its response id (decision 017). */
-  providerResponseId: string | null
   /** The balance entry: `usage` for a customer's run, `compaction` for a summary's (decisions §5.3). */
   entryType?: ChargeType
-  /** The provider call as a catalogue statistic; absent when it says nothing of the provider (a cancel). */
-  sample?: { startedAt: string; firstDeltaMs: number | null }
+  /** When the provider call started: the uptime sample's time; null when nobody timed one (the sweep). */
+  startedAt: string | null
+  outcome: RunOutcome
 }
 
 /**
@@ -40,17 +32,20 @@ export function settleRun(deps: RunDeps, s: Settlement): string | null {
   const { store } = deps
   const now = deps.now().toISOString()
   const settle = () => {
-    const cost = customerCost(s.usage, s.model, s.markupPercent)
+    const o = s.outcome
+    const cost = customerCost(o.usage, s.model, s.markupPercent)
     const finished = store.runs.finish(
       s.runId,
       {
-        status: s.status,
+        status: o.status,
         completedAt: now,
-        error: s.error,
-        stopReason: s.stopReason,
-        latencyMs: s.latencyMs,
-        providerRequestId: s.providerResponseId,
-        usage: s.usageLost ? null : s.usage,
+        error: o.error?.message ?? null,
+        stopReason: o.stopReason,
+        latencyMs: o.latencyMs,
+        // The vendor's request id header, else its response id (decision 017).
+        providerRequestId: o.providerRequestId ?? o.providerResponseId,
+        // Billed for the estimate, reported as null (spec §2.8).
+        usage: o.usageLost ? null : o.usage,
       },
       { costUnits: moneyToUnits(cost), settledAt: now },
     )
@@ -63,12 +58,13 @@ export function settleRun(deps: RunDeps, s: Settlement): string | null {
       modelId: s.model.id,
       modelName: s.model.name,
       namespace: s.namespace,
-      usage: s.usage,
+      usage: o.usage,
       cost,
       occurredAt: now,
     })
-    if (s.sample) {
-      store.providerCalls.record({ modelId: s.model.id, startedAt: s.sample.startedAt, succeeded: s.status === 'succeeded', firstDeltaMs: s.sample.firstDeltaMs })
+    // The provider call as a catalogue statistic, written with the settlement.
+    if (s.startedAt !== null && isUptimeSample(o)) {
+      store.providerCalls.record({ modelId: s.model.id, startedAt: s.startedAt, succeeded: o.status === 'succeeded', firstDeltaMs: o.firstDeltaMs })
     }
     return cost
   }

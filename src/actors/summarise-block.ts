@@ -10,10 +10,11 @@ import type { Usage } from '../domain/pricing/usage.ts'
 import { compactionPrompt } from '../providers/compaction-prompt.ts'
 import { estimatePromptTokens } from '../providers/estimate-prompt-tokens.ts'
 import type { BlockToSummarise } from './context-history.ts'
-import { estimatedUsage } from './execute-run.ts'
 import { usageFrom } from './run-stream/order-blocks.ts'
 import { mapStopReason } from './map-stop-reason.ts'
 import type { RunDeps } from './run-deps.ts'
+import type { StopReason } from './turn-types.ts'
+import { usageKnownSoFar } from './run-outcome.ts'
 import { settleRun } from './settle-run.ts'
 
 /** Whose compaction this is: the chat, who pays, on which model. */
@@ -79,7 +80,7 @@ export async function summariseBlock(deps: RunDeps, job: CompactionJob, block: B
 
   let text = ''
   let usage: Usage | null = null
-  let stopReason: string | null = null
+  let stopReason: StopReason | null = null
   let providerResponseId: string | null = null
   let firstDeltaMs: number | null = null
   let reached = false
@@ -133,16 +134,22 @@ export async function summariseBlock(deps: RunDeps, job: CompactionJob, block: B
       namespace: job.namespace,
       model: job.model,
       markupPercent: job.markupPercent,
-      status,
-      stopReason,
-      error,
-      usage: usage ?? estimatedUsage(inputTokens, text, reached),
-      usageLost: usage === null,
-      latencyMs: Date.now() - startedAt,
-      providerResponseId,
       entryType: 'compaction',
-      // As for a turn's run (src/actors/finish-run.ts): cancels and calls refused locally are no sample.
-      sample: status === 'cancelled' || vendorCall.requests === 0 ? undefined : { startedAt: new Date(startedAt).toISOString(), firstDeltaMs },
+      startedAt: new Date(startedAt).toISOString(),
+      outcome: {
+        status,
+        stopReason,
+        error: error === null ? null : { code: 'upstream_error', message: error },
+        usage: usage ?? usageKnownSoFar(inputTokens, text, reached),
+        usageLost: usage === null,
+        providerResponseId,
+        modelServed: null,
+        pendingToolCalls: [],
+        latencyMs: Date.now() - startedAt,
+        firstDeltaMs,
+        streamOpened: reached,
+        vendorRequests: vendorCall.requests,
+      },
     })
     if (summary) store.summaries.insert(job.chatId, summary, deps.now().toISOString())
   })

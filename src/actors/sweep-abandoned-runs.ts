@@ -1,8 +1,8 @@
 import { RunInProgressError } from '../domain/errors.ts'
-import { estimateTokens } from '../domain/tokens/estimate-tokens.ts'
 import type { PartBody } from '../domain/parts.ts'
 import { leaseIsLive, type RunRow } from '../store/runs.ts'
 import type { RunDeps } from './run-deps.ts'
+import { usageKnownSoFar } from './run-outcome.ts'
 import { settleRun } from './settle-run.ts'
 
 /**
@@ -63,21 +63,24 @@ function settleAbandoned(deps: RunDeps, run: RunRow): boolean {
     // A model no longer in the catalogue settles at zero rather than at a guessed price.
     model: model ?? { id: run.model_id, name: run.model_name, rates: { input: '0', output: '0', currency: 'USD' }, tiers: [] },
     markupPercent: manifest.markup_percent ?? '5',
-    status: 'failed',
-    stopReason: null,
-    error: 'interrupted',
-    usage: {
-      input_tokens: manifest.estimated_input_tokens ?? 0,
-      output_tokens: estimateTokens(output),
-      reasoning_tokens: 0,
-      cache_read_tokens: 0,
-      cache_write_tokens: 0,
-    },
-    // Its usage never arrived: billed for the estimate, reported as null (spec §2.8).
-    usageLost: true,
-    latencyMs: null,
-    providerResponseId: null,
     entryType: run.origin === 'compaction' ? 'compaction' : 'usage',
+    // Nobody timed the call, and what reached the vendor is unknown: no uptime sample.
+    startedAt: null,
+    outcome: {
+      status: 'failed',
+      stopReason: null,
+      error: { code: 'interrupted', message: 'interrupted' },
+      usage: usageKnownSoFar(manifest.estimated_input_tokens ?? 0, output, true),
+      // Its usage never arrived: billed for the estimate, reported as null (spec §2.8).
+      usageLost: true,
+      providerResponseId: null,
+      modelServed: null,
+      pendingToolCalls: [],
+      latencyMs: null,
+      firstDeltaMs: null,
+      streamOpened: true,
+      vendorRequests: 0,
+    },
   })
   return cost !== null
 }

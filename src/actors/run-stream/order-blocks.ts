@@ -6,7 +6,7 @@ import { readFinish } from '../../providers/read-finish.ts'
 import { vendorWarning } from '../../providers/vendor-fidelity.ts'
 import { describeVendorError } from '../../providers/describe-vendor-error.ts'
 import { mapStopReason } from '../map-stop-reason.ts'
-import type { RunResult } from '../turn-types.ts'
+import type { StopReason } from '../turn-types.ts'
 
 /**
  * The pure half of a run's stream (issue 12): the provider's stream parts in, what to do about each
@@ -48,7 +48,7 @@ export type RunStreamState = {
   readonly modelServed: string | null
   /** The provider's usage, null until (unless) it reports some. */
   readonly usage: Usage | null
-  readonly stopReason: RunResult['stopReason']
+  readonly stopReason: StopReason | null
   /** Whether the provider said how the answer ended: a stream that just stops may have been cut off. */
   readonly finished: boolean
   /** Set by an `error` part: the run failed and the stream is to be read no further. */
