@@ -1,7 +1,7 @@
 import { assign, fromPromise, setup, spawnChild, stopChild } from 'xstate'
 import { NotFoundError, RunInProgressError } from '../src/domain/errors.ts'
 import { ZERO_USAGE } from '../src/domain/pricing/usage.ts'
-import type { ChatFacts } from '../src/actors/admit-turn.ts'
+import type { ChatFacts } from '../src/domain/turns/decide-admission.ts'
 import { leaseIsLive } from '../src/store/runs.ts'
 import type { Admission, RunResult } from '../src/actors/turn-types.ts'
 import type {
@@ -133,7 +133,8 @@ export const chatMachine = setup({
     settleRetry: ({ context }) => SETTLE_RETRY_BASE_MS * 4 ** Math.max(0, context.settleAttempts - 1),
   },
   guards: {
-    hasPendingCalls: ({ context }) => context.pendingCalls.length > 0,
+    /** decisions §4: the latest customer run left tool calls no submission has closed; the next one closes them. */
+    awaitsToolResults: ({ context }) => context.pendingCalls.length > 0,
     needsCompaction: (_, admission: Admission) => (admission.compaction?.blocks.length ?? 0) > 0,
     /** decisions §5.3 at_fill: the settled run left the history past its fill mark, and no eager work runs yet. */
     fillsEagerThreshold: ({ context }, output: SettleRunOutput) => (output.eager?.blocks.length ?? 0) > 0 && context.eagerCompaction === null,
@@ -190,11 +191,14 @@ export const chatMachine = setup({
     startRun: assign({
       admission: (_, admission: Admission) => admission,
       abort: () => new AbortController(),
-      // The admission closed every pending call, by result or tombstone.
-      pendingCalls: () => [],
       result: () => null,
       settleAttempts: () => 0,
     }),
+    /**
+     * decisions §4: an admitted submission closed every pending call, by its tool_result or by a
+     * tombstone written before its input (decideAdmission, src/domain/turns/decide-admission.ts).
+     */
+    closePendingCalls: assign({ pendingCalls: () => [] }),
     announceRun: ({ context }, admission: Admission) => context.queued?.respond({ kind: 'admitted', admission }),
     rejectSubmission: ({ context }, error: unknown) => context.queued?.respond({ kind: 'rejected', error }),
     rejectSubmissionAsDeleted: ({ context }) =>
@@ -260,12 +264,21 @@ export const chatMachine = setup({
         }),
     }),
     recordBrokenRun: assign({ result: ({ context }) => brokenRun(context.admission) }),
+    /**
+     * decisions §4: the calls of the run that just ended are pending until the next submission closes
+     * them, with the run's status (a cancelled or failed run's are tombstoned `cancelled`). When they
+     * were made is the ledger's to say (their tool_call parts), read at admission as at hydration.
+     */
+    holdCallsOfEndedRun: assign({
+      pendingCalls: ({ context }) =>
+        context.result
+          ? context.result.pendingToolCalls.map((call) => ({ tool_name: call.tool_name, tool_use_id: call.tool_use_id, run_status: context.result!.status }))
+          : context.pendingCalls,
+    }),
     closeRun: assign(({ context }) => {
       const { admission, result } = context
       if (!admission || !result) return {}
-      const createdAt = admission.createdAt
       return {
-        pendingCalls: result.pendingToolCalls.map((call) => ({ ...call, created_at: createdAt, run_status: result.status })),
         latestCustomerRun: { id: admission.runId, status: result.status },
         admission: null,
         abort: null,
@@ -301,13 +314,17 @@ export const chatMachine = setup({
     ready: {
       always: [
         { guard: 'hasOutstandingRun', target: 'outstanding' },
-        { guard: 'hasPendingCalls', target: 'awaitingToolResults' },
+        { guard: 'awaitsToolResults', target: 'awaitingToolResults' },
         { target: 'idle' },
       ],
     },
+    // At rest with no tool call pending.
     idle: {
       on: { SUBMIT: admitOrRefuse, DELETE: deleteAtRest, SWEEP: sweepAtRest },
     },
+    // At rest with the latest customer run's tool calls pending (decisions §4): the next admitted
+    // submission closes every one of them (closePendingCalls), by its tool_result or a tombstone
+    // (decideAdmission). A tool_result for any other id is refused 422 unknown_tool_use_id.
     awaitingToolResults: {
       on: { SUBMIT: admitOrRefuse, DELETE: deleteAtRest, SWEEP: sweepAtRest },
     },
@@ -395,6 +412,7 @@ export const chatMachine = setup({
                 target: 'settling',
                 actions: [
                   { type: 'startRun', params: ({ event }) => event.output },
+                  'closePendingCalls',
                   { type: 'announceRun', params: ({ event }) => event.output },
                   'forgetSubmission',
                   'abortRun',
@@ -406,6 +424,7 @@ export const chatMachine = setup({
                 target: 'compacting',
                 actions: [
                   { type: 'startRun', params: ({ event }) => event.output },
+                  'closePendingCalls',
                   { type: 'announceRun', params: ({ event }) => event.output },
                   'forgetSubmission',
                 ],
@@ -414,6 +433,7 @@ export const chatMachine = setup({
                 target: 'streaming',
                 actions: [
                   { type: 'startRun', params: ({ event }) => event.output },
+                  'closePendingCalls',
                   { type: 'announceRun', params: ({ event }) => event.output },
                   'forgetSubmission',
                 ],
@@ -479,13 +499,13 @@ export const chatMachine = setup({
             input: ({ context }) => ({ admission: context.admission!, result: context.result! }),
             onDone: [
               // No eager work for a chat about to go.
-              { guard: 'deletionRequested', target: '#chat.deleting', actions: 'closeRun' },
+              { guard: 'deletionRequested', target: '#chat.deleting', actions: ['holdCallsOfEndedRun', 'closeRun'] },
               {
                 guard: { type: 'fillsEagerThreshold', params: ({ event }) => event.output },
                 target: '#chat.ready',
-                actions: ['closeRun', { type: 'recordEagerCompaction', params: ({ event }) => event.output }, 'startEagerCompaction'],
+                actions: ['holdCallsOfEndedRun', 'closeRun', { type: 'recordEagerCompaction', params: ({ event }) => event.output }, 'startEagerCompaction'],
               },
-              { target: '#chat.ready', actions: 'closeRun' },
+              { target: '#chat.ready', actions: ['holdCallsOfEndedRun', 'closeRun'] },
             ],
             // decision 020: a settlement is never lost. It is tried again; failing that, left to the sweep.
             onError: [

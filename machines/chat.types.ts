@@ -1,7 +1,6 @@
-import type { ChatFacts } from '../src/actors/admit-turn.ts'
 import type { Admission, RunResult, Submission } from '../src/actors/turn-types.ts'
-import type { PendingCall } from '../src/domain/turns/close-pending-calls.ts'
-import type { RunLease, RunStatus } from '../src/store/runs.ts'
+import type { ChatFacts, LatestRun, OpenCall } from '../src/domain/turns/decide-admission.ts'
+import type { RunLease } from '../src/store/runs.ts'
 import type { BlockToSummarise } from '../src/actors/context-history.ts'
 import type { CompactionJob } from '../src/actors/summarise-block.ts'
 
@@ -15,9 +14,12 @@ export type DeleteOutcome = { kind: 'deleted' } | { kind: 'gone' } | { kind: 'fa
 
 export type ChatContext = {
   chatId: string
-  /** Tool calls of the latest customer run that no submission has closed yet. */
-  pendingCalls: PendingCall[]
-  latestCustomerRun: { id: string; status: RunStatus } | null
+  /**
+   * Tool calls of the latest customer run that no submission has closed yet (decisions §4): the next
+   * admitted submission closes them all. Admission dates them from the ledger, never from here.
+   */
+  pendingCalls: OpenCall[]
+  latestCustomerRun: LatestRun | null
   /** The submission being admitted, with the way back to its caller. */
   queued: { submission: Submission; respond: (outcome: SubmitOutcome) => void } | null
   /** The run this chat is running, once admitted. */

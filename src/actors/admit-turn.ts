@@ -2,34 +2,24 @@ import type { LanguageModelV3FunctionTool } from '@ai-sdk/provider'
 import { PLATFORM_MARKUP_PERCENT } from '../domain/catalogue/apply-markup.ts'
 import { addSegment, type ContextManifest } from '../domain/context/context-manifest.ts'
 import { estimatePartTokens } from '../domain/context/estimate-part-tokens.ts'
-import {
-  IdempotencyKeyReusedError,
-  NotFoundError,
-  RetryNotAllowedError,
-  RunInProgressError,
-  UnknownToolUseIdError,
-} from '../domain/errors.ts'
+import { IdempotencyKeyReusedError, RunInProgressError } from '../domain/errors.ts'
 import type { PartBody } from '../domain/parts.ts'
-import { closePendingCalls, type PendingCall } from '../domain/turns/close-pending-calls.ts'
+import type { PendingCall } from '../domain/turns/close-pending-calls.ts'
 import { coerceReasoningEffort, type TranslationWarning } from '../domain/turns/coerce-reasoning-effort.ts'
+import { decideAdmission, decideMaxTokens, rejectionError, type AdmissionFacts, type ChatFacts } from '../domain/turns/decide-admission.ts'
 import { convertToProviderPrompt } from '../providers/convert-to-provider-prompt.ts'
 import { mapReasoningEffort, type VendorReasoning } from '../providers/map-reasoning-effort.ts'
 import { vendorTranslationWarnings } from '../providers/vendor-fidelity.ts'
 import type { NewPart } from '../store/parts.ts'
 import type { ResolvedConfiguration } from '../store/config-resolution.ts'
-import type { RunStatus } from '../store/runs.ts'
 import { RunChannel } from './run-channel.ts'
 import type { RunDeps } from './run-deps.ts'
-import { affordableMaxTokens } from './affordable-max-tokens.ts'
 import { newPartMedia, type PackedTurn, type PackRequest } from './context-history.ts'
 import type { Compactor } from './compactor.ts'
 import type { Admission, CompactionReport, PreparedPart, Submission } from './turn-types.ts'
 
-/** What the chat actor knows of its chat when a submission arrives. */
-export type ChatFacts = {
-  pendingCalls: PendingCall[]
-  latestCustomerRun: { id: string; status: RunStatus } | null
-}
+/** Moved to src/domain/turns/decide-admission.ts; re-exported for its earlier importers. */
+export type { ChatFacts }
 
 /**
  * Decides whether a turn may run and, if so, writes it: tombstones for unanswered calls, the input
@@ -41,26 +31,12 @@ export async function admitTurn(deps: RunDeps, compactor: Compactor, chat: ChatF
   const { request, model, orgId } = submission
   const now = deps.now()
 
-  if (request.retry_of) checkRetry(deps, chat, submission, request.retry_of)
-  if (request.idempotency_key) {
-    const earlier = store.idempotencyKeys.runOf(orgId, request.idempotency_key, now)
-    if (earlier) throw new IdempotencyKeyReusedError(earlier)
-  }
-
-  const answered = submission.input.flatMap((p) => (p.body.type === 'tool_result' ? [p.body.tool_use_id] : []))
-  const { closures, unknownIds } = closePendingCalls(chat.pendingCalls, answered, now)
-  if (unknownIds.length > 0) {
-    throw new UnknownToolUseIdError(`no pending tool call in this chat has id ${unknownIds.join(', ')}`, {
-      tool_use_ids: unknownIds,
-      pending: chat.pendingCalls.map((c) => c.tool_use_id),
-    })
-  }
+  // The rules (decisions §4) are decided in src/domain/turns/decide-admission.ts; this reads their facts.
+  const decided = decideAdmission(readAdmissionFacts(deps, chat, submission, now), submission, now).value
+  if (decided.kind === 'reject') throw rejectionError(decided.rejection)
+  const { closures } = decided
   const userMetadata = request.user_metadata ?? {}
-  const tombstones: PartBody[] = closures.flatMap((c) =>
-    c.tombstone === null
-      ? []
-      : [{ type: 'tool_result', text: '', is_error: true, tool_name: c.tool_name, tool_use_id: c.tool_use_id, trust: 'trusted', tombstone_reason: c.tombstone }],
-  )
+  const tombstones: PartBody[] = decided.tombstones
 
   // Configuration and budget in force now (a retry uses current configuration too).
   const config = deps.resolver.resolveConfig(orgId, submission.namespace, request.tools ?? null)
@@ -70,10 +46,7 @@ export async function admitTurn(deps: RunDeps, compactor: Compactor, chat: ChatF
   // Packing (decisions §5): the fixed parts whole, then as much history as the budget and the
   // retention rules allow. The current exchange: what this submission writes, the run it retries,
   // and the run whose calls it closes (its calls stay with their results).
-  const currentRuns = [
-    ...(request.retry_of ? [request.retry_of] : []),
-    ...(closures.length > 0 && chat.latestCustomerRun ? [chat.latestCustomerRun.id] : []),
-  ]
+  const currentRuns = [...(decided.retryOf ? [decided.retryOf] : []), ...(decided.closesCallsOf ? [decided.closesCallsOf] : [])]
   const newBodies = [
     ...tombstones.map((body) => ({ body, media: [] as PreparedPart['media'], tokens: estimatePartTokens(body) })),
     ...submission.input,
@@ -96,7 +69,16 @@ export async function admitTurn(deps: RunDeps, compactor: Compactor, chat: ChatF
   const effort = coerceReasoningEffort(request.reasoning_effort, model)
   const translationWarnings: TranslationWarning[] = [...effort.warnings, ...packed.warnings.translation]
   const markupPercent = store.organisations.get(orgId)?.markup_percent ?? PLATFORM_MARKUP_PERCENT
-  const maxTokens = affordableMaxTokens(deps, submission, estimatedInputTokens, markupPercent, translationWarnings)
+  const budgeted = decideMaxTokens({
+    balance: store.balance.balanceOf(orgId),
+    model,
+    markupPercent,
+    inputTokens: estimatedInputTokens,
+    requestedMaxTokens: request.max_tokens,
+  })
+  if (budgeted.value.kind === 'reject') throw rejectionError(budgeted.value.rejection)
+  translationWarnings.push(...budgeted.warnings)
+  const maxTokens = budgeted.value.maxTokens
   const vendorReasoning = mapReasoningEffort(model, effort.value, maxTokens)
   translationWarnings.push(...vendorReasoning.warnings)
   // What the vendor will not keep: strict, is_error (decision 017).
@@ -191,6 +173,38 @@ export async function admitTurn(deps: RunDeps, compactor: Compactor, chat: ChatF
 }
 
 /**
+ * The ledger's side of the facts a submission is decided on: the run `retry_of` names, the earlier
+ * use of the idempotency key, and each pending call dated by its tool_call part in the ledger, as
+ * hydration dates it (so whether a call has expired does not depend on whether the actor was evicted).
+ */
+function readAdmissionFacts(deps: RunDeps, chat: ChatFacts, submission: Submission, now: Date): AdmissionFacts {
+  const { store } = deps
+  const { request, orgId } = submission
+  const retried = request.retry_of ? store.runs.get(orgId, request.retry_of) : undefined
+  return {
+    latestCustomerRun: chat.latestCustomerRun,
+    pendingCalls: datedPendingCalls(deps, chat, now),
+    retried: retried ? { id: retried.id, chatId: retried.chat_id, status: retried.status } : null,
+    keyUsedBy: request.idempotency_key ? store.idempotencyKeys.runOf(orgId, request.idempotency_key, now) : null,
+  }
+}
+
+/** The actor's open calls, each with its tool_call part's created_at as the ledger has it. */
+export function datedPendingCalls(deps: RunDeps, chat: ChatFacts, now: Date): PendingCall[] {
+  if (chat.pendingCalls.length === 0) return []
+  const createdAt = new Map<string, string>()
+  if (chat.latestCustomerRun) {
+    for (const row of deps.store.parts.ofRun(chat.latestCustomerRun.id)) {
+      if (row.kind !== 'tool_call') continue
+      const body = JSON.parse(row.body) as PartBody
+      if (body.type === 'tool_call') createdAt.set(body.tool_use_id, row.created_at)
+    }
+  }
+  // A call the ledger does not show (never expected) is as old as the actor knew it, else new.
+  return chat.pendingCalls.map((call) => ({ ...call, created_at: createdAt.get(call.tool_use_id) ?? call.created_at ?? now.toISOString() }))
+}
+
+/**
  * The chat machine refuses a turn while the ledger holds a running run (decisions §4); migration
  * 0009's index refuses it here too, should anything get past: the same 409, naming that run.
  */
@@ -231,18 +245,6 @@ function providerToolsOf(config: ResolvedConfiguration): LanguageModelV3Function
     providerTools.set(config, tools)
   }
   return tools
-}
-
-function checkRetry(deps: RunDeps, chat: ChatFacts, submission: Submission, retryOf: string): void {
-  const run = deps.store.runs.get(submission.orgId, retryOf)
-  if (!run) throw new NotFoundError(`run ${retryOf} not found`)
-  const latest = chat.latestCustomerRun
-  if (run.chat_id !== submission.chatId || latest?.id !== run.id || run.status !== 'failed') {
-    throw new RetryNotAllowedError(
-      `run ${retryOf} is not the latest failed customer run of this chat; only that run can be retried`,
-      { run_id: retryOf, latest_run_id: latest?.id ?? null, latest_status: latest?.status ?? null },
-    )
-  }
 }
 
 /** The manifest's context with the parts this turn wrote, once their ordinals are known. */

@@ -15,7 +15,6 @@ import type {
   SubmitOutcome,
   DeleteOutcome,
 } from '../../machines/chat.types.ts'
-import type { ChatFacts } from '../../src/actors/admit-turn.ts'
 import type { BlockToSummarise } from '../../src/actors/context-history.ts'
 import { RunChannel, type RunFrame } from '../../src/actors/run-channel.ts'
 import type { CompactionJob } from '../../src/actors/summarise-block.ts'
@@ -24,6 +23,7 @@ import { blockKey } from '../../src/domain/context/cut-blocks.ts'
 import { NotFoundError, RunInProgressError, UnknownToolUseIdError } from '../../src/domain/errors.ts'
 import { ZERO_USAGE } from '../../src/domain/pricing/usage.ts'
 import type { PendingCall } from '../../src/domain/turns/close-pending-calls.ts'
+import type { ChatFacts } from '../../src/domain/turns/decide-admission.ts'
 
 /** A promise the test settles by hand, so each invoked actor stays in flight as long as needed. */
 function deferred<T>() {
@@ -124,7 +124,7 @@ const result = (status: RunResult['status'], pendingToolCalls: RunResult['pendin
  * The chat machine with fake providers: each invocation of an actor gets its own deferred,
  * recorded with its input, so the test decides when and how each step ends.
  */
-function harness(input: Partial<ChatInput> = {}) {
+function harness(input: Partial<ChatInput> = {}, overrides: Parameters<typeof chatMachine.provide>[0] = {}) {
   const admits: { input: AdmitTurnInput; d: ReturnType<typeof deferred<Admission>> }[] = []
   const streams: { input: StreamRunInput; d: ReturnType<typeof deferred<RunResult>> }[] = []
   /** `settle` ends settlement with no eager work unless the test names some. */
@@ -184,7 +184,7 @@ function harness(input: Partial<ChatInput> = {}) {
       }),
     },
   })
-  const actor = createActor(machine, { input: { chatId: CHAT_ID, pendingCalls: [], latestCustomerRun: null, ...input } })
+  const actor = createActor(machine.provide(overrides), { input: { chatId: CHAT_ID, pendingCalls: [], latestCustomerRun: null, ...input } })
   const errors: unknown[] = []
   actor.subscribe({ error: (e) => errors.push(e) })
   actor.start()
@@ -450,9 +450,8 @@ describe('chat machine: settling', () => {
     await h.at({ running: 'settling' })
     h.settles[0]!.settle({ cost: '0' })
     await h.at('awaitingToolResults')
-    expect(h.context().pendingCalls).toEqual(
-      calls.map((c) => ({ ...c, created_at: '2030-01-02T03:04:05.000Z', run_status: 'succeeded' })),
-    )
+    // Undated: when a call was made is its tool_call part's created_at, read by admission from the ledger.
+    expect(h.context().pendingCalls).toEqual(calls.map((c) => ({ ...c, run_status: 'succeeded' })))
     expect(h.context().latestCustomerRun).toEqual({ id: 'run-1', status: 'succeeded' })
 
     // The next submission is admitted with those calls as facts, to close them.
@@ -471,9 +470,7 @@ describe('chat machine: settling', () => {
     await h.at({ running: 'settling' })
     h.settles[0]!.settle({ cost: '0' })
     await h.at('awaitingToolResults')
-    expect(h.context().pendingCalls).toEqual([
-      { tool_name: 'weather', tool_use_id: 'call_1', created_at: '2030-01-02T03:04:05.000Z', run_status: 'cancelled' },
-    ])
+    expect(h.context().pendingCalls).toEqual([{ tool_name: 'weather', tool_use_id: 'call_1', run_status: 'cancelled' }])
     expect(h.context().latestCustomerRun).toEqual({ id: 'run-1', status: 'cancelled' })
   })
 
@@ -1237,5 +1234,64 @@ describe('chat machine: the sweep of an interrupted run goes through the actor (
     h.actor.send({ type: 'SWEEP', run: { id: 'run-1', leaseOwner: 'node-a', leaseExpiresAt: lapsed.leaseExpiresAt } })
     expect(h.state()).toEqual({ running: { streaming: 'live' } })
     expect(h.reaps).toHaveLength(0)
+  })
+})
+
+describe('chat machine: the rules of decisions §4 it holds, by name', () => {
+  it('awaitsToolResults decides idle or awaitingToolResults at rest (a provided guard overrides it)', () => {
+    expect(harness({ pendingCalls: [pending('c1')] }).state()).toBe('awaitingToolResults')
+    expect(harness({ pendingCalls: [pending('c1')] }, { guards: { awaitsToolResults: () => false } }).state()).toBe('idle')
+    expect(harness({ pendingCalls: [] }, { guards: { awaitsToolResults: () => true } }).state()).toBe('awaitingToolResults')
+  })
+
+  it('closePendingCalls is what empties the pending calls on admission: without it they stay', async () => {
+    const calls = [pending('c1')]
+    const closing = vi.fn()
+    const h = harness({ pendingCalls: calls }, { actions: { closePendingCalls: closing } })
+    h.submit()
+    await h.at({ running: 'packing' })
+    h.admits[0]!.d.resolve(admission('run-1'))
+    await h.at({ running: { streaming: 'live' } })
+    expect(closing).toHaveBeenCalledTimes(1)
+    expect(h.context().pendingCalls).toEqual(calls)
+  })
+
+  it('holdCallsOfEndedRun makes the ended run\'s calls pending, undated, with its status; a run without calls leaves none', async () => {
+    const h = await streaming('run-1', { pendingCalls: [pending('old')] })
+    expect(h.context().pendingCalls).toEqual([])
+    h.streams[0]!.d.resolve(result('failed', [{ tool_name: 'lookup', tool_use_id: 'c9' }]))
+    await h.at({ running: 'settling' })
+    h.settles[0]!.settle()
+    await h.at('awaitingToolResults')
+    expect(h.context().pendingCalls).toEqual([{ tool_name: 'lookup', tool_use_id: 'c9', run_status: 'failed' }])
+    expect(h.context().pendingCalls[0]).not.toHaveProperty('created_at')
+
+    // The next turn closes them and ends without calls: idle again.
+    h.submit()
+    await h.at({ running: 'packing' })
+    expect(h.admits[1]!.input.facts).toEqual({
+      pendingCalls: [{ tool_name: 'lookup', tool_use_id: 'c9', run_status: 'failed' }],
+      latestCustomerRun: { id: 'run-1', status: 'failed' },
+    })
+    h.admits[1]!.d.resolve(admission('run-2'))
+    await h.at({ running: { streaming: 'live' } })
+    h.streams[1]!.d.resolve(result('succeeded'))
+    await h.at({ running: 'settling' })
+    h.settles[1]!.settle()
+    await h.at('idle')
+    expect(h.context().pendingCalls).toEqual([])
+  })
+
+  it('without holdCallsOfEndedRun a run\'s calls are not held: the chat rests idle', async () => {
+    const h = harness({}, { actions: { holdCallsOfEndedRun: () => {} } })
+    h.submit()
+    await h.at({ running: 'packing' })
+    h.admits[0]!.d.resolve(admission('run-1'))
+    await h.at({ running: { streaming: 'live' } })
+    h.streams[0]!.d.resolve(result('succeeded', [{ tool_name: 'lookup', tool_use_id: 'c1' }]))
+    await h.at({ running: 'settling' })
+    h.settles[0]!.settle()
+    await h.at('idle')
+    expect(h.context().latestCustomerRun).toEqual({ id: 'run-1', status: 'succeeded' })
   })
 })

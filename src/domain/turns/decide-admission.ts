@@ -1,0 +1,223 @@
+import type { CatalogueEntry } from '../catalogue/catalogue-entry.ts'
+import {
+  IdempotencyKeyReusedError,
+  InsufficientBalanceError,
+  NotFoundError,
+  RetryNotAllowedError,
+  UnknownToolUseIdError,
+  type DomainError,
+} from '../errors.ts'
+import { Money } from '../money.ts'
+import type { PartBody } from '../parts.ts'
+import { customerCost } from '../pricing/customer-cost.ts'
+import { ZERO_USAGE } from '../pricing/usage.ts'
+import { closePendingCalls, type Closure, type PendingCall } from './close-pending-calls.ts'
+import type { TranslationWarning } from './coerce-reasoning-effort.ts'
+
+/**
+ * decisions §4 as a pure decision: whether a submission may run, over the facts the chat actor holds
+ * and those admission reads from the ledger. No I/O, no clock of its own (`now` is passed in), no
+ * throw: a refusal is a value (`AdmissionRejection`), turned into the domain error by `rejectionError`.
+ */
+
+export type RunStatus = 'running' | 'succeeded' | 'failed' | 'cancelled'
+export type LatestRun = { id: string; status: RunStatus }
+
+/**
+ * A tool call the chat actor holds open. Its `created_at` is the ledger's (its tool_call part's) when
+ * the actor was hydrated, and absent when the actor saw the run end: admission never dates a call from
+ * memory but reads the ledger's part again, so the 24 h rule does not depend on eviction.
+ */
+export type OpenCall = Omit<PendingCall, 'created_at'> & { created_at?: string }
+
+/** What the chat actor knows of its chat when a submission arrives. */
+export type ChatFacts = {
+  pendingCalls: OpenCall[]
+  latestCustomerRun: LatestRun | null
+}
+
+/** The facts a submission is decided on: the actor's, and what admission read from the ledger for it. */
+export type AdmissionFacts = {
+  latestCustomerRun: LatestRun | null
+  /** The chat's pending calls, each dated by its tool_call part in the ledger. */
+  pendingCalls: PendingCall[]
+  /** The run `retry_of` names, as the ledger has it for the organisation (null: none); unread without retry_of. */
+  retried: { id: string; chatId: string; status: RunStatus } | null
+  /** The run that used the submission's idempotency key within its 24 h (null: none, or no key). */
+  keyUsedBy: string | null
+}
+
+/** The part of a submission the rules look at (src/actors/turn-types.ts Submission is one). */
+export type SubmissionForAdmission = {
+  chatId: string
+  request: { retry_of?: string | null }
+  input: readonly { body: PartBody }[]
+}
+
+export type AdmissionRejection =
+  | { rule: 'retry_of_not_found'; retryOf: string }
+  | { rule: 'retry_not_allowed'; retryOf: string; latest: LatestRun | null }
+  | { rule: 'idempotency_key_reused'; runId: string }
+  | { rule: 'unknown_tool_use_id'; unknownIds: string[]; pendingIds: string[] }
+  | { rule: 'insufficient_balance'; balance: string; estimatedInputTokens: number }
+
+export type Decision<T> = { value: T; warnings: TranslationWarning[] }
+
+export type TombstoneBody = Extract<PartBody, { type: 'tool_result' }>
+
+export type AdmissionVerdict =
+  | {
+      kind: 'admit'
+      /** Every pending call, closed by the submission's result or by a tombstone. */
+      closures: Closure[]
+      /** The tombstones to write before the new input, in the order of the pending calls. */
+      tombstones: TombstoneBody[]
+      /** The run whose calls this submission closes (its calls stay packed with their results), if any. */
+      closesCallsOf: string | null
+      retryOf: string | null
+    }
+  | { kind: 'reject'; rejection: AdmissionRejection }
+
+/** decisions §4 Retry: `retry_of` must name the latest failed customer run of this chat. */
+export function isRetryOfLatestFailedRun(facts: Pick<AdmissionFacts, 'latestCustomerRun' | 'retried'>, chatId: string): boolean {
+  const { retried, latestCustomerRun: latest } = facts
+  return retried !== null && retried.chatId === chatId && latest?.id === retried.id && retried.status === 'failed'
+}
+
+/** decisions §4 Idempotency: a key used within 24 h names the first run, whatever its outcome. */
+export function keyIsUnused(facts: Pick<AdmissionFacts, 'keyUsedBy'>): boolean {
+  return facts.keyUsedBy === null
+}
+
+/** The tool_use_ids a submission answers, in its order. */
+export function answeredIds(submission: Pick<SubmissionForAdmission, 'input'>): string[] {
+  return submission.input.flatMap((p) => (p.body.type === 'tool_result' ? [p.body.tool_use_id] : []))
+}
+
+/** decisions §4: a `tool_result` for an id that is not pending in this chat is refused (422). */
+export function answersOnlyPendingCalls(pending: readonly Pick<OpenCall, 'tool_use_id'>[], answered: readonly string[]): boolean {
+  return unknownToolUseIds(pending, answered).length === 0
+}
+
+export function unknownToolUseIds(pending: readonly Pick<OpenCall, 'tool_use_id'>[], answered: readonly string[]): string[] {
+  const ids = new Set(pending.map((c) => c.tool_use_id))
+  return answered.filter((id) => !ids.has(id))
+}
+
+/** decisions §4: every pending call the submission did not answer gets a tombstone tool_result, written before the input. */
+export function tombstoneUnanswered(closures: readonly Closure[]): TombstoneBody[] {
+  return closures.flatMap((c) =>
+    c.tombstone === null
+      ? []
+      : [{ type: 'tool_result' as const, text: '', is_error: true, tool_name: c.tool_name, tool_use_id: c.tool_use_id, trust: 'trusted' as const, tombstone_reason: c.tombstone }],
+  )
+}
+
+/**
+ * decisions §4, in the order the rules are checked: retry, idempotency, unknown tool ids; then every
+ * pending call is closed, by result or tombstone (`expired` past 24 h by `now`, `cancelled` for a
+ * cancelled or failed run's call, `abandoned` otherwise).
+ */
+export function decideAdmission(facts: AdmissionFacts, submission: SubmissionForAdmission, now: Date): Decision<AdmissionVerdict> {
+  const reject = (rejection: AdmissionRejection): Decision<AdmissionVerdict> => ({ value: { kind: 'reject', rejection }, warnings: [] })
+  const retryOf = submission.request.retry_of ?? null
+  if (retryOf !== null && !isRetryOfLatestFailedRun(facts, submission.chatId)) {
+    return reject(
+      facts.retried === null ? { rule: 'retry_of_not_found', retryOf } : { rule: 'retry_not_allowed', retryOf, latest: facts.latestCustomerRun },
+    )
+  }
+  if (!keyIsUnused(facts)) return reject({ rule: 'idempotency_key_reused', runId: facts.keyUsedBy! })
+  const answered = answeredIds(submission)
+  if (!answersOnlyPendingCalls(facts.pendingCalls, answered)) {
+    return reject({
+      rule: 'unknown_tool_use_id',
+      unknownIds: unknownToolUseIds(facts.pendingCalls, answered),
+      pendingIds: facts.pendingCalls.map((c) => c.tool_use_id),
+    })
+  }
+  const { closures } = closePendingCalls(facts.pendingCalls, answered, now)
+  return {
+    value: {
+      kind: 'admit',
+      closures,
+      tombstones: tombstoneUnanswered(closures),
+      closesCallsOf: closures.length > 0 ? (facts.latestCustomerRun?.id ?? null) : null,
+      retryOf,
+    },
+    warnings: [],
+  }
+}
+
+export type BudgetFacts = {
+  /** The organisation's balance, in USD (a decimal string). */
+  balance: string
+  model: Pick<CatalogueEntry, 'rates' | 'tiers' | 'max_output_tokens'>
+  markupPercent: string
+  /** The packed context's estimated input tokens. */
+  inputTokens: number
+  requestedMaxTokens: number | null | undefined
+}
+
+export type MaxTokensVerdict = { kind: 'admit'; maxTokens: number } | { kind: 'reject'; rejection: AdmissionRejection }
+
+/**
+ * decisions §4 Balance: refused (402) when the balance cannot pay the estimated input plus one output
+ * token; otherwise max_tokens is only ever lowered, by the model's ceiling and by what the balance
+ * pays for, with a `max_tokens_lowered` warning when a requested value was.
+ */
+export function decideMaxTokens(facts: BudgetFacts): Decision<MaxTokensVerdict> {
+  const { model, inputTokens, markupPercent } = facts
+  const balance = new Money(facts.balance)
+  const cost = (output: number) => new Money(customerCost({ ...ZERO_USAGE, input_tokens: inputTokens, output_tokens: output }, model, markupPercent))
+  const inputCost = cost(0)
+  if (balance.lt(cost(1))) {
+    return { value: { kind: 'reject', rejection: { rule: 'insufficient_balance', balance: facts.balance, estimatedInputTokens: inputTokens } }, warnings: [] }
+  }
+  const perMillion = cost(1_000_000).minus(inputCost)
+  const affordable = perMillion.isZero() ? Number.MAX_SAFE_INTEGER : balance.minus(inputCost).mul(1_000_000).div(perMillion).floor().toNumber()
+  const requested = facts.requestedMaxTokens ?? model.max_output_tokens
+  const applied = Math.max(1, Math.min(requested, model.max_output_tokens, affordable))
+  const warnings: TranslationWarning[] =
+    facts.requestedMaxTokens != null && applied < facts.requestedMaxTokens
+      ? [
+          {
+            code: 'max_tokens_lowered',
+            message: `max_tokens was lowered from ${facts.requestedMaxTokens} to ${applied} (model ceiling or balance)`,
+            details: { requested: facts.requestedMaxTokens, applied },
+          },
+        ]
+      : []
+  return { value: { kind: 'admit', maxTokens: applied }, warnings }
+}
+
+/** The domain error a refusal answers with (the HTTP layer maps its code to a status). */
+export function rejectionError(rejection: AdmissionRejection): DomainError {
+  switch (rejection.rule) {
+    case 'retry_of_not_found':
+      return new NotFoundError(`run ${rejection.retryOf} not found`)
+    case 'retry_not_allowed':
+      return new RetryNotAllowedError(
+        `run ${rejection.retryOf} is not the latest failed customer run of this chat; only that run can be retried`,
+        { run_id: rejection.retryOf, latest_run_id: rejection.latest?.id ?? null, latest_status: rejection.latest?.status ?? null },
+      )
+    case 'idempotency_key_reused':
+      return new IdempotencyKeyReusedError(rejection.runId)
+    case 'unknown_tool_use_id':
+      return new UnknownToolUseIdError(`no pending tool call in this chat has id ${rejection.unknownIds.join(', ')}`, {
+        tool_use_ids: rejection.unknownIds,
+        pending: rejection.pendingIds,
+      })
+    case 'insufficient_balance': {
+      const balance = new Money(rejection.balance)
+      return new InsufficientBalanceError(
+        `the balance of ${balance.toFixed(2)} USD cannot pay for this turn's input (about ${rejection.estimatedInputTokens} tokens) and one output token`,
+        { balance: balance.toFixed(), estimated_input_tokens: rejection.estimatedInputTokens },
+        'add credit to the organisation',
+      )
+    }
+    default: {
+      const unknown: never = rejection
+      throw new Error(`unknown rejection ${JSON.stringify(unknown)}`)
+    }
+  }
+}
