@@ -77,7 +77,7 @@ export const ledgerVerdict = (ledger: LedgerView | undefined): LedgerVerdict =>
 const verdictOf = (context: ChatContext, event: ChatEvent): LedgerVerdict => {
   if (event.type !== 'SUBMIT') return 'free'
   if (event.ledger) return ledgerVerdict(event.ledger)
-  return context.outstanding ? ledgerVerdict({ runningRun: context.outstanding, at: new Date().toISOString() }) : 'free'
+  return context.outstanding ? ledgerVerdict({ runningRun: context.outstanding, at: context.now().toISOString() }) : 'free'
 }
 
 /** A submission to a chat at rest: refused while the ledger holds a live run, else admitted (after reaping an orphan). */
@@ -227,7 +227,7 @@ export const chatMachine = setup({
       const { admission } = context
       if (!admission) return {}
       return {
-        outstanding: { id: admission.runId, leaseOwner: null, leaseExpiresAt: new Date().toISOString() },
+        outstanding: { id: admission.runId, leaseOwner: null, leaseExpiresAt: context.now().toISOString() },
         latestCustomerRun: { id: admission.runId, status: 'running' as const },
         pendingCalls: [],
         admission: null,
@@ -302,6 +302,7 @@ export const chatMachine = setup({
     outstanding: input.outstanding ?? null,
     settleAttempts: 0,
     deleters: [],
+    now: input.now ?? (() => new Date()),
   }),
   // Eager compaction (decisions §5.3) runs beside the turns as a child actor: a turn that needs its
   // blocks meanwhile waits for them in `running.compacting` instead of making them again.

@@ -40,6 +40,8 @@ export type ChatContext = {
   settleAttempts: number
   /** The DELETE requests waiting for this chat's deletion, first one first; empty when none came. */
   deleters: ((outcome: DeleteOutcome) => void)[]
+  /** The service's clock (deps.now), the one every instant the machine reads comes from. */
+  now: () => Date
 }
 
 /**
@@ -64,7 +66,12 @@ export type ChatEvent =
  * What the actor is hydrated with: read from the ledger, never from a snapshot. `outstanding`: the
  * chat's running customer run, when the ledger has one (no actor streams it: the actor is new).
  */
-export type ChatInput = { chatId: string; outstanding?: RunLease | null } & ChatFacts
+export type ChatInput = {
+  chatId: string
+  outstanding?: RunLease | null
+  /** The service's clock (deps.now); the wall clock when not given. */
+  now?: () => Date
+} & ChatFacts
 
 /** Settles an orphan whose lease expired; resolves with what the chat knows afterwards, read from the ledger. */
 export type ReapRunInput = { chatId: string; run: RunLease }

@@ -1295,3 +1295,42 @@ describe('chat machine: the rules of decisions §4 it holds, by name', () => {
     expect(h.context().latestCustomerRun).toEqual({ id: 'run-1', status: 'succeeded' })
   })
 })
+
+describe('chat machine: one clock, the service\'s (input.now)', () => {
+  const T = '2031-03-04T05:06:07.000Z'
+  const at = (iso: string) => () => new Date(iso)
+
+  it('without a ledger reading, whether an outstanding run\'s lease is live is read on the clock given, not the wall clock', () => {
+    const run = { id: 'run-x', leaseOwner: 'node-a', leaseExpiresAt: T }
+    const before = harness({ outstanding: run, now: at('2031-03-04T05:06:06.999Z') })
+    expect(before.submit().mock.calls[0]![0]).toMatchObject({ kind: 'rejected', error: expect.any(RunInProgressError) })
+    expect(before.state()).toBe('outstanding')
+
+    const after = harness({ outstanding: run, now: at(T) })
+    after.submit()
+    expect(after.state()).toEqual({ running: 'reaping' })
+  })
+
+  it('a run left to the sweep is outstanding with its lease lapsed at the instant the clock gives', async () => {
+    const h = harness({ now: at(T) })
+    h.submit()
+    await h.at({ running: 'packing' })
+    h.admits[0]!.d.resolve(admission('run-1'))
+    await h.at({ running: { streaming: 'live' } })
+    h.streams[0]!.d.resolve(result('succeeded'))
+    for (let i = 0; i <= SETTLE_RETRIES; i++) {
+      await waitFor(h.actor, () => h.settles.length === i + 1, { timeout: 2_000 })
+      h.settles[i]!.d.reject(new Error('disk full'))
+    }
+    await h.at({ running: 'leavingToSweep' })
+    h.releases[0]!.d.resolve()
+    await h.at('outstanding')
+    expect(h.context().outstanding).toEqual({ id: 'run-1', leaseOwner: null, leaseExpiresAt: T })
+  })
+
+  it('without one given, the machine reads the wall clock', () => {
+    const h = harness()
+    const before = Date.now()
+    expect(h.context().now().getTime()).toBeGreaterThanOrEqual(before)
+  })
+})
