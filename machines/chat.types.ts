@@ -1,4 +1,5 @@
-import type { Admission, RunResult, Submission } from '../src/actors/turn-types.ts'
+import type { Admission, RunResult } from '../src/actors/turn-types.ts'
+import type { Submission } from '../src/domain/turns/submission.ts'
 import type { ChatFacts, LatestRun, OpenCall } from '../src/domain/turns/decide-admission.ts'
 import type { RunLease } from '../src/store/runs.ts'
 import type { BlockToSummarise } from '../src/actors/context-history.ts'

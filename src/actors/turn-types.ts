@@ -1,30 +1,16 @@
 import type { LanguageModelV3FunctionTool, LanguageModelV3Prompt, SharedV3ProviderOptions } from '@ai-sdk/provider'
 import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
 import type { ConfigWarning } from '../domain/config/config-types.ts'
-import type { PartBody } from '../domain/parts.ts'
 import type { Usage } from '../domain/pricing/usage.ts'
 import type { TranslationWarning } from '../domain/turns/coerce-reasoning-effort.ts'
-import type { DecodedMedia, ReasoningEffort, TurnRequest } from '../domain/turns/submission.ts'
+import type { ReasoningEffort, Submission } from '../domain/turns/submission.ts'
 import type { VendorReasoning } from '../providers/map-reasoning-effort.ts'
 import type { RunChannel } from './run-channel.ts'
 import type { BlockToSummarise, PackRequest } from './context-history.ts'
 import type { ContextManifest } from '../domain/context/context-manifest.ts'
 
-/** A new input part after validation, hygiene and decoding, ready to write. */
-export type PreparedPart = { body: PartBody; media: DecodedMedia[]; tokens: number }
-
-/** What the HTTP layer hands the chat actor: a validated turn. */
-export type Submission = {
-  /** Chosen before admission, so a submission refused while this one is admitted can name it. */
-  runId: string
-  orgId: string
-  apiKeyId: string | null
-  chatId: string
-  namespace: string | null
-  request: TurnRequest
-  model: CatalogueEntry
-  input: PreparedPart[]
-}
+// What the HTTP layer hands the chat actor lives in src/domain (the machine imports it from there).
+export type { PreparedPart, Submission } from '../domain/turns/submission.ts'
 
 /** A run the actor admitted: written, and about to call the provider. */
 export type Admission = {

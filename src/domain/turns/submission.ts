@@ -1,5 +1,6 @@
+import type { CatalogueEntry } from '../catalogue/catalogue-entry.ts'
 import type { ToolDefinition } from '../config/config-types.ts'
-import type { TrustLevel } from '../parts.ts'
+import type { PartBody, TrustLevel } from '../parts.ts'
 
 export const REASONING_EFFORTS = ['off', 'low', 'medium', 'high', 'x_high', 'max'] as const
 export type ReasoningEffort = (typeof REASONING_EFFORTS)[number]
@@ -41,3 +42,19 @@ export type DecodedMedia = {
 }
 
 export type Carrier = 'user_message' | 'assistant_message' | 'tool_result'
+
+/** A new input part after validation, hygiene and decoding, ready to write. */
+export type PreparedPart = { body: PartBody; media: DecodedMedia[]; tokens: number }
+
+/** What the HTTP layer hands the chat actor: a validated turn. */
+export type Submission = {
+  /** Chosen before admission, so a submission refused while this one is admitted can name it. */
+  runId: string
+  orgId: string
+  apiKeyId: string | null
+  chatId: string
+  namespace: string | null
+  request: TurnRequest
+  model: CatalogueEntry
+  input: PreparedPart[]
+}
