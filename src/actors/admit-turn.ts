@@ -22,9 +22,11 @@ import type { Admission, CompactionReport, PreparedPart, Submission } from './tu
 export type { ChatFacts }
 
 /**
- * Decides whether a turn may run and, if so, writes it: tombstones for unanswered calls, the input
- * parts, the run and the idempotency key, in one transaction, committed before it resolves, so
- * before any byte is streamed. Rejects with the domain error that refuses it; a refusal writes nothing.
+ * Admits a turn: reads what the rules need (the retried run, the idempotency key, the pending calls'
+ * dates, configuration, the packed context, the balance), has the pure `decideAdmission` and
+ * `decideMaxTokens` decide (decisions §4), and if admitted writes it: tombstones for unanswered calls,
+ * the input parts, the run and the idempotency key, in one transaction, committed before it resolves,
+ * so before any byte is streamed. Rejects with the domain error that refuses it; a refusal writes nothing.
  */
 export async function admitTurn(deps: RunDeps, compactor: Compactor, chat: ChatFacts, submission: Submission): Promise<Admission> {
   const { store } = deps
