@@ -102,9 +102,33 @@ describe('validateToolBundle', () => {
     expect(validateToolBundle([def('tree', schema)])).toEqual([])
   })
 
-  it('rejects a local $ref to a missing definition as an invalid schema', () => {
-    expect(pointers([def('t', obj({ properties: { a: { $ref: '#/definitions/missing' } } }))])).toEqual(['/definitions/0/input_schema'])
+  it('rejects a local $ref to a missing definition, pointing at the $ref', () => {
+    expect(pointers([def('t', obj({ properties: { a: { $ref: '#/definitions/missing' } } }))])).toEqual(['/definitions/0/input_schema/properties/a/$ref'])
   })
+
+  it.each<[string, Record<string, unknown>, string[]]>([
+    ['a pointer into an array item', obj({ allOf: [obj({})], properties: { a: { $ref: '#/allOf/0' } } }), []],
+    ['an escaped pointer', obj({ $defs: { 'a/b': { type: 'string' }, 'c~d': { type: 'string' } }, properties: { x: { $ref: '#/$defs/a~1b' }, y: { $ref: '#/$defs/c~0d' } } }), []],
+    ['a percent-encoded pointer', obj({ $defs: { 'a b': { type: 'string' } }, properties: { x: { $ref: '#/$defs/a%20b' } } }), []],
+    ['an anchor', obj({ $defs: { n: { $anchor: 'num', type: 'number' } }, properties: { x: { $ref: '#num' } } }), []],
+    ['a draft-07 plain-name $id', obj({ definitions: { n: { $id: '#num', type: 'number' } }, properties: { x: { $ref: '#num' } } }), []],
+    ['a ref inside a nested resource, resolved in it', obj({ properties: { tree: { $id: 'https://example.com/t', type: 'object', $defs: { leaf: { type: 'string' } }, properties: { l: { $ref: '#/$defs/leaf' } } } } }), []],
+    ['a missing anchor', obj({ properties: { x: { $ref: '#nope' } } }), ['/definitions/0/input_schema/properties/x/$ref']],
+    ['a pointer to a non-schema', obj({ required: ['x'], properties: { x: { $ref: '#/required' } } }), ['/definitions/0/input_schema/properties/x/$ref']],
+    ['a $ref inside enum data is data', obj({ properties: { x: { enum: [{ $ref: '#/nothing' }] } } }), []],
+    ['a property named $ref is a name', obj({ properties: { $ref: { type: 'string' } } }), []],
+    ['a pattern that is no regular expression', obj({ properties: { x: { type: 'string', pattern: '(' } } }), ['/definitions/0/input_schema/properties/x/pattern']],
+    ['a patternProperties name that is no regular expression', obj({ patternProperties: { '[': { type: 'string' } } }), ['/definitions/0/input_schema/patternProperties/[']],
+  ])('references and patterns: %s', (_name, schema, expected) => {
+    expect(pointers([def('t', schema)])).toEqual(expected)
+  })
+
+  it('accepts a bundle of 15,000 tools beside a schema of 25,000 properties (compiled, they held the server 7.6 s and 11 s)', () => {
+    const many = Array.from({ length: 15_000 }, (_, i) => def(`t${i}`, obj({ properties: { a: { type: 'string' }, b: { $ref: '#/properties/a' } } })))
+    const wide = def('wide', obj({ properties: Object.fromEntries(Array.from({ length: 25_000 }, (_, i) => [`p${i}`, { type: 'string', description: 'x' }])) }))
+    expect(validateToolBundle([...many, wide])).toEqual([])
+  })
+
 
   it.each<[string, Record<string, unknown>]>([
     ['an unknown type name', obj({ properties: { a: { type: 'strin' } } })],
