@@ -124,7 +124,7 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
     const outstanding = deps.store.runs.runningCustomerRun(chatId)
     const latest = deps.store.runs.latestCustomerRun(chatId)
     if (!latest || latest.status === 'running') {
-      return { chatId, outstanding, pendingCalls: [], latestCustomerRun: latest ? { id: latest.id, status: latest.status } : null }
+      return { chatId, outstanding, pendingCalls: [], latestCustomerRun: latest ? { id: latest.id, status: latest.status } : null, now: deps.now }
     }
     const pendingCalls = deps.store.parts.ofRun(latest.id).flatMap((row) => {
       const body = JSON.parse(row.body) as PartBody
@@ -132,7 +132,8 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
         ? [{ tool_use_id: body.tool_use_id, tool_name: body.tool_name, created_at: row.created_at, run_status: latest.status }]
         : []
     })
-    return { chatId, outstanding, pendingCalls, latestCustomerRun: { id: latest.id, status: latest.status } }
+    // The service clock, so lease checks in the machine read the same time as admission (issue 12).
+    return { chatId, outstanding, pendingCalls, latestCustomerRun: { id: latest.id, status: latest.status }, now: deps.now }
   }
 
   function actorFor(chatId: string): ChatActor {
