@@ -13,13 +13,13 @@ import { NO_POSITION, type ReplicationPosition } from './store/replication-posit
 import { ALWAYS_PRIMARY, type ReplicationRoleSource } from './store/replication-role.ts'
 
 export type Composition = {
+  /** Its clock (createStore's `now`) is the service's clock: the actors and the routes read it too. */
   store: Store
   catalogue: Pick<CatalogueService, 'list' | 'findByName' | 'pricesAsOf'>
   /** Every model of the catalogue file, active or not, for settling old runs. */
   allModels: LoadedCatalogue['entries']
   build: { version: string; commit: string }
   env?: NodeJS.ProcessEnv
-  now?: () => Date
   languageModelFor?: LanguageModelFor
   hostOptions?: ActorHostOptions
   /** LiteFS's view of this node; without it, the node is the primary. */
@@ -41,7 +41,7 @@ function leaseTtlMs(env: NodeJS.ProcessEnv): number {
 /** Wires the services the HTTP layer is given; main and the tests build the app the same way. */
 export function composeApp(c: Composition): AppDeps {
   const env = c.env ?? process.env
-  const now = c.now ?? (() => new Date())
+  const now = c.store.now
   const role = c.role ?? ALWAYS_PRIMARY
   const runDeps: RunDeps = {
     store: c.store,

@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto'
 import { API_KEY_PREFIX, generateSecret, hashSecret, sameHash } from '../domain/credentials.ts'
-import type { Db } from './database.ts'
-import { nowIso } from './database.ts'
+import { wallClock, type Clock, type Db } from './database.ts'
 
 export type ApiKeyIdentity = { keyId: string; orgId: string }
 type KeyRow = { id: string; org_id: string; secret_hash: Buffer; revoked_at: string | null }
 
-export function createApiKeyStore(db: Db) {
+export function createApiKeyStore(db: Db, clock: Clock = wallClock) {
   const insert = db.prepare<[string, string, string | null, Buffer, string]>(
     'INSERT INTO api_keys (id, org_id, name, secret_hash, created_at) VALUES (?, ?, ?, ?, ?)',
   )
@@ -23,7 +22,7 @@ export function createApiKeyStore(db: Db) {
     create(orgId: string, name: string | null): { id: string; key: string } {
       const id = randomUUID()
       const key = generateSecret(API_KEY_PREFIX)
-      insert.run(id, orgId, name, hashSecret(key), nowIso())
+      insert.run(id, orgId, name, hashSecret(key), clock().toISOString())
       return { id, key }
     },
     authenticate(secret: string): ApiKeyIdentity | null {
@@ -34,7 +33,7 @@ export function createApiKeyStore(db: Db) {
     },
     /** Revoking twice keeps the first revocation time. */
     revoke(id: string): { id: string; revoked_at: string } | null {
-      revoke.run(nowIso(), id)
+      revoke.run(clock().toISOString(), id)
       const row = revokedAt.get(id)
       return row?.revoked_at ? { id, revoked_at: row.revoked_at } : null
     },

@@ -1,7 +1,6 @@
 import { moneyToUnits, unitsToMoney } from '../domain/money.ts'
 import type { Usage } from '../domain/pricing/usage.ts'
-import type { Db } from './database.ts'
-import { nowIso } from './database.ts'
+import { wallClock, type Clock, type Db } from './database.ts'
 import { newId } from '../domain/new-id.ts'
 
 export const BALANCE_ENTRY_TYPES = ['usage', 'compaction', 'topup', 'refund', 'adjustment', 'promotional_credit'] as const
@@ -48,7 +47,7 @@ type EntryRow = {
 
 const hourOf = (iso: string) => `${iso.slice(0, 13)}:00:00.000Z`
 
-export function createBalanceStore(db: Db) {
+export function createBalanceStore(db: Db, clock: Clock = wallClock) {
   const insert = db.prepare<[EntryRow]>(
     `INSERT INTO balance_entries (id, org_id, entry_type, amount_units, currency, occurred_at, run_id, api_key_id,
        model_id, model_name, namespace, input_tokens, output_tokens, reasoning_tokens, cache_read_tokens, cache_write_tokens)
@@ -129,7 +128,7 @@ export function createBalanceStore(db: Db) {
       org_id: c.orgId,
       entry_type: c.type,
       amount_units: -moneyToUnits(c.cost),
-      occurred_at: c.occurredAt ?? nowIso(),
+      occurred_at: c.occurredAt ?? clock().toISOString(),
       run_id: c.runId,
       api_key_id: c.apiKeyId,
       model_id: c.modelId,
@@ -142,7 +141,7 @@ export function createBalanceStore(db: Db) {
 
   return {
     /** A credit or correction; writes and reads the new balance in one immediate transaction. */
-    add: (orgId: string, type: CreditType, amount: string, occurredAt = nowIso()) =>
+    add: (orgId: string, type: CreditType, amount: string, occurredAt = clock().toISOString()) =>
       credit.immediate(orgId, type, amount, occurredAt),
     /**
      * Debits one run's spend; null when the run was already charged. Joins the caller's transaction

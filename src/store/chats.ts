@@ -1,6 +1,5 @@
 import { descendantRange } from '../domain/namespace.ts'
-import type { Db } from './database.ts'
-import { nowIso } from './database.ts'
+import { wallClock, type Clock, type Db } from './database.ts'
 import { newId } from '../domain/new-id.ts'
 
 export type ChatRow = {
@@ -42,7 +41,7 @@ const IN_SCOPE = `(@ns IS NULL OR namespace = @ns OR (namespace >= @from AND nam
 export const CHAT_LIST_OLDER_SQL = `SELECT * FROM chats WHERE org_id = @org AND seq < @cursor AND ${IN_SCOPE} ORDER BY seq DESC LIMIT @limit`
 export const CHAT_LIST_NEWER_SQL = `SELECT * FROM chats WHERE org_id = @org AND seq > @cursor AND ${IN_SCOPE} ORDER BY seq ASC LIMIT @limit`
 
-export function createChatStore(db: Db) {
+export function createChatStore(db: Db, clock: Clock = wallClock) {
   const insert = db.prepare(
     `INSERT INTO chats (id, org_id, namespace, title, description, user_metadata, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -61,7 +60,7 @@ export function createChatStore(db: Db) {
   return {
     create(chat: NewChat): ChatRow {
       const id = newId()
-      const now = nowIso()
+      const now = clock().toISOString()
       insert.run(id, chat.orgId, chat.namespace, chat.title, chat.description, JSON.stringify(chat.userMetadata), now, now)
       return byId.get(id, chat.orgId)!
     },

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { ConfigMode } from '../domain/config/config-types.ts'
-import type { Db } from './database.ts'
-import { nowIso } from './database.ts'
+import { wallClock, type Clock, type Db } from './database.ts'
 
 export const CONFIG_KINDS = ['instructions', 'tools', 'retention', 'budget'] as const
 export type ConfigKind = (typeof CONFIG_KINDS)[number]
@@ -59,7 +58,7 @@ const SELECT = `SELECT v.*, (a.version_id IS NOT NULL) AS is_active FROM config_
   LEFT JOIN config_active a ON a.org_id = v.org_id AND a.kind = v.kind AND a.scope = v.scope
     AND a.model_id = v.model_id AND a.version_id = v.id`
 
-export function createConfigVersionStore(db: Db) {
+export function createConfigVersionStore(db: Db, clock: Clock = wallClock) {
   const nextVersion = db.prepare<[string, string, string, string], { next: number }>(
     `SELECT coalesce(max(version), 0) + 1 AS next FROM config_versions
      WHERE org_id = ? AND kind = ? AND scope = ? AND model_id = ?`,
@@ -95,7 +94,7 @@ export function createConfigVersionStore(db: Db) {
     const model = modelKey(v.modelId)
     const id = randomUUID()
     const version = nextVersion.get(v.orgId, v.kind, scope, model)!.next
-    insert.run(id, v.orgId, v.kind, scope, model, version, v.mode, JSON.stringify(v.document), v.estimatedTokens, nowIso())
+    insert.run(id, v.orgId, v.kind, scope, model, version, v.mode, JSON.stringify(v.document), v.estimatedTokens, clock().toISOString())
     setActive.run(v.orgId, v.kind, scope, model, id)
     return toVersion(byId.get(id, v.orgId, v.kind)!)
   }

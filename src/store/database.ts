@@ -38,6 +38,9 @@ export function migrate(db: Db, list: Migration[]): void {
   }
 }
 
-export function nowIso(): string {
-  return new Date().toISOString()
-}
+/**
+ * The service's clock (issue 12: one clock). The store dates what it writes by the clock it was
+ * made with (createStore's `now`), the same one the actors read as deps.now; the wall clock when none is given.
+ */
+export type Clock = () => Date
+export const wallClock: Clock = () => new Date()

@@ -3,7 +3,7 @@ import { createBalanceStore } from './balance.ts'
 import { createChatStore } from './chats.ts'
 import { createConfigVersionStore } from './config-versions.ts'
 import { createConsoleSessionStore } from './console-sessions.ts'
-import type { Db } from './database.ts'
+import { wallClock, type Clock, type Db } from './database.ts'
 import { createOrganisationStore } from './organisations.ts'
 import { createPartStore } from './parts.ts'
 import { createPlatformUpdateStore } from './platform-updates.ts'
@@ -14,18 +14,30 @@ import { createSummaryStore } from './summaries.ts'
 import { createIdempotencyKeyStore } from './idempotency-keys.ts'
 import { createWriteQueue } from './write-queue.ts'
 
+export type StoreOptions = {
+  /**
+   * The service's clock (issue 12: one clock): every created_at, updated_at, occurred_at and the
+   * like that the store dates itself comes from it, and composeApp gives the actors the same one as
+   * deps.now. The wall clock when not given (the CLI, tests that do not set a time).
+   */
+  now?: Clock
+}
+
 /** Every query module over one connection; each prepares its statements once, here. */
-export function createStore(db: Db) {
+export function createStore(db: Db, options: StoreOptions = {}) {
+  const now = options.now ?? wallClock
   return {
     db,
-    organisations: createOrganisationStore(db),
-    apiKeys: createApiKeyStore(db),
-    consoleSessions: createConsoleSessionStore(db),
-    chats: createChatStore(db),
-    parts: createPartStore(db),
-    balance: createBalanceStore(db),
-    updates: createPlatformUpdateStore(db),
-    config: createConfigVersionStore(db),
+    /** The clock this store dates its writes by. */
+    now,
+    organisations: createOrganisationStore(db, now),
+    apiKeys: createApiKeyStore(db, now),
+    consoleSessions: createConsoleSessionStore(db, now),
+    chats: createChatStore(db, now),
+    parts: createPartStore(db, now),
+    balance: createBalanceStore(db, now),
+    updates: createPlatformUpdateStore(db, now),
+    config: createConfigVersionStore(db, now),
     usage: createUsageReportStore(db),
     providerCalls: createProviderCallStore(db),
     runs: createRunStore(db),

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { Db } from './database.ts'
-import { nowIso } from './database.ts'
+import { wallClock, type Clock, type Db } from './database.ts'
 
 export type Organisation = {
   id: string
@@ -10,7 +9,7 @@ export type Organisation = {
   created_at: string
 }
 
-export function createOrganisationStore(db: Db) {
+export function createOrganisationStore(db: Db, clock: Clock = wallClock) {
   const insert = db.prepare<[string, string, string, string]>(
     'INSERT INTO organisations (id, name, slug, created_at) VALUES (?, ?, ?, ?)',
   )
@@ -22,7 +21,7 @@ export function createOrganisationStore(db: Db) {
   return {
     create(name: string, slug: string): Organisation {
       const id = randomUUID()
-      insert.run(id, name, slug, nowIso())
+      insert.run(id, name, slug, clock().toISOString())
       return byId.get(id)!
     },
     get: (id: string) => byId.get(id),

@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto'
 import type { PartBody, PartKind } from '../domain/parts.ts'
 import type { DecodedMedia } from '../domain/turns/submission.ts'
-import type { Db } from './database.ts'
-import { nowIso } from './database.ts'
+import { wallClock, type Clock, type Db } from './database.ts'
 import { newId } from '../domain/new-id.ts'
 
 export type PartRow = {
@@ -47,7 +46,7 @@ export type PartPage = { rows: PartRow[]; hasMore: boolean }
 export const PARTS_OLDER_SQL = 'SELECT * FROM parts WHERE chat_id = ? AND ordinal < ? ORDER BY ordinal DESC LIMIT ?'
 export const PARTS_NEWER_SQL = 'SELECT * FROM parts WHERE chat_id = ? AND ordinal > ? ORDER BY ordinal ASC LIMIT ?'
 
-export function createPartStore(db: Db) {
+export function createPartStore(db: Db, clock: Clock = wallClock) {
   const insert = db.prepare<[string, string, string | null, string, string, string, string, number], PartRow>(
     `INSERT INTO parts (id, chat_id, run_id, kind, body, user_metadata, created_at, tokens)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
@@ -90,7 +89,7 @@ export function createPartStore(db: Db) {
   )
 
   const appendRows = (chatId: string, parts: NewPart[]): PartRow[] => {
-    const now = nowIso()
+    const now = clock().toISOString()
     const rows = parts.map((part) => {
       const row = insert.get(
         newId(),

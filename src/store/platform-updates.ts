@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { Db } from './database.ts'
-import { nowIso } from './database.ts'
+import { wallClock, type Clock, type Db } from './database.ts'
 
 export const UPDATE_KINDS = ['release', 'notice', 'maintenance'] as const
 export type UpdateKind = (typeof UPDATE_KINDS)[number]
@@ -16,7 +15,7 @@ export type PlatformUpdate = {
 }
 type UpdateRow = Omit<PlatformUpdate, 'important'> & { important: number }
 
-export function createPlatformUpdateStore(db: Db) {
+export function createPlatformUpdateStore(db: Db, clock: Clock = wallClock) {
   const insert = db.prepare<[string, string, string, string, number, string | null, string]>(
     'INSERT INTO platform_updates (id, kind, title, body, important, version, published_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
   )
@@ -27,7 +26,7 @@ export function createPlatformUpdateStore(db: Db) {
 
   return {
     publish(update: Omit<PlatformUpdate, 'id' | 'published_at'>): PlatformUpdate {
-      const row: PlatformUpdate = { id: randomUUID(), published_at: nowIso(), ...update }
+      const row: PlatformUpdate = { id: randomUUID(), published_at: clock().toISOString(), ...update }
       insert.run(row.id, row.kind, row.title, row.body, row.important ? 1 : 0, row.version, row.published_at)
       return row
     },

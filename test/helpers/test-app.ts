@@ -21,13 +21,13 @@ export type TestContext = {
   close: () => Promise<void>
 }
 
-/** A real app over a real SQLite file in a fresh temporary directory. */
+/** A real app over a real SQLite file in a fresh temporary directory; `now` is its one clock, the store's and the actors'. */
 export async function createTestApp(
   options: { catalogue?: CatalogueEntry[]; now?: () => Date; languageModelFor?: LanguageModelFor; rateLimitPerMinute?: number } = {},
 ): Promise<TestContext> {
   const dir = mkdtempSync(join(tmpdir(), 'parley-test-'))
   const db = openDatabase(join(dir, 'parley.db'))
-  const store = createStore(db)
+  const store = createStore(db, { now: options.now })
   const catalogue = options.catalogue ?? []
   const deps = composeApp({
     store,
@@ -37,7 +37,6 @@ export async function createTestApp(
       pricesAsOf: '2025-10-15',
     },
     allModels: catalogue,
-    now: options.now,
     languageModelFor: options.languageModelFor,
     env: { NODE_ID: 'test-node' },
     build: { version: '0.0.0-test', commit: 'test' },
