@@ -1,11 +1,12 @@
 import { assign, fromPromise, setup, spawnChild, stopChild } from 'xstate'
 import { NotFoundError, RunInProgressError } from '../src/domain/errors.ts'
 import { ZERO_USAGE } from '../src/domain/pricing/usage.ts'
+import { leaseIsLive } from '../src/domain/runs/lease.ts'
+import type { RunResult } from '../src/domain/runs/run-outcome.ts'
 import type { ChatFacts } from '../src/domain/turns/decide-admission.ts'
-import { leaseIsLive } from '../src/store/runs.ts'
-import type { Admission, RunResult } from '../src/actors/turn-types.ts'
 import type {
   AdmitTurnInput,
+  ChatAdmission,
   ChatContext,
   CompactHistoryInput,
   ChatEvent,
@@ -13,6 +14,7 @@ import type {
   DeleteChatInput,
   EagerCompaction,
   LedgerView,
+  RunAdmission,
   ReapRunInput,
   ReleaseRunInput,
   SettleRunInput,
@@ -25,7 +27,7 @@ import type {
  * SSE `error` frame (the run was admitted, so its stream is theirs) and is settled like any other,
  * so the chat is never left running with nobody streaming.
  */
-const endedWithoutResult = (admission: Admission | null, status: 'cancelled' | 'failed', error: RunResult['error'], inputTokens = 0): RunResult => ({
+const endedWithoutResult = (admission: RunAdmission | null, status: 'cancelled' | 'failed', error: RunResult['error'], inputTokens = 0): RunResult => ({
   status,
   stopReason: null,
   error,
@@ -58,7 +60,7 @@ export const SETTLE_RETRIES = 3
 export const SETTLE_RETRY_BASE_MS = 200
 
 /** A streamRun that threw (it is written never to): failed, and billed for its packed input. */
-const brokenRun = (admission: Admission | null) =>
+const brokenRun = (admission: RunAdmission | null) =>
   endedWithoutResult(admission, 'failed', { code: 'internal', message: 'the run failed unexpectedly' }, admission?.estimatedInputTokens ?? 0)
 
 /**
@@ -119,8 +121,8 @@ export const chatMachine = setup({
     input: {} as ChatInput,
   },
   actors: {
-    admitTurn: fromPromise<Admission, AdmitTurnInput>(mustBeProvided('admitTurn')),
-    compactHistory: fromPromise<Admission, CompactHistoryInput>(mustBeProvided('compactHistory')),
+    admitTurn: fromPromise<ChatAdmission, AdmitTurnInput>(mustBeProvided('admitTurn')),
+    compactHistory: fromPromise<ChatAdmission, CompactHistoryInput>(mustBeProvided('compactHistory')),
     compactEagerly: fromPromise<void, EagerCompaction>(mustBeProvided('compactEagerly')),
     streamRun: fromPromise<RunResult, StreamRunInput>(mustBeProvided('streamRun')),
     settleRun: fromPromise<SettleRunOutput, SettleRunInput>(mustBeProvided('settleRun')),
@@ -135,7 +137,7 @@ export const chatMachine = setup({
   guards: {
     /** decisions §4: the latest customer run left tool calls no submission has closed; the next one closes them. */
     awaitsToolResults: ({ context }) => context.pendingCalls.length > 0,
-    needsCompaction: (_, admission: Admission) => (admission.compaction?.blocks.length ?? 0) > 0,
+    needsCompaction: (_, admission: ChatAdmission) => (admission.compaction?.blocks.length ?? 0) > 0,
     /** decisions §5.3 at_fill: the settled run left the history past its fill mark, and no eager work runs yet. */
     fillsEagerThreshold: ({ context }, output: SettleRunOutput) => (output.eager?.blocks.length ?? 0) > 0 && context.eagerCompaction === null,
     cancelsThisRun: ({ context, event }) => event.type === 'CANCEL' && context.admission?.runId === event.runId,
@@ -189,7 +191,7 @@ export const chatMachine = setup({
       if (event.type === 'SUBMIT') event.respond({ kind: 'rejected', error: new RunInProgressError(context.orphan?.id ?? null) })
     },
     startRun: assign({
-      admission: (_, admission: Admission) => admission,
+      admission: (_, admission: ChatAdmission) => admission,
       abort: () => new AbortController(),
       result: () => null,
       settleAttempts: () => 0,
@@ -199,7 +201,7 @@ export const chatMachine = setup({
      * tombstone written before its input (decideAdmission, src/domain/turns/decide-admission.ts).
      */
     closePendingCalls: assign({ pendingCalls: () => [] }),
-    announceRun: ({ context }, admission: Admission) => context.queued?.respond({ kind: 'admitted', admission }),
+    announceRun: ({ context }, admission: ChatAdmission) => context.queued?.respond({ kind: 'admitted', admission }),
     rejectSubmission: ({ context }, error: unknown) => context.queued?.respond({ kind: 'rejected', error }),
     rejectSubmissionAsDeleted: ({ context }) =>
       context.queued?.respond({ kind: 'rejected', error: new NotFoundError(`chat ${context.chatId} not found`) }),
@@ -254,7 +256,7 @@ export const chatMachine = setup({
     forgetEagerCompaction: assign({ eagerCompaction: () => null }),
     // A finished child stays among the children until stopped: its input (the blocks) goes with it.
     removeEagerCompaction: stopChild('eagerCompaction'),
-    applyCompaction: assign({ admission: (_, admission: Admission) => admission }),
+    applyCompaction: assign({ admission: (_, admission: ChatAdmission) => admission }),
     recordCancelledBeforeStreaming: assign({ result: ({ context }) => endedWithoutResult(context.admission, 'cancelled', null) }),
     recordFailedCompaction: assign({
       result: ({ context }, error: unknown) =>

@@ -1,11 +1,37 @@
-import type { Admission, RunResult } from '../src/actors/turn-types.ts'
+import type { BlockToSummarise } from '../src/domain/context/block-to-summarise.ts'
+import type { CompactionJob } from '../src/domain/context/compaction-job.ts'
+import type { RunLease } from '../src/domain/runs/lease.ts'
+import type { RunResult } from '../src/domain/runs/run-outcome.ts'
 import type { Submission } from '../src/domain/turns/submission.ts'
 import type { ChatFacts, LatestRun, OpenCall } from '../src/domain/turns/decide-admission.ts'
-import type { RunLease } from '../src/store/runs.ts'
-import type { BlockToSummarise } from '../src/actors/context-history.ts'
-import type { CompactionJob } from '../src/actors/summarise-block.ts'
 
-export type SubmitOutcome = { kind: 'admitted'; admission: Admission } | { kind: 'rejected'; error: unknown }
+/**
+ * What the machine reads of an admitted run (issue 12: types flow one way, src/actors → machines).
+ * The actor host's Admission (src/actors/turn-types.ts) satisfies it and carries much more (the
+ * prompt, the tools, the channel's subscribers). The machine's code reads only these fields.
+ */
+export interface RunAdmission {
+  runId: string
+  startedAtMs: number
+  estimatedInputTokens: number
+  /** Blocks to summarise before the run can stream; null when none. */
+  compaction: { blocks: readonly unknown[]; inProgressElsewhere: number } | null
+  /** Where the run's frames go: the machine opens it and announces compaction on it. */
+  channel: { open(): void; push(event: string, data: unknown): void }
+}
+
+/**
+ * Where the actor host registers its own admission type (declaration merging, like xstate's and
+ * react-router's `Register`): src/actors/turn-types.ts adds `admission: Admission` to this interface,
+ * so the machine's actors receive and resolve with the host's Admission while machines/ imports
+ * nothing from src/actors. Unregistered, the machine's admission is RunAdmission.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface ChatMachineRegister {}
+/** The admission the machine holds: the registered one, else the minimal shape. */
+export type ChatAdmission = ChatMachineRegister extends { admission: infer A extends RunAdmission } ? A : RunAdmission
+
+export type SubmitOutcome = { kind: 'admitted'; admission: ChatAdmission } | { kind: 'rejected'; error: unknown }
 /**
  * How a DELETE ended: `deleted` for the request that deleted the chat, `gone` for one that arrived
  * while that deletion was under way (the chat was already going: a repeat answers 404), `failed`
@@ -24,7 +50,7 @@ export type ChatContext = {
   /** The submission being admitted, with the way back to its caller. */
   queued: { submission: Submission; respond: (outcome: SubmitOutcome) => void } | null
   /** The run this chat is running, once admitted. */
-  admission: Admission | null
+  admission: ChatAdmission | null
   abort: AbortController | null
   result: RunResult | null
   /** The eager compaction (a child actor) summarising blocks of this chat, while it runs. */
@@ -77,15 +103,15 @@ export type ChatInput = {
 /** Settles an orphan whose lease expired; resolves with what the chat knows afterwards, read from the ledger. */
 export type ReapRunInput = { chatId: string; run: RunLease }
 export type AdmitTurnInput = { facts: ChatFacts; submission: Submission }
-export type StreamRunInput = { admission: Admission; signal: AbortSignal }
+export type StreamRunInput = { admission: ChatAdmission; signal: AbortSignal }
 /** The admitted run and the blocks to summarise; resolves with the run re-packed over the summaries. */
-export type CompactHistoryInput = { admission: Admission; signal: AbortSignal }
-export type SettleRunInput = { admission: Admission; result: RunResult }
+export type CompactHistoryInput = { admission: ChatAdmission; signal: AbortSignal }
+export type SettleRunInput = { admission: ChatAdmission; result: RunResult }
 /**
  * A run whose settlement kept failing is left to the sweep: its lease is released and no longer
  * renewed, and its stream ends with an `error` frame (decision 020).
  */
-export type ReleaseRunInput = { admission: Admission; result: RunResult }
+export type ReleaseRunInput = { admission: ChatAdmission; result: RunResult }
 /** Deletes the chat's rows in one transaction, settling first a run left outstanding whose lease lapsed. */
 export type DeleteChatInput = { chatId: string; outstanding: RunLease | null }
 /** Blocks to summarise in the background after a run settled (decisions §5.3 at_fill), and for whom. */

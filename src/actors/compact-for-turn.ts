@@ -7,7 +7,7 @@ import { affordableMaxTokens } from './affordable-max-tokens.ts'
 import { compactionReport } from './admit-turn.ts'
 import type { Compactor } from './compactor.ts'
 import type { RunDeps } from './run-deps.ts'
-import type { CompactionJob } from './summarise-block.ts'
+import type { CompactionJob } from '../domain/context/compaction-job.ts'
 import type { Admission } from './turn-types.ts'
 
 export const compactionJobOf = (admission: Admission, forRunId: string | null): CompactionJob => ({

@@ -1,8 +1,9 @@
 import { blockKey } from '../domain/context/cut-blocks.ts'
 import type { BlockSummary } from '../domain/context/render-summary.ts'
-import type { BlockToSummarise } from './context-history.ts'
+import type { BlockToSummarise } from '../domain/context/block-to-summarise.ts'
 import type { RunDeps } from './run-deps.ts'
-import { summariseBlock, type CompactionJob } from './summarise-block.ts'
+import type { CompactionJob } from '../domain/context/compaction-job.ts'
+import { summariseBlock } from './summarise-block.ts'
 
 /** What a request for summaries came to. */
 export type CompactionOutcome = {

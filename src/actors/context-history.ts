@@ -1,7 +1,8 @@
 import type { MediaRef } from '../domain/context/context-types.ts'
 import { packContext, type PackedContext, type PackInput, type PackResult } from '../domain/context/pack-context.ts'
 import { PackingHistory, type HistoryEntry } from '../domain/context/packing-history.ts'
-import { BlockIndex, blockKey, type Block } from '../domain/context/cut-blocks.ts'
+import { BlockIndex, blockKey } from '../domain/context/cut-blocks.ts'
+import type { BlockToSummarise } from '../domain/context/block-to-summarise.ts'
 import { SUMMARY_ESTIMATE_TOKENS, type BlockSummary } from '../domain/context/render-summary.ts'
 import type { PartBody, PartKind } from '../domain/parts.ts'
 import type { DecodedMedia } from '../domain/turns/submission.ts'
@@ -23,9 +24,6 @@ type ChatHistory = {
   /** Where the previous turn began its verbatim history, and under which window and budget. */
   previous: { start: number; firstSummary: number | null; window: number; budget: object } | null
 }
-
-/** A block to summarise, with the ordinals of its packable parts (others in its range are not sent). */
-export type BlockToSummarise = Block & { ordinals: number[] }
 
 /** A new part's decoded attachments as packing takes them, with their bytes (ids good for this turn only). */
 export function newPartMedia(media: readonly DecodedMedia[], part: number): PackRequest['newParts'][number]['media'] {

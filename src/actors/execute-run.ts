@@ -8,7 +8,8 @@ import { recordVendorWarnings } from './record-vendor-warnings.ts'
 import { usageKnownSoFar } from './run-outcome.ts'
 import { endOfStream, initialRunStream, step, type Step } from './run-stream/order-blocks.ts'
 import type { RunDeps } from './run-deps.ts'
-import type { Admission, PendingToolCall, RunResult } from './turn-types.ts'
+import type { PendingToolCall, RunResult } from '../domain/runs/run-outcome.ts'
+import type { Admission } from './turn-types.ts'
 
 const describe = describeVendorError
 

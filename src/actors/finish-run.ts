@@ -1,4 +1,5 @@
-import type { Admission, RunResult } from './turn-types.ts'
+import type { RunResult } from '../domain/runs/run-outcome.ts'
+import type { Admission } from './turn-types.ts'
 import type { RunDeps } from './run-deps.ts'
 import { settleRun } from './settle-run.ts'
 

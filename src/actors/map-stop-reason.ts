@@ -1,5 +1,5 @@
 import type { LanguageModelV3FinishReason } from '@ai-sdk/provider'
-import type { RunResult } from './turn-types.ts'
+import type { RunResult } from '../domain/runs/run-outcome.ts'
 
 /** The AI SDK's unified finish reason as the spec's StopReason. */
 export function mapStopReason(finish: LanguageModelV3FinishReason): NonNullable<RunResult['stopReason']> {

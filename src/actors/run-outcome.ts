@@ -1,6 +1,6 @@
 import type { Usage } from '../domain/pricing/usage.ts'
 import { estimateTokens } from '../domain/tokens/estimate-tokens.ts'
-import type { RunOutcome } from './turn-types.ts'
+import type { RunOutcome } from '../domain/runs/run-outcome.ts'
 
 /**
  * The usage known so far, for a run whose provider reported none (a failure, a cancel, a run the

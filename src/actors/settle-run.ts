@@ -4,7 +4,7 @@ import { customerCost } from '../domain/pricing/customer-cost.ts'
 import type { ChargeType } from '../store/balance.ts'
 import type { RunDeps } from './run-deps.ts'
 import { isUptimeSample } from './run-outcome.ts'
-import type { RunOutcome } from './turn-types.ts'
+import type { RunOutcome } from '../domain/runs/run-outcome.ts'
 
 /** A run's outcome with whose run it is and who pays for it. */
 export type Settlement = {

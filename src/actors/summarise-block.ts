@@ -2,32 +2,21 @@ import { readFinish } from '../providers/read-finish.ts'
 import { describeVendorError } from '../providers/describe-vendor-error.ts'
 import { newVendorCallRecord, withVendorCallRecord } from '../providers/vendor-call-record.ts'
 import type { LanguageModelV3StreamPart } from '@ai-sdk/provider'
-import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
 import { SUMMARY_MAX_TOKENS, summaryTokens, type BlockSummary } from '../domain/context/render-summary.ts'
 import { newId } from '../domain/new-id.ts'
 import type { PartBody } from '../domain/parts.ts'
 import type { Usage } from '../domain/pricing/usage.ts'
 import { compactionPrompt } from '../providers/compaction-prompt.ts'
 import { estimatePromptTokens } from '../providers/estimate-prompt-tokens.ts'
-import type { BlockToSummarise } from './context-history.ts'
+import type { BlockToSummarise } from '../domain/context/block-to-summarise.ts'
+import type { CompactionJob } from '../domain/context/compaction-job.ts'
 import { usageFrom } from './run-stream/order-blocks.ts'
 import { mapStopReason } from './map-stop-reason.ts'
 import type { RunDeps } from './run-deps.ts'
-import type { StopReason } from './turn-types.ts'
+import type { StopReason } from '../domain/runs/run-outcome.ts'
 import { usageKnownSoFar } from './run-outcome.ts'
 import { settleRun } from './settle-run.ts'
 
-/** Whose compaction this is: the chat, who pays, on which model. */
-export type CompactionJob = {
-  chatId: string
-  orgId: string
-  apiKeyId: string | null
-  namespace: string | null
-  model: CatalogueEntry
-  markupPercent: string
-  /** The customer run waiting for it; null for eager work after a run settled. */
-  forRunId: string | null
-}
 
 const describe = describeVendorError
 

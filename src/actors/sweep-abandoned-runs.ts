@@ -1,6 +1,7 @@
 import { RunInProgressError } from '../domain/errors.ts'
 import type { PartBody } from '../domain/parts.ts'
-import { leaseIsLive, type RunRow } from '../store/runs.ts'
+import { leaseIsLive } from '../domain/runs/lease.ts'
+import type { RunRow } from '../store/runs.ts'
 import type { RunDeps } from './run-deps.ts'
 import { usageKnownSoFar } from './run-outcome.ts'
 import { settleRun } from './settle-run.ts'

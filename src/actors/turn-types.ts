@@ -1,16 +1,18 @@
 import type { LanguageModelV3FunctionTool, LanguageModelV3Prompt, SharedV3ProviderOptions } from '@ai-sdk/provider'
 import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
 import type { ConfigWarning } from '../domain/config/config-types.ts'
-import type { Usage } from '../domain/pricing/usage.ts'
 import type { TranslationWarning } from '../domain/turns/coerce-reasoning-effort.ts'
 import type { ReasoningEffort, Submission } from '../domain/turns/submission.ts'
 import type { VendorReasoning } from '../providers/map-reasoning-effort.ts'
 import type { RunChannel } from './run-channel.ts'
-import type { BlockToSummarise, PackRequest } from './context-history.ts'
+import type { BlockToSummarise } from '../domain/context/block-to-summarise.ts'
+import type { PackRequest } from './context-history.ts'
 import type { ContextManifest } from '../domain/context/context-manifest.ts'
 
 // What the HTTP layer hands the chat actor lives in src/domain (the machine imports it from there).
 export type { PreparedPart, Submission } from '../domain/turns/submission.ts'
+// How a run ends is pure data in src/domain (the machine imports it from there).
+export type { PendingToolCall, RunOutcome, RunResult, StopReason } from '../domain/runs/run-outcome.ts'
 
 /** A run the actor admitted: written, and about to call the provider. */
 export type Admission = {
@@ -65,35 +67,11 @@ export type Repack = {
   ) => unknown
 }
 
-export type PendingToolCall = { tool_name: string; tool_use_id: string }
 
-export type StopReason = 'end_turn' | 'max_tokens' | 'tool_use' | 'stop_sequence' | 'refusal'
-
-/**
- * How a run ended: one type from the provider stream (executeRun, summariseBlock) or the sweep to
- * the store (settleRun writes it as the run's row, its balance entry and its uptime sample).
- */
-export type RunOutcome = {
-  status: 'succeeded' | 'failed' | 'cancelled'
-  stopReason: StopReason | null
-  error: { code: string; message: string } | null
-  /** What is billed: the provider's usage, or the usage known so far (./run-outcome.ts) when it was lost. */
-  usage: Usage
-  /** True when the provider reported no usage: `usage` is then an estimate, billed but reported as null (spec §2.8). */
-  usageLost?: boolean
-  providerResponseId: string | null
-  /** The vendor's request id header, else the response id (decision 017). */
-  providerRequestId?: string | null
-  modelServed: string | null
-  pendingToolCalls: PendingToolCall[]
-  /** Null when nobody timed the run (the sweep settles runs whose streamer is gone). */
-  latencyMs: number | null
-  firstDeltaMs: number | null
-  /** False when the provider failed before its stream opened (nothing reached the customer). */
-  streamOpened: boolean
-  /** HTTP requests sent to the vendor, retries included; 0 when the vendor library refused the call locally or nobody knows. */
-  vendorRequests: number
+// The chat machine holds this Admission (the dependency points src/actors → machines, never back):
+// machines/chat.types.ts reads only its RunAdmission fields and takes the full type from this register.
+declare module '../../machines/chat.types.ts' {
+  interface ChatMachineRegister {
+    admission: Admission
+  }
 }
-
-/** The chat machine's name for a run's outcome. */
-export type RunResult = RunOutcome

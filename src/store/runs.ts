@@ -1,4 +1,5 @@
 import type { Usage } from '../domain/pricing/usage.ts'
+import type { RunLease } from '../domain/runs/lease.ts'
 import type { Db } from './database.ts'
 
 export type RunStatus = 'running' | 'succeeded' | 'failed' | 'cancelled'
@@ -33,18 +34,6 @@ export type NewRun = Pick<
   RunRow,
   'id' | 'org_id' | 'chat_id' | 'origin' | 'model_id' | 'model_name' | 'namespace' | 'api_key_id' | 'retry_of' | 'created_at'
 > & { manifest: unknown; lease_owner: string; lease_expires_at: string }
-
-/** A running customer run of a chat and the lease that says whether someone streams it (decisions §4). */
-export type RunLease = { id: string; leaseOwner: string | null; leaseExpiresAt: string | null }
-
-/**
- * decisions §4: a lease is live while its expiry is still ahead (`is_live` on GET /runs/{id}, the
- * same comparison); at its expiry or after it, nobody is known to stream the run. ISO-8601 UTC
- * strings of one format compare as their instants.
- */
-export function leaseIsLive(leaseExpiresAt: string | null, at: string): boolean {
-  return leaseExpiresAt !== null && leaseExpiresAt > at
-}
 
 export type RunOutcome = {
   status: Exclude<RunStatus, 'running'>

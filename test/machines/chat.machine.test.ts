@@ -15,9 +15,9 @@ import type {
   SubmitOutcome,
   DeleteOutcome,
 } from '../../machines/chat.types.ts'
-import type { BlockToSummarise } from '../../src/actors/context-history.ts'
+import type { BlockToSummarise } from '../../src/domain/context/block-to-summarise.ts'
 import { RunChannel, type RunFrame } from '../../src/actors/run-channel.ts'
-import type { CompactionJob } from '../../src/actors/summarise-block.ts'
+import type { CompactionJob } from '../../src/domain/context/compaction-job.ts'
 import type { Admission, RunResult, Submission } from '../../src/actors/turn-types.ts'
 import { blockKey } from '../../src/domain/context/cut-blocks.ts'
 import { NotFoundError, RunInProgressError, UnknownToolUseIdError } from '../../src/domain/errors.ts'

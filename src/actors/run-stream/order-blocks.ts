@@ -6,7 +6,7 @@ import { readFinish } from '../../providers/read-finish.ts'
 import { vendorWarning } from '../../providers/vendor-fidelity.ts'
 import { describeVendorError } from '../../providers/describe-vendor-error.ts'
 import { mapStopReason } from '../map-stop-reason.ts'
-import type { StopReason } from '../turn-types.ts'
+import type { StopReason } from '../../domain/runs/run-outcome.ts'
 
 /**
  * The pure half of a run's stream (issue 12): the provider's stream parts in, what to do about each
