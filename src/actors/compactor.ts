@@ -91,20 +91,19 @@ export function createCompactor(deps: RunDeps) {
       const made = await Promise.all(mine.map((m) => m.result))
 
       const outcome: CompactionOutcome = { summaries: [], failed: [], generated: [], elsewhere: [] }
-      mine.forEach((m, i) => {
-        const summary = made[i]
-        if (summary) {
+      // Each block's summary, or the block as failed; `keys` names the blocks summarised (made here, or elsewhere).
+      const collect = (of: readonly { block: BlockToSummarise }[], results: readonly (BlockSummary | null)[], keys: string[]) =>
+        of.forEach(({ block }, i) => {
+          const summary = results[i]
+          if (!summary) {
+            outcome.failed.push(block)
+            return
+          }
           outcome.summaries.push(summary)
-          outcome.generated.push(blockKey(m.block))
-        } else outcome.failed.push(m.block)
-      })
-      waits.forEach((w, i) => {
-        const summary = waited[i]
-        if (summary) {
-          outcome.summaries.push(summary)
-          outcome.elsewhere.push(blockKey(w.block))
-        } else outcome.failed.push(w.block)
-      })
+          keys.push(blockKey(block))
+        })
+      collect(mine, made, outcome.generated)
+      collect(waits, waited, outcome.elsewhere)
       return outcome
     },
   }
