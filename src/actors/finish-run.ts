@@ -28,7 +28,8 @@ export function writeSettlement(deps: RunDeps, admission: Admission, result: Run
       namespace: admission.namespace,
       model: admission.model,
       markupPercent: admission.markupPercent,
-      startedAt: new Date(admission.startedAtMs).toISOString(),
+      // The service clock's time of admission (startedAtMs, the wall clock's, times the latency).
+      startedAt: admission.createdAt,
       outcome: result,
     }),
   )

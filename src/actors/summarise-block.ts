@@ -124,7 +124,7 @@ export async function summariseBlock(deps: RunDeps, job: CompactionJob, block: B
       model: job.model,
       markupPercent: job.markupPercent,
       entryType: 'compaction',
-      startedAt: new Date(startedAt).toISOString(),
+      startedAt: now.toISOString(),
       outcome: {
         status,
         stopReason,

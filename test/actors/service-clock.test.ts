@@ -18,7 +18,7 @@ afterEach(async () => {
 })
 
 describe('every time a turn writes comes from the service clock (createStore(db, { now }), deps.now)', () => {
-  it("a turn's parts, tombstones, run and balance entries, and its chat, carry the clock's time", async () => {
+  it("a turn's parts, tombstones, run, balance entries and provider call, and its chat, carry the clock's time", async () => {
     const chatId = await newChat(ctx, org.auth)
     const first = await turn(ctx, org.auth, chatId, { input: [prompt('/tool weather {"city":"Oslo"}')] })
     expect(first.of('done')[0]!.data.stop_reason).toBe('tool_use')
@@ -45,6 +45,11 @@ describe('every time a turn writes comes from the service clock (createStore(db,
       .all(org.orgId)
     expect(entries.map((e) => e.entry_type)).toEqual(['topup', 'usage', 'usage'])
     expect(new Set(entries.map((e) => e.occurred_at))).toEqual(new Set([AT]))
+
+    // The uptime samples of the two provider calls are dated by the same clock.
+    const calls = ctx.store.db.prepare<[], { started_at: string }>('SELECT started_at FROM provider_calls').all()
+    expect(calls).toHaveLength(2)
+    expect(new Set(calls.map((c) => c.started_at))).toEqual(new Set([AT]))
 
     const chat = ctx.store.chats.get(org.orgId, chatId)!
     expect({ created_at: chat.created_at, updated_at: chat.updated_at }).toEqual({ created_at: AT, updated_at: AT })
