@@ -13,6 +13,9 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Two files at a time: most of the suite's wall time is end-to-end files waiting on server
+    // processes, leases and deadlines, which overlap well on 2 cores (decision 019).
+    maxWorkers: 2,
     projects: [
       { extends: true, test: { name: 'domain', include: [DOMAIN], exclude: [...configDefaults.exclude, ...DOMAIN_MOCKING], isolate: false } },
       { extends: true, test: { name: 'domain-mocking', include: DOMAIN_MOCKING } },
