@@ -1,4 +1,5 @@
 import type { Problem } from './errors.ts'
+import { escapeToken } from './json-pointer.ts'
 
 /**
  * Nesting limits for request bodies, checked without recursion before anything recursive
@@ -15,8 +16,6 @@ export const INPUT_SCHEMA_MAX_DEPTH = 128
 export const BODY_MAX_DEPTH = 256
 
 type Frame = { value: object; depth: number; limit: number; scope: string; parent: Frame | null; key: string }
-
-const escapeToken = (token: string) => token.replace(/~/g, '~0').replace(/\//g, '~1')
 
 function pointerOf(frame: Frame): string {
   const tokens: string[] = []

@@ -1,7 +1,5 @@
+import { escapeToken, unescapeToken } from '../json-pointer.ts'
 import type { DocumentProblem } from './validate-retention-rules.ts'
-
-const escapeToken = (token: string) => token.replace(/~/g, '~0').replace(/\//g, '~1')
-const unescapeToken = (token: string) => token.replace(/~1/g, '/').replace(/~0/g, '~')
 
 // Keywords whose values are instance data, not schemas: a "$ref" inside them is just data.
 const DATA_KEYWORDS = new Set(['default', 'const', 'enum', 'examples', 'example'])

@@ -3,6 +3,7 @@ import addFormatsModule from 'ajv-formats'
 import type { FastifyInstance, FastifySchemaCompiler } from 'fastify'
 import { ValidationError, type Problem } from '../../domain/errors.ts'
 import { findTooDeep } from '../../domain/json-depth.ts'
+import { escapeToken } from '../../domain/json-pointer.ts'
 
 // ajv-formats is CommonJS; its default export arrives wrapped under Node's ESM loader.
 const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ??
@@ -67,8 +68,6 @@ function validatorsFor(sharedSchemas: object[]): (part: 'body' | 'text', schema:
   }
   return compile
 }
-
-const escapeToken = (token: string) => token.replace(/~/g, '~0').replace(/\//g, '~1')
 
 type Where = Problem['in']
 
