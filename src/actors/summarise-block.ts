@@ -14,7 +14,7 @@ import { usageFrom } from './run-stream/order-blocks.ts'
 import { mapStopReason } from './map-stop-reason.ts'
 import type { RunDeps } from './run-deps.ts'
 import type { StopReason } from '../domain/runs/run-outcome.ts'
-import { usageKnownSoFar } from './run-outcome.ts'
+import { usageKnownSoFar } from '../domain/runs/run-outcome.ts'
 import { settleRun } from './settle-run.ts'
 
 

@@ -3,7 +3,7 @@ import type { PartBody } from '../domain/parts.ts'
 import { leaseIsLive } from '../domain/runs/lease.ts'
 import type { RunRow } from '../store/runs.ts'
 import type { RunDeps } from './run-deps.ts'
-import { usageKnownSoFar } from './run-outcome.ts'
+import { usageKnownSoFar } from '../domain/runs/run-outcome.ts'
 import { settleRun } from './settle-run.ts'
 
 /**

@@ -1,4 +1,5 @@
 import type { Usage } from '../pricing/usage.ts'
+import { estimateTokens } from '../tokens/estimate-tokens.ts'
 
 export type PendingToolCall = { tool_name: string; tool_use_id: string }
 
@@ -12,7 +13,7 @@ export type RunOutcome = {
   status: 'succeeded' | 'failed' | 'cancelled'
   stopReason: StopReason | null
   error: { code: string; message: string } | null
-  /** What is billed: the provider's usage, or the usage known so far (src/actors/run-outcome.ts) when it was lost. */
+  /** What is billed: the provider's usage, or the usage known so far (usageKnownSoFar) when it was lost. */
   usage: Usage
   /** True when the provider reported no usage: `usage` is then an estimate, billed but reported as null (spec §2.8). */
   usageLost?: boolean
@@ -32,3 +33,27 @@ export type RunOutcome = {
 
 /** The chat machine's name for a run's outcome. */
 export type RunResult = RunOutcome
+
+/**
+ * The usage known so far, for a run whose provider reported none (a failure, a cancel, a run the
+ * sweep settles): the packed input when the call reached the provider, and the output it wrote.
+ * Billed, and reported as lost (spec §2.8: missing counts are not zero).
+ */
+export function usageKnownSoFar(inputTokens: number, output: string, reachedProvider: boolean): Usage {
+  return {
+    input_tokens: reachedProvider ? inputTokens : 0,
+    output_tokens: estimateTokens(output),
+    reasoning_tokens: 0,
+    cache_read_tokens: 0,
+    cache_write_tokens: 0,
+  }
+}
+
+/**
+ * Whether an outcome is a sample of the provider's health (spec §2.7): cancels, calls that never
+ * reached the vendor (refused locally, or unknown) and our own failures (`internal`: the ledger
+ * write failed) say nothing of it.
+ */
+export function isUptimeSample(outcome: RunOutcome): boolean {
+  return outcome.status !== 'cancelled' && outcome.vendorRequests > 0 && outcome.error?.code !== 'internal'
+}
