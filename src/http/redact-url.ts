@@ -54,9 +54,12 @@ function decodeLoosely(text: string, plusIsSpace: boolean): string {
 }
 
 /** True when the text, once decoded, carries something shaped like one of our API keys or session tokens. */
-export function looksLikeSecret(raw: string, plusIsSpace = false): boolean {
+function looksLikeSecret(raw: string, plusIsSpace: boolean): boolean {
   return SECRET_SHAPE.test(raw) || SECRET_SHAPE.test(decodeLoosely(raw, plusIsSpace))
 }
+
+/** The text, or `[redacted]` when it looks like one of our secrets. */
+const scrub = (raw: string, plusIsSpace: boolean): string => (looksLikeSecret(raw, plusIsSpace) ? REDACTED : raw)
 
 function isSecretParam(rawName: string): boolean {
   const name = decodeLoosely(rawName, true).trim().toLowerCase().replace(/-/g, '_').replace(/\[[^\]]*\]$/, '')
@@ -66,7 +69,7 @@ function isSecretParam(rawName: string): boolean {
 function redactPath(path: string): string {
   return path
     .split('/')
-    .map((segment) => (looksLikeSecret(segment) ? REDACTED : segment))
+    .map((segment) => scrub(segment, false))
     .join('/')
 }
 
@@ -75,10 +78,10 @@ function redactQuery(query: string): string {
     .split('&')
     .map((pair) => {
       const eq = pair.indexOf('=')
-      if (eq === -1) return looksLikeSecret(pair, true) ? REDACTED : pair
+      if (eq === -1) return scrub(pair, true)
       const name = pair.slice(0, eq)
       const value = pair.slice(eq + 1)
-      const safeName = looksLikeSecret(name, true) ? REDACTED : name
+      const safeName = scrub(name, true)
       if (value === '') return `${safeName}=`
       const safeValue = isSecretParam(name) || looksLikeSecret(value, true) ? REDACTED : value
       return `${safeName}=${safeValue}`
