@@ -1,8 +1,7 @@
 import { assign, fromPromise, setup, spawnChild, stopChild } from 'xstate'
 import { NotFoundError, RunInProgressError } from '../src/domain/errors.ts'
-import { ZERO_USAGE } from '../src/domain/pricing/usage.ts'
 import { leaseIsLive } from '../src/domain/runs/lease.ts'
-import type { RunResult } from '../src/domain/runs/run-outcome.ts'
+import { type RunResult, usageKnownSoFar } from '../src/domain/runs/run-outcome.ts'
 import type { ChatFacts } from '../src/domain/turns/decide-admission.ts'
 import type {
   AdmitTurnInput,
@@ -31,7 +30,7 @@ const endedWithoutResult = (admission: RunAdmission | null, status: 'cancelled' 
   status,
   stopReason: null,
   error,
-  usage: { ...ZERO_USAGE, input_tokens: inputTokens },
+  usage: usageKnownSoFar(inputTokens, '', true),
   providerResponseId: null,
   modelServed: null,
   pendingToolCalls: [],
