@@ -4,7 +4,8 @@ import { join } from 'node:path'
 import type { CatalogueEntry } from '../../src/domain/catalogue/catalogue-entry.ts'
 import type { ChatActorHost } from '../../src/actors/chat-actor-host.ts'
 import { composeApp } from '../../src/compose.ts'
-import { buildApp, type App } from '../../src/http/app.ts'
+import { Writable } from 'node:stream'
+import { buildApp, type App, type BuildAppOptions } from '../../src/http/app.ts'
 import type { LanguageModelFor } from '../../src/providers/language-models.ts'
 import { openDatabase } from '../../src/store/database.ts'
 import { createStore, type Store } from '../../src/store/index.ts'
@@ -23,7 +24,13 @@ export type TestContext = {
 
 /** A real app over a real SQLite file in a fresh temporary directory; `now` is its one clock, the store's and the actors'. */
 export async function createTestApp(
-  options: { catalogue?: CatalogueEntry[]; now?: () => Date; languageModelFor?: LanguageModelFor; rateLimitPerMinute?: number } = {},
+  options: {
+    catalogue?: CatalogueEntry[]
+    now?: () => Date
+    languageModelFor?: LanguageModelFor
+    rateLimitPerMinute?: number
+    logger?: BuildAppOptions['logger']
+  } = {},
 ): Promise<TestContext> {
   const dir = mkdtempSync(join(tmpdir(), 'parley-test-'))
   const db = openDatabase(join(dir, 'parley.db'))
@@ -41,7 +48,10 @@ export async function createTestApp(
     env: { NODE_ID: 'test-node' },
     build: { version: '0.0.0-test', commit: 'test' },
   })
-  const app = await buildApp(deps, options.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: options.rateLimitPerMinute })
+  const app = await buildApp(deps, {
+    ...(options.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: options.rateLimitPerMinute }),
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
+  })
   let orgs = 0
   return {
     app,
@@ -58,6 +68,23 @@ export async function createTestApp(
       await app.close()
       db.close()
       rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+/** A log destination that keeps everything written to it, for a logger's `stream`. */
+export function captureLog(): { stream: Writable; readonly text: string } {
+  let text = ''
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      text += String(chunk)
+      done()
+    },
+  })
+  return {
+    stream,
+    get text() {
+      return text
     },
   }
 }

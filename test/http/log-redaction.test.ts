@@ -1,15 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs'
 import { connect } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { Writable } from 'node:stream'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { composeApp } from '../../src/compose.ts'
 import { API_KEY_PREFIX, generateSecret, SESSION_TOKEN_PREFIX } from '../../src/domain/credentials.ts'
-import { buildApp, type App } from '../../src/http/app.ts'
+import type { App } from '../../src/http/app.ts'
 import { redactText, serializeError } from '../../src/http/redact-url.ts'
-import { openDatabase } from '../../src/store/database.ts'
-import { createStore } from '../../src/store/index.ts'
+import { captureLog, createTestApp, type TestContext } from '../helpers/test-app.ts'
 
 /**
  * Issue 11: "URLs logged with query strings and unknown path ids redacted". Not only the `req`
@@ -77,30 +71,15 @@ describe('redactText', () => {
 })
 
 describe('log lines of the real app', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'parley-log-redaction-'))
-  const db = openDatabase(join(dir, 'parley.db'))
-  const store = createStore(db)
-  const deps = composeApp({
-    store,
-    catalogue: { list: () => [], findByName: () => undefined, pricesAsOf: '2025-10-15' },
-    allModels: [],
-    env: { NODE_ID: 'test-node' },
-    build: { version: '0.0.0-test', commit: 'test' },
-  })
-  let output = ''
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      output += String(chunk)
-      done()
-    },
-  })
+  const log = captureLog()
+  let ctx: TestContext
   let app: App
   let realKey = ''
   let auth: Record<string, string> = {}
 
   /** The log lines written since `from`, parsed. */
   const linesSince = (from: number) =>
-    output
+    log.text
       .slice(from)
       .trim()
       .split('\n')
@@ -108,24 +87,18 @@ describe('log lines of the real app', () => {
       .map((line) => JSON.parse(line) as Record<string, any>)
 
   beforeAll(async () => {
-    app = await buildApp(deps, { logger: { level: 'trace', stream } })
-    const org = store.organisations.create('logs', 'logs')
-    realKey = store.apiKeys.create(org.id, 'test').key
-    auth = { authorization: `Bearer ${realKey}` }
+    ctx = await createTestApp({ logger: { level: 'trace', stream: log.stream } })
+    app = ctx.app
+    ;({ key: realKey, auth } = ctx.org('logs'))
   })
 
-  afterAll(async () => {
-    deps.host.stopAll()
-    await app.close()
-    db.close()
-    rmSync(dir, { recursive: true, force: true })
-  })
+  afterAll(() => ctx.close())
 
   /** One request through inject: its status, and what it logged. */
   const logged = async (method: string, url: string, extra: { body?: unknown; headers?: Record<string, string> } = {}) => {
-    const from = output.length
+    const from = log.text.length
     const res = await app.inject({ method: method as never, url, headers: { ...auth, ...extra.headers }, ...(extra.body === undefined ? {} : { payload: extra.body as never }) })
-    const text = output.slice(from)
+    const text = log.text.slice(from)
     expect(text, `${method} ${url} logged nothing`).not.toBe('')
     return { status: res.statusCode, code: res.json().error?.code as string | undefined, text, lines: linesSince(from) }
   }
@@ -176,14 +149,14 @@ describe('log lines of the real app', () => {
   })
 
   it('a 401 for a key sent in the query instead of the header', async () => {
-    const from = output.length
+    const from = log.text.length
     const res = await app.inject({ method: 'GET', url: `/api/v1/chats?api_key=${key}` })
     expect(res.statusCode).toBe(401)
-    expectClean(output.slice(from), [key])
+    expectClean(log.text.slice(from), [key])
   })
 
   it('messages and errors logged through the app logger with a URL in them', () => {
-    const from = output.length
+    const from = log.text.length
     // What Fastify's default 404 handler and reply warnings write.
     app.log.info(`Route GET:/api/v1/chats/${key}?api_key=${key} not found`)
     app.log.info('Route %s:%s not found', 'GET', `/x?token=${key}`)
@@ -194,7 +167,7 @@ describe('log lines of the real app', () => {
     app.log.info({ msg: `from an object /y/${session}` })
     // Request loggers are children: they inherit the scrubbing.
     app.log.child({ reqId: 'child' }).info(`Route POST:/api/v1/chats/${key}/responses not found`)
-    const text = output.slice(from)
+    const text = log.text.slice(from)
     expect(linesSince(from)).toHaveLength(7)
     expectClean(text, [key, session])
     expect(text).toContain('Route GET:/api/v1/chats/[redacted]?api_key=[redacted] not found')
@@ -212,17 +185,17 @@ describe('log lines of the real app', () => {
         socket.on('close', () => resolve(answer))
         socket.on('error', reject)
       })
-    const from = output.length
+    const from = log.text.length
     const badLine = await raw(`GET /api/v1/chats/${key}?api_key=${key}\x01 HTTP/1.1\r\nHost: x\r\n\r\n`)
     expect(badLine).toMatch(/^HTTP\/1\.1 400/)
     const huge = await raw(`GET /api/v1/chats/${key}?api_key=${key} HTTP/1.1\r\nHost: x\r\nX-Fill: ${'a'.repeat(20_000)}\r\n\r\n`)
     expect(huge).toMatch(/^HTTP\/1\.1 431/)
-    expectClean(output.slice(from), [key])
+    expectClean(log.text.slice(from), [key])
   })
 
   it('nothing the app logged in this file carries a secret', () => {
-    expect(output).not.toBe('')
-    expectClean(output, [key, session, realKey])
-    expect(output.toLowerCase()).not.toContain('bearer')
+    expect(log.text).not.toBe('')
+    expectClean(log.text, [key, session, realKey])
+    expect(log.text.toLowerCase()).not.toContain('bearer')
   })
 })

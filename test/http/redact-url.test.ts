@@ -1,14 +1,7 @@
-import { Writable } from 'node:stream'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { composeApp } from '../../src/compose.ts'
 import { API_KEY_PREFIX, generateSecret, SESSION_TOKEN_PREFIX } from '../../src/domain/credentials.ts'
-import { buildApp } from '../../src/http/app.ts'
 import { redactUrl, serializeRequest } from '../../src/http/redact-url.ts'
-import { openDatabase } from '../../src/store/database.ts'
-import { createStore } from '../../src/store/index.ts'
+import { captureLog, createTestApp } from '../helpers/test-app.ts'
 
 const key = generateSecret(API_KEY_PREFIX)
 const session = generateSecret(SESSION_TOKEN_PREFIX)
@@ -89,28 +82,11 @@ describe('serializeRequest', () => {
 
 describe('request logs of the real app', () => {
   it('never contain a key from the URL or the Authorization header, and keep the path', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'parley-redact-'))
-    const db = openDatabase(join(dir, 'parley.db'))
-    const store = createStore(db)
-    const deps = composeApp({
-      store,
-      catalogue: { list: () => [], findByName: () => undefined, pricesAsOf: '2025-10-15' },
-      allModels: [],
-      env: { NODE_ID: 'test-node' },
-      build: { version: '0.0.0-test', commit: 'test' },
-    })
-    let output = ''
-    const stream = new Writable({
-      write(chunk, _encoding, done) {
-        output += String(chunk)
-        done()
-      },
-    })
-    const app = await buildApp(deps, { logger: { level: 'trace', stream } })
+    const log = captureLog()
+    const ctx = await createTestApp({ logger: { level: 'trace', stream: log.stream } })
+    const { app } = ctx
     try {
-      const org = store.organisations.create('logs', 'logs')
-      const { key: realKey } = store.apiKeys.create(org.id, 'test')
-      const headers = { authorization: `Bearer ${realKey}` }
+      const { key: realKey, auth: headers } = ctx.org('logs')
 
       const list = await app.inject({ method: 'GET', url: `/api/v1/chats?api_key=${realKey}`, headers })
       expect(list.statusCode).toBe(200)
@@ -120,17 +96,14 @@ describe('request logs of the real app', () => {
       const encoded = await app.inject({ method: 'GET', url: `/api/v1/chats/${realKey.replace('pk_', 'pk%5F')}?Token=${realKey}`, headers })
       expect(encoded.statusCode).toBeLessThan(500)
 
-      const lines = output.trim().split('\n').map((line) => JSON.parse(line) as { req?: { url?: string } })
+      const lines = log.text.trim().split('\n').map((line) => JSON.parse(line) as { req?: { url?: string } })
       const urls = lines.flatMap((line) => (line.req?.url === undefined ? [] : [line.req.url]))
       expect(urls).toEqual(['/api/v1/chats?api_key=[redacted]', '/api/v1/chats/[redacted]', '/api/v1/chats/[redacted]?Token=[redacted]'])
-      expect(output).not.toContain(realKey)
-      expect(output).not.toContain(realKey.slice(3))
-      expect(output.toLowerCase()).not.toContain('bearer')
+      expect(log.text).not.toContain(realKey)
+      expect(log.text).not.toContain(realKey.slice(3))
+      expect(log.text.toLowerCase()).not.toContain('bearer')
     } finally {
-      deps.host.stopAll()
-      await app.close()
-      db.close()
-      rmSync(dir, { recursive: true, force: true })
+      await ctx.close()
     }
   })
 })
