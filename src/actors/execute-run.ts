@@ -11,8 +11,6 @@ import type { RunDeps } from './run-deps.ts'
 import type { PendingToolCall, RunResult } from '../domain/runs/run-outcome.ts'
 import type { Admission } from './turn-types.ts'
 
-const describe = describeVendorError
-
 export { mergeMetadata } from './run-stream/order-blocks.ts'
 
 /** What the SSE `error` frame and the run say when a closed block could not be written (no internals). */
@@ -118,7 +116,7 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
     if (signal.aborted) return result('cancelled', null, false)
     // Nothing sent: the vendor library refused the prompt itself, which says nothing of the vendor (spec §2.7).
     const message =
-      vendorCall.requests === 0 ? `the vendor library refused the request before sending it: ${describe(error)}` : `the provider failed before answering: ${describe(error)}`
+      vendorCall.requests === 0 ? `the vendor library refused the request before sending it: ${describeVendorError(error)}` : `the provider failed before answering: ${describeVendorError(error)}`
     channel.failBeforeStream(new UpstreamError(message, { run_id: admission.runId }, 'send the same turn again with retry_of'))
     return result('failed', { code: 'upstream_error', message }, false)
   }
@@ -135,7 +133,7 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
       if (ledgerFailed || state.failure) break
     }
   } catch (error) {
-    if (!signal.aborted) return result('failed', { code: 'upstream_error', message: `the provider stream broke: ${describe(error)}` }, true)
+    if (!signal.aborted) return result('failed', { code: 'upstream_error', message: `the provider stream broke: ${describeVendorError(error)}` }, true)
   } finally {
     signal.removeEventListener('abort', onAbort)
     // A run that ended on an error part leaves the vendor's response unread: drop its connection.

@@ -3,8 +3,7 @@ import { moneyToUnits } from '../domain/money.ts'
 import { customerCost } from '../domain/pricing/customer-cost.ts'
 import type { ChargeType } from '../store/balance.ts'
 import type { RunDeps } from './run-deps.ts'
-import { isUptimeSample } from '../domain/runs/run-outcome.ts'
-import type { RunOutcome } from '../domain/runs/run-outcome.ts'
+import { isUptimeSample, type RunOutcome } from '../domain/runs/run-outcome.ts'
 
 /** A run's outcome with whose run it is and who pays for it. */
 export type Settlement = {

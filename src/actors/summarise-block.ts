@@ -13,12 +13,8 @@ import type { CompactionJob } from '../domain/context/compaction-job.ts'
 import { usageFrom } from './run-stream/order-blocks.ts'
 import { mapStopReason } from './map-stop-reason.ts'
 import type { RunDeps } from './run-deps.ts'
-import type { StopReason } from '../domain/runs/run-outcome.ts'
-import { usageKnownSoFar } from '../domain/runs/run-outcome.ts'
+import { type StopReason, usageKnownSoFar } from '../domain/runs/run-outcome.ts'
 import { settleRun } from './settle-run.ts'
-
-
-const describe = describeVendorError
 
 /**
  * One compaction run (decisions §5.3): `origin: compaction`, the chat's model, our instruction and
@@ -100,12 +96,12 @@ export async function summariseBlock(deps: RunDeps, job: CompactionJob, block: B
         if (finished) stopReason = mapStopReason(value.finishReason)
         if (finish.usageReported) usage = usageFrom(value.usage)
       } else if (value.type === 'error') {
-        error = `the provider failed mid-stream: ${describe(value.error)}`
+        error = `the provider failed mid-stream: ${describeVendorError(value.error)}`
         break
       }
     }
   } catch (e) {
-    if (!signal.aborted) error = `the provider failed${reached ? '' : ' before answering'}: ${describe(e)}`
+    if (!signal.aborted) error = `the provider failed${reached ? '' : ' before answering'}: ${describeVendorError(e)}`
   }
   const status = signal.aborted ? 'cancelled' : error === null && finished && text.trim() !== '' ? 'succeeded' : 'failed'
   if (status === 'failed' && error === null) error = finished ? 'the summary came back empty' : 'the provider stream ended without finishing'
