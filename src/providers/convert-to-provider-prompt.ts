@@ -179,15 +179,10 @@ export function convertToProviderPrompt(
         // Hidden reasoning (no text) without data this vendor takes carries nothing: not sent, so no
         // vendor package skips it with a warning each turn (decision 017).
         if (content.text === '' && !replayed) break
-        if (content.replay !== undefined) {
-          const item: AssistantItem = replayed
-            ? { type: 'reasoning', text: content.text, providerOptions: content.replay.metadata as AssistantItem['providerOptions'] }
-            : { type: 'reasoning', text: content.text }
-          appendTo('assistant', item)
-          break
-        }
-        const item: AssistantItem = { type: 'reasoning', text: content.text }
-        converted.set(content, { kind: 'item', role: 'assistant', item })
+        const item: AssistantItem = replayed
+          ? { type: 'reasoning', text: content.text, providerOptions: content.replay!.metadata as AssistantItem['providerOptions'] }
+          : { type: 'reasoning', text: content.text }
+        if (content.replay === undefined) converted.set(content, { kind: 'item', role: 'assistant', item })
         appendTo('assistant', item)
         break
       }
