@@ -7,7 +7,8 @@
 import { createActor, fromPromise, waitFor } from 'xstate'
 import { chatMachine } from '../machines/chat.machine.ts'
 import type { SettleRunOutput } from '../machines/chat.types.ts'
-import type { Admission, RunResult, Submission } from '../src/actors/turn-types.ts'
+import type { Admission, Submission } from '../src/actors/turn-types.ts'
+import type { RunResult } from '../src/domain/runs/run-outcome.ts'
 
 const TURNS = Number(process.argv[2] ?? 50_000)
 const ACTORS = 32

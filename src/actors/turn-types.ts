@@ -11,8 +11,6 @@ import type { ContextManifest } from '../domain/context/context-manifest.ts'
 
 // What the HTTP layer hands the chat actor lives in src/domain (the machine imports it from there).
 export type { PreparedPart, Submission } from '../domain/turns/submission.ts'
-// How a run ends is pure data in src/domain (the machine imports it from there).
-export type { PendingToolCall, RunOutcome, RunResult, StopReason } from '../domain/runs/run-outcome.ts'
 
 /** A run the actor admitted: written, and about to call the provider. */
 export type Admission = {
