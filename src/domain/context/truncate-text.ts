@@ -1,6 +1,7 @@
 import { decode } from 'gpt-tokenizer'
 import type { Truncation, TruncationShape } from '../config/config-types.ts'
 import { encodeBounded, estimateTokens, EXACT_MAX_CHARS } from '../tokens/estimate-tokens.ts'
+import { isHighSurrogate, isLowSurrogate } from '../utf16.ts'
 
 /** The visible marker a cut payload carries (decisions §5.2). */
 export const truncationMarker = (cutTokens: number) => `[… ${cutTokens} tokens truncated …]`
@@ -79,8 +80,5 @@ function tailOf(text: string, tokens: number, total: number): string {
   if (from > 0 && isLowSurrogate(text.charCodeAt(from))) from++
   return text.slice(from)
 }
-
-const isHighSurrogate = (unit: number) => unit >= 0xd800 && unit <= 0xdbff
-const isLowSurrogate = (unit: number) => unit >= 0xdc00 && unit <= 0xdfff
 
 const joinCut = (head: string, marker: string, tail: string) => [head, marker, tail].filter((s) => s !== '').join(marker === '' ? '' : ' ')

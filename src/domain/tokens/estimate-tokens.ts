@@ -1,5 +1,6 @@
 import { countTokens, encode } from 'gpt-tokenizer'
 import { O200K_TOKEN_SPLIT_REGEX } from 'gpt-tokenizer/esm/encodingParams/constants'
+import { isHighSurrogate, isLowSurrogate } from '../utf16.ts'
 
 /** TokenEstimate is a saturating int32 (spec §2.1). */
 export const TOKEN_ESTIMATE_MAX = 2_147_483_647
@@ -247,8 +248,6 @@ const isWhitespace = (unit: number) =>
 
 // The pre-tokenizer of the encoding `gpt-tokenizer`'s default export uses (o200k_base).
 const PIECES = O200K_TOKEN_SPLIT_REGEX
-const isHighSurrogate = (unit: number) => unit >= 0xd800 && unit <= 0xdbff
-const isLowSurrogate = (unit: number) => unit >= 0xdc00 && unit <= 0xdfff
 
 export function saturatingAdd(...estimates: number[]): number {
   return Math.min(TOKEN_ESTIMATE_MAX, estimates.reduce((sum, n) => sum + n, 0))
