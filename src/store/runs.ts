@@ -35,7 +35,8 @@ export type NewRun = Pick<
   'id' | 'org_id' | 'chat_id' | 'origin' | 'model_id' | 'model_name' | 'namespace' | 'api_key_id' | 'retry_of' | 'created_at'
 > & { manifest: unknown; lease_owner: string; lease_expires_at: string }
 
-export type RunOutcome = {
+/** The columns a run's finish writes (settleRun makes them from the domain's RunOutcome). */
+export type RunFinish = {
   status: Exclude<RunStatus, 'running'>
   completedAt: string
   error: string | null
@@ -110,7 +111,7 @@ export function createRunStore(db: Db) {
      * Marks a running run finished and, with its cost, settled; false when it had already finished
      * (the first outcome stands, and nothing may be charged again).
      */
-    finish: (id: string, o: RunOutcome, settlement: { costUnits: bigint; settledAt: string } | null = null) =>
+    finish: (id: string, o: RunFinish, settlement: { costUnits: bigint; settledAt: string } | null = null) =>
       finish.run({
         id,
         ...o,
