@@ -1,10 +1,10 @@
 import type { LanguageModelV3 } from '@ai-sdk/provider'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { estimateTokens } from '../../src/domain/tokens/estimate-tokens.ts'
 import { estimatePartTokens } from '../../src/domain/context/estimate-part-tokens.ts'
 import type { PartBody } from '../../src/domain/parts.ts'
 import type { LanguageModelFor } from '../../src/providers/language-models.ts'
 import { createSandboxLanguageModel } from '../../src/providers/sandbox/sandbox-language-model.ts'
+import { growUntilHeldAtGate, prose, until } from '../helpers/compaction-turns.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
 import { deferred, fundedOrg, getRun, newChat, postTurn, sandboxCatalogue, streamOf, turn, usageEntries } from '../helpers/turns.ts'
 
@@ -13,13 +13,6 @@ import { deferred, fundedOrg, getRun, newChat, postTurn, sandboxCatalogue, strea
  * that waits for it, a cancel while compacting, deleting a chat with summaries, and a compaction run
  * interrupted by a crash. Compaction runs can be held at a gate to see each moment.
  */
-
-const WORDS = 'harbour lantern estuary kingfisher driftwood willowherb cobblestone nightingale'.split(' ')
-const prose = (seed: number, tokens: number) => {
-  const words = [`Turn ${seed}:`]
-  for (let i = seed; estimateTokens(words.join(' ')) < tokens; i = (i * 7 + 3) % 997) words.push(WORDS[i % WORDS.length]!)
-  return words.join(' ')
-}
 
 /** The sandbox, with compaction runs held until the test opens the gate. */
 function gatedSandbox() {
@@ -80,14 +73,6 @@ const compactionRuns = (chatId: string) =>
     status: string
     manifest: string
   }[]
-
-const until = async (what: () => boolean, ms = 5_000) => {
-  const end = Date.now() + ms
-  while (!what()) {
-    if (Date.now() > end) throw new Error('timed out waiting')
-    await new Promise((r) => setTimeout(r, 5))
-  }
-}
 
 const say = (chatId: string, text: string) => turn(ctx, org.auth, chatId, { model: 'sandbox/echo-8k', input: [{ type: 'prompt', text }] })
 
@@ -168,17 +153,7 @@ describe('compaction in the turn', () => {
     const chatId = await newChat(ctx, org.auth)
     // Without held runs the chat grows until the first turn that needs a summary; that one is held.
     sandbox.close()
-    let pending: ReturnType<typeof postTurn> | null = null
-    for (let i = 0; i < 12 && pending === null; i++) {
-      const before = ctx.store.runs.latestCustomerRun(chatId)?.id
-      const res = postTurn(ctx, org.auth, chatId, { model: 'sandbox/echo-8k', input: [{ type: 'prompt', text: prose(i, 600) }] })
-      await until(() => {
-        const latest = ctx.store.runs.latestCustomerRun(chatId)
-        return latest !== undefined && latest.id !== before && (sandbox.entered.length > 0 || latest.status !== 'running')
-      })
-      if (sandbox.entered.length > 0) pending = res
-      else await res
-    }
+    const { pending } = await growUntilHeldAtGate(ctx, org.auth, chatId, sandbox)
     expect(pending).not.toBeNull()
     const runId = ctx.store.runs.latestCustomerRun(chatId)!.id
     const cancel = await ctx.app.inject({ method: 'POST', url: `/api/v1/runs/${runId}/cancel`, headers: org.auth })

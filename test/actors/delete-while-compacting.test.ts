@@ -1,23 +1,16 @@
 import type { LanguageModelV3 } from '@ai-sdk/provider'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { estimateTokens } from '../../src/domain/tokens/estimate-tokens.ts'
 import type { LanguageModelFor } from '../../src/providers/language-models.ts'
 import { createSandboxLanguageModel } from '../../src/providers/sandbox/sandbox-language-model.ts'
+import { growUntilHeldAtGate, prose, until } from '../helpers/compaction-turns.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
-import { deferred, fundedOrg, newChat, postTurn, sandboxCatalogue, streamOf, usageEntries } from '../helpers/turns.ts'
+import { deferred, fundedOrg, newChat, sandboxCatalogue, streamOf, usageEntries } from '../helpers/turns.ts'
 
 /**
  * Issue 12, decision 020, through the routes and the actor host: a chat deleted while its turn waits
  * for summaries. The DELETE stops the compaction (its runs settle `cancelled`, no summary is stored),
  * the turn settles `cancelled` with `chat_deleted` without calling the provider, and the chat goes.
  */
-
-const WORDS = 'harbour lantern estuary kingfisher driftwood willowherb cobblestone nightingale'.split(' ')
-const prose = (seed: number, tokens: number) => {
-  const words = [`Turn ${seed}:`]
-  for (let i = seed; estimateTokens(words.join(' ')) < tokens; i = (i * 7 + 3) % 997) words.push(WORDS[i % WORDS.length]!)
-  return words.join(' ')
-}
 
 /** The sandbox, with compaction runs held until the test opens the gate; customer calls counted. */
 function gatedSandbox() {
@@ -63,14 +56,6 @@ afterEach(async () => {
   await ctx.close()
 })
 
-const until = async (what: () => boolean, ms = 5_000) => {
-  const end = Date.now() + ms
-  while (!what()) {
-    if (Date.now() > end) throw new Error('timed out waiting')
-    await new Promise((r) => setTimeout(r, 5))
-  }
-}
-
 describe('DELETE while the turn compacts', () => {
   it('stops the compaction, settles the turn cancelled with chat_deleted without a provider call, and deletes the chat', async () => {
     const chatId = await newChat(ctx, org.auth)
@@ -78,17 +63,7 @@ describe('DELETE while the turn compacts', () => {
       ctx.store.db.prepare(`SELECT id, status FROM runs WHERE chat_id = ? AND origin = 'compaction'`).all(chatId) as { id: string; status: string }[]
     // The chat grows until the first turn that needs a summary; that one is held at the gate.
     sandbox.close()
-    let pending: ReturnType<typeof postTurn> | null = null
-    for (let i = 0; i < 12 && pending === null; i++) {
-      const before = ctx.store.runs.latestCustomerRun(chatId)?.id
-      const res = postTurn(ctx, org.auth, chatId, { model: 'sandbox/echo-8k', input: [{ type: 'prompt', text: prose(i, 600) }] })
-      await until(() => {
-        const latest = ctx.store.runs.latestCustomerRun(chatId)
-        return latest !== undefined && latest.id !== before && (sandbox.entered.length > 0 || latest.status !== 'running')
-      })
-      if (sandbox.entered.length > 0) pending = res
-      else await res
-    }
+    const { pending } = await growUntilHeldAtGate(ctx, org.auth, chatId, sandbox)
     expect(pending).not.toBeNull()
     const runId = ctx.store.runs.latestCustomerRun(chatId)!.id
     const callsBefore = sandbox.customerCalls()
