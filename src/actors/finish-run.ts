@@ -3,20 +3,6 @@ import type { Admission } from './turn-types.ts'
 import type { RunDeps } from './run-deps.ts'
 import { settleRun } from './settle-run.ts'
 
-/**
- * Settles a run and tells its stream how it ended: `done` after a success (with the settled cost),
- * `error` after a failure or a cancel. A failure before the stream opened was already answered
- * with an HTTP error, so it sends no frame.
- *
- * A settlement that throws leaves the stream as it is: the chat machine tries it again, and when it
- * gives up the run is left to the sweep and its stream ended by `endUnsettled` (decision 020).
- */
-export async function finishRun(deps: RunDeps, admission: Admission, result: RunResult): Promise<{ cost: string | null }> {
-  const cost = await writeSettlement(deps, admission, result)
-  endStream(admission, result, cost)
-  return { cost }
-}
-
 /** The settlement alone: status, usage, cost and balance entry, group-committed with other turns' writes. */
 export function writeSettlement(deps: RunDeps, admission: Admission, result: RunResult): Promise<string | null> {
   return deps.store.writes.write(() =>
@@ -35,7 +21,14 @@ export function writeSettlement(deps: RunDeps, admission: Admission, result: Run
   )
 }
 
-/** The stream's last frame once the run is settled (`done` goes out only after the commit). */
+/**
+ * The stream's last frame once the run is settled (`done` goes out only after the commit): `done`
+ * after a success (with the settled cost), `error` after a failure or a cancel. A failure before
+ * the stream opened was already answered with an HTTP error, so it sends no frame.
+ *
+ * A settlement that throws leaves the stream as it is: the chat machine tries it again, and when it
+ * gives up the run is left to the sweep and its stream ended by `endUnsettled` (decision 020).
+ */
 export function endStream(admission: Admission, result: RunResult, cost: string | null): void {
   const { channel } = admission
   try {
