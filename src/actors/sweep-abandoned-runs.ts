@@ -24,10 +24,10 @@ export function sweepAbandonedRuns(
   // tries it again.
   return abandoned.filter((run) => {
     if (handOver?.(run)) return false
-    if (!onError) return settleAbandoned(deps, run)
     try {
       return settleAbandoned(deps, run)
     } catch (error) {
+      if (!onError) throw error
       onError(run, error)
       return false
     }
