@@ -22,6 +22,8 @@ import { usageRoutes } from './routes/api/v1/usage.ts'
 import { responseRoutes } from './routes/api/v1/chats/responses.ts'
 import { runRoutes } from './routes/api/v1/runs.ts'
 import { rootRoutes } from './routes/root.ts'
+import { healthRoutes } from './routes/health.ts'
+import { HEALTH_SCHEMAS } from './schemas/health.ts'
 import { catalogueRoutes } from './routes/v1/catalogue.ts'
 import { Catalogue, CatalogueModel, CatalogueModelResponse } from './schemas/catalogue.ts'
 import { ChatCreated, ChatPage, ChatSummary, CreateChatRequest } from './schemas/chats.ts'
@@ -57,6 +59,7 @@ const SHARED_SCHEMAS = [
   ...CONFIG_SCHEMAS,
   ...USAGE_SCHEMAS,
   ...RESPONSE_SCHEMAS,
+  ...HEALTH_SCHEMAS,
 ]
 
 export const REDACTED_LOG_PATHS = [
@@ -170,6 +173,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
 
   // Routes: public first, then everything behind an API key.
   await app.register(rootRoutes(deps))
+  await app.register(healthRoutes(deps))
   await app.register(catalogueRoutes(deps))
   await app.register(async (keyed) => {
     keyed.addHook('onRequest', requireApiKey((secret) => deps.store.apiKeys.authenticate(secret)))

@@ -1,0 +1,94 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import { UnavailableError } from '../../domain/errors.ts'
+import type { Db } from '../../store/database.ts'
+import type { ReplicationRoleSource } from '../../store/replication-role.ts'
+import type { AppDeps } from '../app-deps.ts'
+import { sendError } from '../plugins/error-handler.ts'
+import { errors } from '../schemas/common.ts'
+import { Liveness, Readiness } from '../schemas/health.ts'
+
+/** How long /readyz waits for a write lock held elsewhere (the admin CLI, a checkpoint) before answering 503. */
+export const READINESS_LOCK_WAIT_MS = 1_000
+
+/**
+ * Can this node do its job? The primary must be able to write its SQLite file (a read-only file or
+ * connection fails, and so does a write lock held elsewhere past the busy timeout); a replica writes nothing itself and only needs a primary to
+ * relay writes to. Returns what to answer, or why not.
+ */
+export function checkReadiness(db: Db, role: ReplicationRoleSource): Readiness | UnavailableError {
+  const current = role.current()
+  switch (current.kind) {
+    case 'primary':
+      return probeWrite(db)
+    case 'replica':
+      return { status: 'ready', role: 'replica' }
+    case 'replica-without-primary':
+      return new UnavailableError('this replica knows no primary yet (a LiteFS election is in progress)')
+    default: {
+      const unknownRole: never = current
+      throw new Error(`unknown replication role ${JSON.stringify(unknownRole)}`)
+    }
+  }
+}
+
+/**
+ * Takes the write lock, then writes the schema version onto itself: a read-only connection or file
+ * takes the lock but refuses the write. ROLLBACK leaves the file as it was. The probe waits less
+ * for a lock held elsewhere than a request would: Fly gives a check 2 s in all.
+ */
+function probeWrite(db: Db): Readiness | UnavailableError {
+  const busyTimeout = db.pragma('busy_timeout', { simple: true }) as number
+  db.pragma(`busy_timeout = ${READINESS_LOCK_WAIT_MS}`)
+  try {
+    const version = db.pragma('user_version', { simple: true }) as number
+    db.prepare('BEGIN IMMEDIATE').run()
+    db.pragma(`user_version = ${version}`)
+    db.prepare('ROLLBACK').run()
+    return { status: 'ready', role: 'primary' }
+  } catch (error) {
+    if (db.inTransaction) db.prepare('ROLLBACK').run()
+    return new UnavailableError(`the database is not writable: ${(error as Error).message}`)
+  } finally {
+    db.pragma(`busy_timeout = ${busyTimeout}`)
+  }
+}
+
+/** Public probes for Fly's checks and load balancers: no API key, no rate limit. */
+export const healthRoutes =
+  (deps: AppDeps): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    app.get(
+      '/healthz',
+      {
+        schema: {
+          operationId: 'getLiveness',
+          tags: ['public'],
+          summary: 'Liveness: the process is up',
+          description: 'Answers 200 as long as the process serves HTTP; it checks nothing else, so a restart is the only cure for its failure.',
+          response: { 200: Type.Ref(Liveness) },
+        },
+      },
+      async () => ({ status: 'ok' as const }),
+    )
+
+    app.get(
+      '/readyz',
+      {
+        schema: {
+          operationId: 'getReadiness',
+          tags: ['public'],
+          summary: 'Readiness: this node can serve reads and writes',
+          description:
+            'On the primary, 200 when the database takes a write lock; on a LiteFS replica, 200 when the primary is known ' +
+            '(writes are relayed to it). Otherwise 503 `unavailable` in the error envelope.',
+          response: { 200: Type.Ref(Readiness), ...errors(503) },
+        },
+      },
+      async (_request, reply) => {
+        const verdict = checkReadiness(deps.store.db, deps.role)
+        if (verdict instanceof UnavailableError) return sendError(reply, verdict)
+        return verdict
+      },
+    )
+  }
