@@ -1,0 +1,112 @@
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { REPO_ROOT, startServer, type ServerProcess } from '../e2e/server-process.ts'
+import { jsonMismatches, parseFrames, streamMismatches } from './match-answer.ts'
+import { runnableExamples, type RunnableExample } from './runnable-blocks.ts'
+
+/**
+ * Every `sh runnable` example of docs/guide/*.md, run with bash against the real server started as
+ * `npm start` starts it (its embedded defaults, the dev organisation's key from DATA_DIR), in the
+ * order a reader follows them: the examples of a page share one shell, so a variable set by one
+ * (`CHAT`, `RUN`) is there for the next. Each must answer what the page says it answers.
+ */
+const GUIDE = join(REPO_ROOT, 'docs/guide')
+const pages = readdirSync(GUIDE)
+  .filter((name) => name.endsWith('.md'))
+  .sort()
+  .map((name) => ({ name, examples: runnableExamples(name, readFileSync(join(GUIDE, name), 'utf8')) }))
+
+type Outcome = { stdout: string; stderr: string; exitCode: number; statuses: number[] }
+
+/**
+ * Runs a page's examples in one bash, each sourced in turn with its output in files of its own.
+ * `curl` is wrapped to note each answer's status in the example's status file; the reader's curl
+ * prints nothing more.
+ */
+function runPage(examples: RunnableExample[], env: Record<string, string>): Outcome[] {
+  const work = mkdtempSync(join(tmpdir(), 'parley-guide-'))
+  try {
+    const driver = ['set -u', `curl() { command curl -w '%{stderr}%{http_code}\\n' "$@" 2>>"$STATUS_FILE"; }`]
+    examples.forEach((example, i) => {
+      writeFileSync(join(work, `${i}.sh`), `${example.script}\n`)
+      driver.push(`STATUS_FILE=${work}/${i}.status; : > "$STATUS_FILE"`, `{ source ${work}/${i}.sh; } > ${work}/${i}.out 2> ${work}/${i}.err; echo $? > ${work}/${i}.rc`)
+    })
+    driver.push('wait')
+    const run = spawnSync('bash', ['-c', driver.join('\n')], { cwd: REPO_ROOT, env, encoding: 'utf8', timeout: 30_000 })
+    if (run.error) throw run.error
+    const read = (i: number, ext: string) => readFileSync(join(work, `${i}.${ext}`), 'utf8')
+    return examples.map((_, i) => ({
+      stdout: read(i, 'out'),
+      stderr: read(i, 'err'),
+      exitCode: Number(read(i, 'rc').trim()),
+      statuses: read(i, 'status').split('\n').filter(Boolean).map(Number),
+    }))
+  } finally {
+    rmSync(work, { recursive: true, force: true })
+  }
+}
+
+function problemsOf(example: RunnableExample, outcome: Outcome): string[] {
+  const problems: string[] = []
+  if (outcome.exitCode !== 0) problems.push(`exited ${outcome.exitCode}: ${outcome.stderr.trim()}`)
+  const answer = example.answer
+  // An example with no answer shown is checked by its statuses alone, so it must make a request.
+  if (answer === null && outcome.statuses.length === 0) problems.push('made no HTTP request and shows no answer')
+  const expectedStatus = answer?.status ?? null
+  const unexpected = outcome.statuses.filter((s) => (s < 200 || s >= 300) && s !== expectedStatus)
+  if (unexpected.length > 0) problems.push(`answered ${unexpected.join(', ')}`)
+  if (expectedStatus !== null && !outcome.statuses.includes(expectedStatus)) problems.push(`never answered ${expectedStatus} (got ${outcome.statuses.join(', ')})`)
+  if (answer?.format === 'json') {
+    let actual: unknown
+    try {
+      actual = JSON.parse(outcome.stdout)
+    } catch {
+      problems.push(`printed no JSON document: ${outcome.stdout.slice(0, 500)}`)
+      return problems
+    }
+    problems.push(...jsonMismatches(JSON.parse(answer.body), actual))
+  }
+  if (answer?.format === 'stream') problems.push(...streamMismatches(answer.body, parseFrames(outcome.stdout)))
+  return problems
+}
+
+describe('the guide’s runnable examples', () => {
+  let server: ServerProcess
+  let dataDir: string
+  let env: Record<string, string>
+
+  beforeAll(async () => {
+    for (const tool of ['bash', 'curl', 'jq']) {
+      if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) throw new Error(`the guide's examples need ${tool} on the PATH`)
+    }
+    dataDir = mkdtempSync(join(tmpdir(), 'parley-guide-data-'))
+    server = await startServer({ env: { DATA_DIR: dataDir } })
+    const key = readFileSync(join(dataDir, 'dev-api-key.txt'), 'utf8').trim()
+    env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', DATA_DIR: dataDir, KEY: key, API: server.url }
+  })
+
+  afterAll(async () => {
+    await server?.stop()
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  it('every page of the guide has runnable examples, each followed by its answer or meant to answer 2xx', () => {
+    const concept = pages.filter((page) => page.name !== 'README.md')
+    expect(concept.length).toBeGreaterThanOrEqual(9)
+    for (const page of concept) expect(page.examples.length, page.name).toBeGreaterThan(0)
+  })
+
+  for (const page of pages.filter((p) => p.examples.length > 0)) {
+    it(`${page.name}: each example answers as the page says`, () => {
+      const outcomes = runPage(page.examples, env)
+      const report = page.examples.flatMap((example, i) => {
+        const problems = problemsOf(example, outcomes[i]!)
+        return problems.length === 0 ? [] : [`docs/guide/${page.name}:${example.line}\n  ${problems.join('\n  ')}`]
+      })
+      expect(report.join('\n\n')).toBe('')
+    })
+  }
+})
