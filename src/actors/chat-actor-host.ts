@@ -14,6 +14,7 @@ import type { RunDeps } from './run-deps.ts'
 import { reapExpiredRun, sweepAbandonedRuns } from './sweep-abandoned-runs.ts'
 import type { Admission, Submission } from './turn-types.ts'
 import type { RunRow } from '../store/runs.ts'
+import type { RunOutcome } from '../domain/runs/run-outcome.ts'
 
 type ChatActor = Actor<typeof chatMachine>
 
@@ -28,6 +29,8 @@ export type ActorHostOptions = {
   role?: ReplicationRoleSource
   /** Where background failures go (a lease renewal, a sweep, a settlement left to the sweep); stderr unless told. */
   onError?: (what: string, error: unknown) => void
+  /** Told of each run this node settled, once its settlement is committed (main logs a line per run). */
+  onRunSettled?: (admission: Admission, outcome: RunOutcome, cost: string) => void
 }
 
 /**
@@ -51,13 +54,14 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
   const compactor = createCompactor(deps)
   const machine = chatMachine.provide({
     actors: {
-      admitTurn: fromPromise(async ({ input }) => admitTurn(deps, compactor, input.facts, input.submission)),
+      admitTurn: fromPromise(async ({ input }) => admitTurn(deps, compactor, input.submission, input.closing)),
       compactHistory: fromPromise(async ({ input }) => compactForTurn(deps, compactor, input.admission, input.signal)),
       streamRun: fromPromise(async ({ input }) => executeRun(deps, input.admission, input.signal)),
       // A throw is retried by the machine, then left to the sweep (decision 020): the stream waits.
       settleRun: fromPromise(async ({ input }) => {
         const cost = await writeSettlement(deps, input.admission, input.result)
         endStream(input.admission, input.result, cost)
+        if (cost !== null) options.onRunSettled?.(input.admission, input.result, cost)
         // A run cancelled or failed still grew the ledger; eager work is planned on what is there now.
         // The run is settled whatever planning meets: its failure must not bring a second settlement.
         let eager = null
