@@ -54,7 +54,7 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
   const compactor = createCompactor(deps)
   const machine = chatMachine.provide({
     actors: {
-      admitTurn: fromPromise(async ({ input }) => admitTurn(deps, compactor, input.submission, input.closing)),
+      admitTurn: fromPromise(async ({ input }) => admitTurn(deps, compactor, input.facts, input.submission)),
       compactHistory: fromPromise(async ({ input }) => compactForTurn(deps, compactor, input.admission, input.signal)),
       streamRun: fromPromise(async ({ input }) => executeRun(deps, input.admission, input.signal)),
       // A throw is retried by the machine, then left to the sweep (decision 020): the stream waits.
