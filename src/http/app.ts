@@ -27,7 +27,10 @@ import { HEALTH_SCHEMAS } from './schemas/health.ts'
 import { catalogueRoutes } from './routes/v1/catalogue.ts'
 import { Catalogue, CatalogueModel, CatalogueModelResponse } from './schemas/catalogue.ts'
 import { ChatCreated, ChatPage, ChatSummary, CreateChatRequest } from './schemas/chats.ts'
-import { ErrorBody, ErrorEnvelope } from './schemas/common.ts'
+import { ERROR_SCHEMAS, ErrorBody, ErrorEnvelope } from './schemas/common.ts'
+import { EVENT_SCHEMAS } from './schemas/events.ts'
+import { openapiOptions } from './schemas/openapi-document.ts'
+import { treatEmptyBodyAsNone } from './plugins/empty-body.ts'
 import { cachedSerializerFactory } from './schemas/serializers.ts'
 import { CONFIG_SCHEMAS } from './schemas/config.ts'
 import { USAGE_SCHEMAS } from './schemas/usage.ts'
@@ -41,6 +44,7 @@ export const DEFAULT_BODY_LIMIT = 1024 * 1024
 const SHARED_SCHEMAS = [
   ErrorBody,
   ErrorEnvelope,
+  ...ERROR_SCHEMAS,
   CreateChatRequest,
   ChatCreated,
   ChatSummary,
@@ -60,6 +64,7 @@ const SHARED_SCHEMAS = [
   ...USAGE_SCHEMAS,
   ...RESPONSE_SCHEMAS,
   ...HEALTH_SCHEMAS,
+  ...EVENT_SCHEMAS,
 ]
 
 export const REDACTED_LOG_PATHS = [
@@ -150,26 +155,10 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
   // validator (a confusing 422) where decisions say an unsupported content type is 400.
   app.removeContentTypeParser('text/plain')
   await app.register(cookie)
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Parley Conversation API',
-        version: deps.build.version,
-        description: 'Chats as ledgers of parts, streamed turns, versioned configuration, catalogue and usage.',
-      },
-      components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' } } },
-    },
-    // Model names contain slashes, so the route is a wildcard; document it as the {name} it is.
-    transform: ({ schema, url }) => {
-      if (!url.endsWith('/*')) return { schema, url }
-      const { params: _wildcard, ...rest } = schema as Record<string, unknown>
-      const params = { type: 'object', required: ['name'], properties: { name: { type: 'string', description: 'public model name; may contain slashes' } } }
-      return { schema: { ...rest, params } as never, url: `${url.slice(0, -2)}/:name` }
-    },
-    refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
-  })
-  await app.register(scalar, { routePrefix: '/docs', configuration: { url: '/openapi.json' } })
+  await app.register(swagger, openapiOptions(deps.build.version))
+  // The reference serves the document itself (/docs/openapi.json and .yaml): given only a URL it has none to serve.
+  await app.register(scalar, { routePrefix: '/docs', configuration: { content: () => app.swagger() } })
+  treatEmptyBodyAsNone(app)
 
   // Routes: public first, then everything behind an API key.
   await app.register(rootRoutes(deps))

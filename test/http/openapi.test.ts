@@ -11,7 +11,10 @@ type Operation = {
 }
 type OpenApiDoc = { openapi: string; paths: Record<string, Record<string, Operation>>; components?: { schemas?: Record<string, unknown> } }
 
-/** Every implemented route, as the OpenAPI document must name it, with the statuses spec §4 lists for it. */
+/**
+ * Every implemented route, as the OpenAPI document must name it, with the statuses spec §4 lists for it
+ * (and 400 for a malformed body on chat creation; keyed routes also list 429, decision 021).
+ */
 const ROUTES: Array<{ method: string; path: string; keyed: boolean; statuses: string[] }> = [
   { method: 'get', path: '/', keyed: false, statuses: ['200'] },
   { method: 'get', path: '/llms.txt', keyed: false, statuses: ['200'] },
@@ -22,7 +25,7 @@ const ROUTES: Array<{ method: string; path: string; keyed: boolean; statuses: st
   { method: 'get', path: '/v1/catalogue/{name}', keyed: false, statuses: ['200', '404', '500', '503'] },
   { method: 'get', path: '/v1/catalogue/models.md', keyed: false, statuses: ['200', '404', '500', '503'] },
   { method: 'get', path: '/api/v1/chats', keyed: true, statuses: ['200', '401', '422', '500', '503'] },
-  { method: 'post', path: '/api/v1/chats', keyed: true, statuses: ['201', '401', '413', '422', '500', '503'] },
+  { method: 'post', path: '/api/v1/chats', keyed: true, statuses: ['201', '400', '401', '413', '422', '500', '503'] },
   { method: 'get', path: '/api/v1/chats/{chat_id}', keyed: true, statuses: ['200', '400', '401', '404', '422', '500', '503'] },
   { method: 'delete', path: '/api/v1/chats/{chat_id}', keyed: true, statuses: ['204', '400', '401', '404', '422', '500', '503'] },
   { method: 'get', path: '/api/v1/chats/{chat_id}/history', keyed: true, statuses: ['200', '400', '401', '404', '422', '500', '503'] },
@@ -56,7 +59,8 @@ describe('/openapi.json', () => {
     for (const route of ROUTES) {
       const op = operation(route.path, route.method)
       expect(op, `${route.method.toUpperCase()} ${route.path}`).toBeDefined()
-      expect(Object.keys(op!.responses).sort(), `${route.method.toUpperCase()} ${route.path}`).toEqual([...route.statuses].sort())
+      const statuses = route.keyed ? [...route.statuses, '429'] : route.statuses
+      expect(Object.keys(op!.responses).sort(), `${route.method.toUpperCase()} ${route.path}`).toEqual([...statuses].sort())
     }
   })
 

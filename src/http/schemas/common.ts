@@ -42,18 +42,60 @@ export const UserMetadata = Type.Record(Type.String(), Type.Unknown(), {
 
 export const ErrorBody = Type.Object(
   {
-    code: Type.String(),
-    message: Type.String(),
-    details: Type.Optional(Type.Unknown()),
-    hint: Type.Optional(Nullable(Type.String())),
+    code: Type.String({ description: 'Stable, machine-readable; each operation lists the codes it answers.' }),
+    message: Type.String({ description: 'For people: what was wrong, in one sentence.' }),
+    details: Type.Optional(Type.Unknown({ description: 'Structured context, e.g. `problems` of a 422 or the `run_id` a 409 names.' })),
+    hint: Type.Optional(Nullable(Type.String({ description: 'What to do next, when there is one obvious step.' }))),
   },
   { $id: 'ErrorBody' },
 )
-export const ErrorEnvelope = Type.Object({ error: Type.Ref(ErrorBody) }, { $id: 'ErrorEnvelope' })
+export const ErrorEnvelope = Type.Object({ error: Type.Ref(ErrorBody) }, { $id: 'ErrorEnvelope', description: 'Every error answer (spec §7).' })
 
-/** Error responses, by status, for a route's `response` schema. */
-export function errors(...statuses: number[]) {
-  return Object.fromEntries(statuses.map((s) => [s, Type.Ref(ErrorEnvelope)]))
+/** An error envelope whose `code` is one of `codes`: what an operation answers with one status. */
+function errorEnvelope(name: string, codes: readonly string[], description: string) {
+  return Type.Object(
+    {
+      error: Type.Object({
+        code: StringEnum(codes),
+        message: Type.String(),
+        details: Type.Optional(Type.Unknown()),
+        hint: Type.Optional(Nullable(Type.String())),
+      }),
+    },
+    { $id: name, description },
+  )
 }
 
+/** The codes decisions §3 maps to each status (src/http/plugins/error-handler.ts statusOf). */
+export const ERROR_RESPONSES = {
+  400: errorEnvelope('BadRequestError', ['invalid_request'], 'A malformed path identifier, malformed JSON, or a content type other than application/json.'),
+  401: errorEnvelope('UnauthorizedError', ['unauthorized'], 'No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`.'),
+  402: errorEnvelope('InsufficientBalanceError', ['insufficient_balance'], "The organisation's balance cannot pay for the estimated input plus one output token."),
+  404: errorEnvelope('NotFoundError', ['not_found'], 'Nothing of this id in your organisation (another organisation\'s ids look missing too).'),
+  409: errorEnvelope('ConflictError', ['run_in_progress', 'idempotency_key_reused', 'retry_not_allowed'], 'The chat\'s state forbids the submission; `details.run_id` names the run concerned.'),
+  413: errorEnvelope('PayloadTooLargeError', ['payload_too_large'], 'The request body is over the limit (1 MiB; 32 MiB for a turn, base64 overhead included).'),
+  422: errorEnvelope('ValidationFailedError', ['validation_failed'], 'The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`.'),
+  429: errorEnvelope('RateLimitedError', ['rate_limited'], 'More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds.'),
+  500: errorEnvelope('InternalError', ['internal'], 'A fault of the server; nothing was changed by a rejected write.'),
+  502: errorEnvelope('UpstreamError', ['upstream_error'], 'The model vendor failed before the stream opened.'),
+  503: errorEnvelope('UnavailableError', ['unavailable'], 'The server (or its database primary) cannot take the request now; try again shortly.'),
+} as const
+export type ErrorStatus = keyof typeof ERROR_RESPONSES
+
+/** The turn endpoint's 422: validation, plus the checks made against the chat and the model. */
+export const TurnUnprocessableError = errorEnvelope(
+  'TurnUnprocessableError',
+  ['validation_failed', 'unsupported_attachment', 'unknown_tool_use_id', 'context_too_large'],
+  'The turn is invalid: a problem in the body (`details.problems`), an attachment the model cannot take, a `tool_result` for a call that is not pending, or a context the model cannot hold.',
+)
+
+export const ERROR_SCHEMAS = [...Object.values(ERROR_RESPONSES), TurnUnprocessableError]
+
+/** Error responses, by status, for a route's `response` schema: each with the codes that status carries. */
+export function errors(...statuses: ErrorStatus[]) {
+  return Object.fromEntries(statuses.map((s) => [s, Type.Ref(ERROR_RESPONSES[s])]))
+}
+
+/** Operations behind an API key; the document's global security (public ones say `security: []`). */
 export const ApiKeySecurity = [{ apiKey: [] as string[] }]
+export const PublicSecurity: Array<Record<string, string[]>> = []

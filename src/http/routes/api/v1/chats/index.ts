@@ -90,7 +90,7 @@ export const chatRoutes =
           summary: 'Create an empty chat',
           security: ApiKeySecurity,
           body: Type.Ref(CreateChatRequest),
-          response: { 201: Type.Ref(ChatCreated), ...errors(401, 413, 422, 500, 503) },
+          response: { 201: Type.Ref(ChatCreated), ...errors(400, 401, 413, 422, 500, 503) },
         },
         // The minimal body is {}; a POST with no body at all means the same.
         preValidation: async (request) => {

@@ -7,12 +7,22 @@ import { orgOf } from '../../../../plugins/auth.ts'
 import { prepareSubmission } from '../../../../prepare-submission.ts'
 import { endOpenStreams, writeRunStream, type OpenStreams } from '../../../../sse/write-run-stream.ts'
 import { ChatParams } from '../../../../schemas/chats.ts'
-import { ApiKeySecurity, errors } from '../../../../schemas/common.ts'
+import { ApiKeySecurity, errors, TurnUnprocessableError } from '../../../../schemas/common.ts'
+import { RUN_EVENT_ORDER, RunEvent } from '../../../../schemas/events.ts'
 import { CreateResponseRequest } from '../../../../schemas/responses.ts'
 import { findChat } from './index.ts'
 
 /** Turn bodies may carry attachments: up to 32 MiB, base64 overhead included (decisions §3). */
 export const TURN_BODY_LIMIT = 32 * 1024 * 1024
+
+const TURN_DESCRIPTION = [
+  'Appends the input to the chat and runs the model on the packed context; the answer streams back as server-sent events.',
+  'A failure before the stream opens is an HTTP error in JSON (the run is then readable as failed); after it opens, a failure is the `error` event.',
+  'Closing the connection does not cancel the run: it finishes, persists and settles; read `GET /api/v1/runs/{run_id}` and the history.',
+  'Send an `idempotency_key` to make a submission safe to repeat: a reused key answers 409 naming the first run, and the stream is not replayed.',
+  'To retry a failed run, send `input: []`, `retry_of` (the latest failed customer run of the chat), the model, any request-level tools, and a new idempotency key.',
+  'Answer the calls in `done.pending_tool_calls` with `tool_result` parts in the next turn; calls left unanswered are closed as `abandoned`.',
+].join(' ')
 
 export const responseRoutes =
   (deps: AppDeps): FastifyPluginAsyncTypebox =>
@@ -28,15 +38,17 @@ export const responseRoutes =
           operationId: 'createResponse',
           tags: ['chats'],
           summary: 'Submit a turn (or a retry) and stream the answer as server-sent events',
-          description:
-            'Events, in order: `run`, `config_warnings`, `translation_warnings`, then `compacting` when the turn waits for summaries of older history (then `config_warnings` again if they changed), `block_start` / `delta` / `block_stop` per content block, and `done` or `error`. A comment line is sent every 15 s as a heartbeat.',
+          description: TURN_DESCRIPTION,
           security: ApiKeySecurity,
           params: ChatParams,
           body: Type.Ref(CreateResponseRequest),
-          produces: ['text/event-stream'],
           response: {
-            200: Type.String({ description: 'text/event-stream of the events above' }),
-            ...errors(400, 401, 402, 404, 409, 413, 422, 500, 502, 503),
+            200: {
+              description: `The turn's events as \`text/event-stream\`. ${RUN_EVENT_ORDER}`,
+              content: { 'text/event-stream': { schema: Type.Ref(RunEvent) } },
+            },
+            ...errors(400, 401, 402, 404, 409, 413, 500, 502, 503),
+            422: Type.Ref(TurnUnprocessableError),
           },
         },
       },
