@@ -1,7 +1,8 @@
+import type { OpenAPI3 } from 'openapi-typescript'
 import { createTestApp } from '../../../test/helpers/test-app.ts'
 
-/** An OpenAPI document as served: JSON, read but not interpreted here. */
-export type OpenApiDocument = Record<string, unknown>
+/** An OpenAPI document as served; the generator validates it. */
+export type OpenApiDocument = OpenAPI3
 
 /** `/openapi.json` of a server that is already running, such as a deployment or `npm start`. */
 export async function fetchOpenApiDocument(baseUrl: string): Promise<OpenApiDocument> {
