@@ -10,6 +10,8 @@ import { activeProviders } from './providers/catalogue/active-providers.ts'
 import { createCatalogueService } from './providers/catalogue/catalogue-service.ts'
 import { loadCatalogue } from './providers/catalogue/load-catalogue.ts'
 import { readSettings } from './settings.ts'
+import { chooseLogFormat, logStream } from './logging/log-format.ts'
+import { runSettledLine } from './logging/run-settled-line.ts'
 import { litefsPosition, NO_POSITION } from './store/replication-position.ts'
 import { ALWAYS_PRIMARY, litefsRole } from './store/replication-role.ts'
 
@@ -29,12 +31,23 @@ const stopStats = catalogue.start()
 store.providerCalls.onRecord(() => catalogue.noteCall())
 
 const position = settings.litefs ? litefsPosition(settings.litefs.positionFile) : NO_POSITION
-const deps = composeApp({ store, catalogue, allModels: loaded.entries, build: readBuildInfo(), role, position })
+const deps = composeApp({
+  store,
+  catalogue,
+  allModels: loaded.entries,
+  build: readBuildInfo(),
+  role,
+  position,
+  // Runs settle only for turns the app admitted, so `app` exists by the time this is called.
+  hostOptions: { onRunSettled: (admission, outcome, cost) => app.log.info(runSettledLine(admission, outcome, cost), 'run settled') },
+})
 const stopHost = deps.host.start()
+const logFormat = chooseLogFormat(process.env, process.stdout.isTTY === true)
+const pretty = logStream(logFormat, process.stdout, process.stdout.isTTY === true)
 const app = await buildApp(
   deps,
   {
-    logger: { level: settings.logLevel, redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' } },
+    logger: { level: settings.logLevel, redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' }, ...(pretty ? { stream: pretty } : {}) },
     requestTimeoutMs: settings.requestTimeoutMs,
     ...(settings.rateLimitPerMinute === null ? {} : { rateLimitPerMinute: settings.rateLimitPerMinute }),
   },

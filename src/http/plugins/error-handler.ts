@@ -71,7 +71,27 @@ function translate(error: FastifyError): DomainError | null {
   return null
 }
 
+/** The `error.code` of an error envelope as sent, or null for any other body. */
+export function errorCodeOf(payload: unknown): string | null {
+  if (typeof payload !== 'string' || !payload.startsWith('{"error":')) return null
+  try {
+    const code = (JSON.parse(payload) as { error?: { code?: unknown } }).error?.code
+    return typeof code === 'string' ? code : null
+  } catch {
+    return null
+  }
+}
+
 export function installErrorHandler(app: FastifyInstance): void {
+  // Every 4xx/5xx log line names its error code, whoever answered (a route, a hook, the rate limit,
+  // this handler): Fastify writes "request completed" through reply.log after onSend.
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (reply.statusCode >= 400) {
+      const code = errorCodeOf(payload)
+      if (code !== null) reply.log = reply.log.child({ error_code: code })
+    }
+    return payload
+  })
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const known = translate(error)
     if (known) return sendError(reply, known)
