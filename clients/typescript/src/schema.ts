@@ -11,7 +11,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Discovery document */
+        /**
+         * Discovery document
+         * @description Where everything is: the reference (`/docs`), this document, `llms.txt` and the API versions. No API key.
+         */
         get: operations["discover"];
         put?: never;
         post?: never;
@@ -28,7 +31,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The API described for LLM agents (llms.txt) */
+        /**
+         * The API described for LLM agents (llms.txt)
+         * @description The API in plain text for LLM agents: operations, the event stream and the sandbox model. No API key.
+         */
         get: operations["getLlmsTxt"];
         put?: never;
         post?: never;
@@ -45,7 +51,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Service and API version */
+        /**
+         * Service and API version
+         * @description The running build (`version`, `commit`) and the API version. No API key.
+         */
         get: operations["getVersion"];
         put?: never;
         post?: never;
@@ -62,7 +71,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Root of API version 1: its version document */
+        /**
+         * Root of API version 1: its version document
+         * @description The same discovery document as `/`, under the API prefix. No API key.
+         */
         get: operations["getApiV1"];
         put?: never;
         post?: never;
@@ -79,7 +91,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Public platform updates, newest first */
+        /**
+         * Public platform updates, newest first
+         * @description Release notes and notices of the platform, newest first. No account data; no API key.
+         */
         get: operations["listUpdates"];
         put?: never;
         post?: never;
@@ -136,7 +151,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Active models with prices */
+        /**
+         * Active models with prices
+         * @description Every active model with its `name` (what a turn sends as `model`), provider, context window, media it accepts, reasoning support and prices per million tokens. No API key.
+         */
         get: operations["getCatalogue"];
         put?: never;
         post?: never;
@@ -153,7 +171,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The catalogue as a markdown table */
+        /**
+         * The catalogue as a markdown table
+         * @description The catalogue as a markdown table, for people and agents. No API key.
+         */
         get: operations["getCatalogueMarkdown"];
         put?: never;
         post?: never;
@@ -170,7 +191,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One model by its public name (names may contain slashes) */
+        /**
+         * One model by its public name (names may contain slashes)
+         * @description One active model by its public name; names contain slashes (`sandbox/echo`), which stay unescaped in the path. No API key.
+         */
         get: operations["getCatalogueModel"];
         put?: never;
         post?: never;
@@ -187,10 +211,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List chats, newest first */
+        /**
+         * List chats, newest first
+         * @description Chats of your organisation, newest first, in pages of `limit` (1-100, clamped). `namespace` keeps that scope and everything beneath it. Page with `after_id` (older) or `before_id` (newer) set to `last_id` / `first_id` of a page; not both.
+         */
         get: operations["listChats"];
         put?: never;
-        /** Create an empty chat */
+        /**
+         * Create an empty chat
+         * @description Creates an empty chat. Everything is optional: `namespace` (immutable; decides which instructions, tools, retention and budgets its turns receive), `title`, `description`, `user_metadata` (a JSON object of at most 1024 bytes). `{}` is enough.
+         */
         post: operations["createChat"];
         delete?: never;
         options?: never;
@@ -205,11 +235,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a chat */
+        /**
+         * Get a chat
+         * @description One chat with its `length` (parts in its ledger) and `updated_at`.
+         */
         get: operations["getChat"];
         put?: never;
         post?: never;
-        /** Delete a chat and its ledger */
+        /**
+         * Delete a chat and its ledger
+         * @description Deletes the chat and its whole ledger; a run still streaming is stopped. A second delete answers 404.
+         */
         delete: operations["deleteChat"];
         options?: never;
         head?: never;
@@ -223,7 +259,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Page through the ledger of a chat, oldest first within a page */
+        /**
+         * Page through the ledger of a chat, oldest first within a page
+         * @description The ledger, one page at a time, oldest first within a page; without a cursor, the newest page. Page back with `before_ordinal` set to the page's `first_ordinal`, forward with `after_ordinal`; ordinals are not contiguous, use the cursors given. `include`: `stubs` (media described, no bytes; default), `none`, `full` (bytes as base64; `limit` at most 20).
+         */
         get: operations["getChatHistory"];
         put?: never;
         post?: never;
@@ -240,7 +279,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every namespace in use by a chat, ascending */
+        /**
+         * Every namespace in use by a chat, ascending
+         * @description Every namespace a chat of yours uses, ascending; chats without a namespace add nothing.
+         */
         get: operations["listNamespaces"];
         put?: never;
         post?: never;
@@ -257,7 +299,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Active models at the caller's prices */
+        /**
+         * Active models at the caller's prices
+         * @description The active models at your organisation's prices (markup included): the catalogue as your bills count it.
+         */
         get: operations["listModels"];
         put?: never;
         post?: never;
@@ -274,10 +319,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Active instructions at one scope */
+        /**
+         * Active instructions at one scope
+         * @description The active system instructions at exactly one scope (not inherited ones: see `GET /api/v1/config/resolved`). The scope is `namespace` (absent: the organisation-global level); a chat receives the levels from the global one down to its own namespace.
+         */
         get: operations["listActiveInstructions"];
         put?: never;
-        /** Publish a new active version of instructions */
+        /**
+         * Publish a new active version of instructions
+         * @description Publishes a new version of the system instructions of a scope and makes it the active one; earlier versions stay readable and can be activated again. Later turns of chats in the scope (and beneath it) use it.
+         */
         post: operations["publishInstructions"];
         delete?: never;
         options?: never;
@@ -295,7 +346,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Withdraw the active instructions override at one scope */
+        /**
+         * Withdraw the active instructions override at one scope
+         * @description Leaves the scope without an active version of its system instructions: the scope inherits again. `was_active` says whether there was one. The scope is `namespace` (absent: the organisation-global level); a chat receives the levels from the global one down to its own namespace.
+         */
         delete: operations["withdrawInstructions"];
         options?: never;
         head?: never;
@@ -309,7 +363,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every version of instructions at one scope, newest first */
+        /**
+         * Every version of instructions at one scope, newest first
+         * @description Every version of the system instructions published at one scope, newest first, active or not. The scope is `namespace` (absent: the organisation-global level); a chat receives the levels from the global one down to its own namespace.
+         */
         get: operations["listVersionsOfInstructions"];
         put?: never;
         post?: never;
@@ -326,7 +383,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One version of instructions, with its document */
+        /**
+         * One version of instructions, with its document
+         * @description One version of the system instructions by its id, with its document and whether it is active.
+         */
         get: operations["getInstructionsVersion"];
         put?: never;
         post?: never;
@@ -345,7 +405,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Make one version of instructions the active one of its scope */
+        /**
+         * Make one version of instructions the active one of its scope
+         * @description Makes an earlier (or withdrawn) version of the system instructions the active one of its scope again.
+         */
         post: operations["activateInstructionsVersion"];
         delete?: never;
         options?: never;
@@ -360,10 +423,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Active tools at one scope */
+        /**
+         * Active tools at one scope
+         * @description The active tool definitions at exactly one scope (not inherited ones: see `GET /api/v1/config/resolved`). The scope is `namespace` (absent: the organisation-global level); a chat receives the levels from the global one down to its own namespace.
+         */
         get: operations["listActiveTools"];
         put?: never;
-        /** Publish a new active version of tools */
+        /**
+         * Publish a new active version of tools
+         * @description Publishes a new version of the tool definitions of a scope and makes it the active one; earlier versions stay readable and can be activated again. Later turns of chats in the scope (and beneath it) use it.
+         */
         post: operations["publishTools"];
         delete?: never;
         options?: never;
@@ -381,7 +450,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Withdraw the active tools override at one scope */
+        /**
+         * Withdraw the active tools override at one scope
+         * @description Leaves the scope without an active version of its tool definitions: the scope inherits again. `was_active` says whether there was one. The scope is `namespace` (absent: the organisation-global level); a chat receives the levels from the global one down to its own namespace.
+         */
         delete: operations["withdrawTools"];
         options?: never;
         head?: never;
@@ -395,7 +467,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every version of tools at one scope, newest first */
+        /**
+         * Every version of tools at one scope, newest first
+         * @description Every version of the tool definitions published at one scope, newest first, active or not. The scope is `namespace` (absent: the organisation-global level); a chat receives the levels from the global one down to its own namespace.
+         */
         get: operations["listVersionsOfTools"];
         put?: never;
         post?: never;
@@ -412,7 +487,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One version of tools, with its document */
+        /**
+         * One version of tools, with its document
+         * @description One version of the tool definitions by its id, with its document and whether it is active.
+         */
         get: operations["getToolsVersion"];
         put?: never;
         post?: never;
@@ -431,7 +509,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Make one version of tools the active one of its scope */
+        /**
+         * Make one version of tools the active one of its scope
+         * @description Makes an earlier (or withdrawn) version of the tool definitions the active one of its scope again.
+         */
         post: operations["activateToolsVersion"];
         delete?: never;
         options?: never;
@@ -446,10 +527,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Active retention at one scope */
+        /**
+         * Active retention at one scope
+         * @description The active retention rules at exactly one scope (not inherited ones: see `GET /api/v1/config/resolved`). The scope is `namespace` (absent: the organisation-global level); a chat receives the levels from the global one down to its own namespace.
+         */
         get: operations["listActiveRetentionPolicy"];
         put?: never;
-        /** Publish a new active version of retention */
+        /**
+         * Publish a new active version of retention
+         * @description Publishes a new version of the retention rules of a scope and makes it the active one; earlier versions stay readable and can be activated again. Later turns of chats in the scope (and beneath it) use it.
+         */
         post: operations["publishRetentionPolicy"];
         delete?: never;
         options?: never;
@@ -467,7 +554,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Withdraw the active retention override at one scope */
+        /**
+         * Withdraw the active retention override at one scope
+         * @description Leaves the scope without an active version of its retention rules: the scope inherits again. `was_active` says whether there was one. The scope is `namespace` (absent: the organisation-global level); a chat receives the levels from the global one down to its own namespace.
+         */
         delete: operations["withdrawRetentionPolicy"];
         options?: never;
         head?: never;
@@ -481,7 +571,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every version of retention at one scope, newest first */
+        /**
+         * Every version of retention at one scope, newest first
+         * @description Every version of the retention rules published at one scope, newest first, active or not. The scope is `namespace` (absent: the organisation-global level); a chat receives the levels from the global one down to its own namespace.
+         */
         get: operations["listVersionsOfRetentionPolicy"];
         put?: never;
         post?: never;
@@ -498,7 +591,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One version of retention, with its document */
+        /**
+         * One version of retention, with its document
+         * @description One version of the retention rules by its id, with its document and whether it is active.
+         */
         get: operations["getRetentionPolicyVersion"];
         put?: never;
         post?: never;
@@ -517,7 +613,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Make one version of retention the active one of its scope */
+        /**
+         * Make one version of retention the active one of its scope
+         * @description Makes an earlier (or withdrawn) version of the retention rules the active one of its scope again.
+         */
         post: operations["activateRetentionPolicyVersion"];
         delete?: never;
         options?: never;
@@ -532,10 +631,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Active budgets at one scope */
+        /**
+         * Active budgets at one scope
+         * @description The active context budgets at exactly one scope (not inherited ones: see `GET /api/v1/config/resolved`). The scope is `namespace` (absent: the organisation-global level); a chat receives the levels from the global one down to its own namespace. `model` (a model id) narrows a budget to one model.
+         */
         get: operations["listActiveBudget"];
         put?: never;
-        /** Publish a new active version of budgets */
+        /**
+         * Publish a new active version of budgets
+         * @description Publishes a new version of the context budgets of a scope and makes it the active one; earlier versions stay readable and can be activated again. Later turns of chats in the scope (and beneath it) use it.
+         */
         post: operations["publishBudget"];
         delete?: never;
         options?: never;
@@ -553,7 +658,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Withdraw the active budgets override at one scope */
+        /**
+         * Withdraw the active budgets override at one scope
+         * @description Leaves the scope without an active version of its context budgets: the scope inherits again. `was_active` says whether there was one. The scope is `namespace` (absent: the organisation-global level); a chat receives the levels from the global one down to its own namespace. `model` (a model id) narrows a budget to one model.
+         */
         delete: operations["withdrawBudget"];
         options?: never;
         head?: never;
@@ -567,7 +675,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every version of budgets at one scope, newest first */
+        /**
+         * Every version of budgets at one scope, newest first
+         * @description Every version of the context budgets published at one scope, newest first, active or not. The scope is `namespace` (absent: the organisation-global level); a chat receives the levels from the global one down to its own namespace. `model` (a model id) narrows a budget to one model.
+         */
         get: operations["listVersionsOfBudget"];
         put?: never;
         post?: never;
@@ -584,7 +695,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One version of budgets, with its document */
+        /**
+         * One version of budgets, with its document
+         * @description One version of the context budgets by its id, with its document and whether it is active.
+         */
         get: operations["getBudgetVersion"];
         put?: never;
         post?: never;
@@ -603,7 +717,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Make one version of budgets the active one of its scope */
+        /**
+         * Make one version of budgets the active one of its scope
+         * @description Makes an earlier (or withdrawn) version of the context budgets the active one of its scope again.
+         */
         post: operations["activateBudgetVersion"];
         delete?: never;
         options?: never;
@@ -618,7 +735,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Platform default budget and retention documents */
+        /**
+         * Platform default budget and retention documents
+         * @description The platform's default context budget and retention rules: what applies where nothing is published.
+         */
         get: operations["getDefaultPolicies"];
         put?: never;
         post?: never;
@@ -635,7 +755,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Namespaces used by chats or configuration, ascending */
+        /**
+         * Namespaces used by chats or configuration, ascending
+         * @description Namespaces used by chats or by any configuration, ascending.
+         */
         get: operations["listConfigNamespaces"];
         put?: never;
         post?: never;
@@ -652,7 +775,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Instructions, tools and retention as a chat in this namespace receives them */
+        /**
+         * Instructions, tools and retention as a chat in this namespace receives them
+         * @description Instructions, tools and retention as a chat in `namespace` would receive them now: every level merged by its mode (`append` or `replace`), the versions used, an estimate of their tokens, and warnings (e.g. a tool shadowed by a nearer level).
+         */
         get: operations["resolveConfig"];
         put?: never;
         post?: never;
@@ -669,7 +795,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The context budget in force for a namespace and model */
+        /**
+         * The context budget in force for a namespace and model
+         * @description The context budget in force for a namespace and model, and where it comes from (a policy or the platform default).
+         */
         get: operations["resolveBudget"];
         put?: never;
         post?: never;
@@ -686,7 +815,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Token usage and model-call spend over a window, optionally binned and grouped */
+        /**
+         * Token usage and model-call spend over a window, optionally binned and grouped
+         * @description Tokens and model-call spend over a `range` (24h, 7d, 30d, 90d) ending now, optionally binned (`bin`: hour, day) and grouped (`group_by`: model, namespace, api_key, entry_type, organisation, run). Rows may come from a cache (`cached`), so they can lag by minutes.
+         */
         get: operations["getUsage"];
         put?: never;
         post?: never;
@@ -707,7 +839,7 @@ export interface paths {
         put?: never;
         /**
          * Submit a turn (or a retry) and stream the answer as server-sent events
-         * @description Events, in order: `run`, `config_warnings`, `translation_warnings`, then `compacting` when the turn waits for summaries of older history (then `config_warnings` again if they changed), `block_start` / `delta` / `block_stop` per content block, and `done` or `error`. A comment line is sent every 15 s as a heartbeat.
+         * @description Appends the input to the chat and runs the model on the packed context; the answer streams back as server-sent events. A failure before the stream opens is an HTTP error in JSON (the run is then readable as failed); after it opens, a failure is the `error` event. Closing the connection does not cancel the run: it finishes, persists and settles; read `GET /api/v1/runs/{run_id}` and the history. Send an `idempotency_key` to make a submission safe to repeat: a reused key answers 409 naming the first run, and the stream is not replayed. To retry a failed run, send `input: []`, `retry_of` (the latest failed customer run of the chat), the model, any request-level tools, and a new idempotency key. Answer the calls in `done.pending_tool_calls` with `tool_result` parts in the next turn; calls left unanswered are closed as `abandoned`.
          */
         post: operations["createResponse"];
         delete?: never;
@@ -723,7 +855,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Inspect a run: status, usage, cost and the manifest of what it was given */
+        /**
+         * Inspect a run: status, usage, cost and the manifest of what it was given
+         * @description One run: `status` (the durable answer after a dropped stream), usage, cost (null until settled), latency, the vendor's request id and the `manifest` of the context and configuration it was given.
+         */
         get: operations["getRun"];
         put?: never;
         post?: never;
@@ -742,7 +877,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Stop a running run; its output so far is kept. A finished run is returned unchanged. */
+        /**
+         * Stop a running run; its output so far is kept. A finished run is returned unchanged.
+         * @description Stops a running run: its output so far is kept and it is settled as `cancelled`; its stream ends with an `error` event of code `cancelled`. A finished run is returned unchanged. No body.
+         */
         post: operations["cancelRun"];
         delete?: never;
         options?: never;
@@ -755,13 +893,138 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         ErrorBody: {
+            /** @description Stable, machine-readable; each operation lists the codes it answers. */
             code: string;
+            /** @description For people: what was wrong, in one sentence. */
             message: string;
+            /** @description Structured context, e.g. `problems` of a 422 or the `run_id` a 409 names. */
             details?: unknown;
+            /** @description What to do next, when there is one obvious step. */
             hint?: string | null;
         };
+        /** @description Every error answer (spec §7). */
         ErrorEnvelope: {
             error: components["schemas"]["ErrorBody"];
+        };
+        /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
+        BadRequestError: {
+            error: {
+                /** @enum {string} */
+                code: "invalid_request";
+                message: string;
+                details?: unknown;
+                hint?: string | null;
+            };
+        };
+        /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
+        UnauthorizedError: {
+            error: {
+                /** @enum {string} */
+                code: "unauthorized";
+                message: string;
+                details?: unknown;
+                hint?: string | null;
+            };
+        };
+        /** @description The organisation's balance cannot pay for the estimated input plus one output token. */
+        InsufficientBalanceError: {
+            error: {
+                /** @enum {string} */
+                code: "insufficient_balance";
+                message: string;
+                details?: unknown;
+                hint?: string | null;
+            };
+        };
+        /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+        NotFoundError: {
+            error: {
+                /** @enum {string} */
+                code: "not_found";
+                message: string;
+                details?: unknown;
+                hint?: string | null;
+            };
+        };
+        /** @description The chat's state forbids the submission; `details.run_id` names the run concerned. */
+        ConflictError: {
+            error: {
+                /** @enum {string} */
+                code: "run_in_progress" | "idempotency_key_reused" | "retry_not_allowed";
+                message: string;
+                details?: unknown;
+                hint?: string | null;
+            };
+        };
+        /** @description The request body is over the limit (1 MiB; 32 MiB for a turn, base64 overhead included). */
+        PayloadTooLargeError: {
+            error: {
+                /** @enum {string} */
+                code: "payload_too_large";
+                message: string;
+                details?: unknown;
+                hint?: string | null;
+            };
+        };
+        /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
+        ValidationFailedError: {
+            error: {
+                /** @enum {string} */
+                code: "validation_failed";
+                message: string;
+                details?: unknown;
+                hint?: string | null;
+            };
+        };
+        /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. */
+        RateLimitedError: {
+            error: {
+                /** @enum {string} */
+                code: "rate_limited";
+                message: string;
+                details?: unknown;
+                hint?: string | null;
+            };
+        };
+        /** @description A fault of the server; nothing was changed by a rejected write. */
+        InternalError: {
+            error: {
+                /** @enum {string} */
+                code: "internal";
+                message: string;
+                details?: unknown;
+                hint?: string | null;
+            };
+        };
+        /** @description The model vendor failed before the stream opened. */
+        UpstreamError: {
+            error: {
+                /** @enum {string} */
+                code: "upstream_error";
+                message: string;
+                details?: unknown;
+                hint?: string | null;
+            };
+        };
+        /** @description The server (or its database primary) cannot take the request now; try again shortly. */
+        UnavailableError: {
+            error: {
+                /** @enum {string} */
+                code: "unavailable";
+                message: string;
+                details?: unknown;
+                hint?: string | null;
+            };
+        };
+        /** @description The turn is invalid: a problem in the body (`details.problems`), an attachment the model cannot take, a `tool_result` for a call that is not pending, or a context the model cannot hold. */
+        TurnUnprocessableError: {
+            error: {
+                /** @enum {string} */
+                code: "validation_failed" | "unsupported_attachment" | "unknown_tool_use_id" | "context_too_large";
+                message: string;
+                details?: unknown;
+                hint?: string | null;
+            };
         };
         CreateChatRequest: {
             /** @description Slash-separated scope, e.g. `acme/support`. */
@@ -1466,6 +1729,148 @@ export interface components {
              */
             role: "primary" | "replica";
         };
+        /** @description Always the first event: the run and the tool calls the submission closed. */
+        RunEventData: {
+            /** Format: uuid */
+            chat_id: string;
+            /** Format: uuid */
+            run_id: string;
+            /** @description Tool calls this submission closed: answered by a `tool_result` or tombstoned (abandoned, cancelled, expired). */
+            closed_tool_calls: string[];
+        };
+        /** @description How the configuration resolved for this turn. Second event; sent again after compaction when the warnings changed. */
+        ConfigWarningsEventData: {
+            warnings: components["schemas"]["ConfigWarning"][];
+        };
+        /** @description Something of the request the selected model cannot take as sent, and what was done instead. */
+        TranslationWarning: {
+            /** @description e.g. `reasoning_effort_coerced`, `reasoning_effort_fixed`, `max_tokens_lowered`, `attachment_replaced_by_marker`, `strict_dropped`, `is_error_dropped`, `vendor_warning`. */
+            code: string;
+            message: string;
+            details?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description Model compatibility warnings, before any content. */
+        TranslationWarningsEventData: {
+            warnings: components["schemas"]["TranslationWarning"][];
+        };
+        /** @description The turn waits for summaries of older history (compaction) before its model call. */
+        CompactingEventData: {
+            /** @description Blocks of older history this turn summarises before it can answer. */
+            blocks: number;
+            /** @description Blocks other work is summarising; the turn waits for them. */
+            in_progress_elsewhere: number;
+        };
+        /** @description Opens a content block; a turn may have many. */
+        BlockStartEventData: {
+            /** @enum {string} */
+            kind: "text";
+        } | {
+            /** @enum {string} */
+            kind: "reasoning";
+        } | {
+            /** @enum {string} */
+            kind: "refusal";
+        } | {
+            /** @enum {string} */
+            kind: "tool_call";
+            tool_name: string;
+            /** @description Answer it with a `tool_result` part of this id in the next turn. */
+            tool_use_id: string;
+        };
+        /** @description The next piece of the open block. */
+        DeltaEventData: {
+            /**
+             * @description `tool_input` carries fragments of the JSON-encoded arguments of the open tool call.
+             * @enum {string}
+             */
+            kind: "text" | "reasoning" | "tool_input" | "refusal";
+            text: string;
+        };
+        /** @description Closes the open block (an empty object). */
+        BlockStopEventData: Record<string, never>;
+        Usage: {
+            input_tokens: number;
+            output_tokens: number;
+            /** @description A subset of output_tokens, never added to it. */
+            reasoning_tokens: number;
+            cache_read_tokens: number;
+            cache_write_tokens: number;
+        };
+        /** @description Terminal success, sent once the run is settled. */
+        DoneEventData: {
+            compaction: {
+                blocks_generated: number;
+                blocks_reused: number;
+                in_progress_elsewhere: number;
+            } | null;
+            /** @description Money, a decimal string in cost_currency; null means settlement is pending: read the run later. */
+            cost: string | null;
+            cost_currency: string;
+            /** @description The provider's spelling of the model; not a catalogue key. */
+            model_served: string | null;
+            /** @description Tool calls to answer with `tool_result` parts in the next turn (stop_reason `tool_use`). */
+            pending_tool_calls: {
+                tool_name: string;
+                tool_use_id: string;
+            }[];
+            provider_response_id: string | null;
+            server_tools: {
+                document_search_calls: number;
+                provider_cost?: string | null;
+            } | null;
+            /** @enum {string} */
+            stop_reason: "end_turn" | "max_tokens" | "tool_use" | "stop_sequence" | "refusal";
+            usage: components["schemas"]["Usage"];
+        };
+        /** @description Terminal failure after the stream opened (an ErrorBody). Send `input: []` with `retry_of` set to the run to try a failed run again. */
+        ErrorEventData: {
+            /** @enum {string} */
+            code: "upstream_error" | "unavailable" | "cancelled" | "chat_deleted" | "interrupted" | "compaction_failed" | "context_too_large" | "internal";
+            message: string;
+            /** @description Carries `run_id`. */
+            details?: unknown;
+            hint?: string | null;
+        };
+        /** @description Each frame is `event: <name>` then `data: <JSON>`, frames separated by a blank line; the data of each event is described by its variant below. Order: `run` (always first), `config_warnings`, `translation_warnings`; then `compacting` when the turn waits for summaries of older history, followed by `config_warnings` again if they changed; then per content block `block_start`, any number of `delta` (of the block's kind; `tool_input` for a tool call), `block_stop`; blocks never interleave. The stream ends with exactly one `done` (success) or `error` (failure after the stream opened; failures before it are HTTP errors in JSON). A comment line (`: heartbeat`) comes every 15 s and carries no event. Closing the connection does not cancel the run: read `GET /api/v1/runs/{run_id}` and the history. */
+        RunEvent: {
+            /** @enum {string} */
+            event: "run";
+            data: components["schemas"]["RunEventData"];
+        } | {
+            /** @enum {string} */
+            event: "config_warnings";
+            data: components["schemas"]["ConfigWarningsEventData"];
+        } | {
+            /** @enum {string} */
+            event: "translation_warnings";
+            data: components["schemas"]["TranslationWarningsEventData"];
+        } | {
+            /** @enum {string} */
+            event: "compacting";
+            data: components["schemas"]["CompactingEventData"];
+        } | {
+            /** @enum {string} */
+            event: "block_start";
+            data: components["schemas"]["BlockStartEventData"];
+        } | {
+            /** @enum {string} */
+            event: "delta";
+            data: components["schemas"]["DeltaEventData"];
+        } | {
+            /** @enum {string} */
+            event: "block_stop";
+            data: components["schemas"]["BlockStopEventData"];
+        } | {
+            /** @enum {string} */
+            event: "done";
+            data: components["schemas"]["DoneEventData"];
+        } | {
+            /** @enum {string} */
+            event: "error";
+            data: components["schemas"]["ErrorEventData"];
+        };
     };
     responses: never;
     parameters: never;
@@ -1573,13 +1978,13 @@ export interface operations {
                     "application/json": components["schemas"]["PublicPlatformUpdate"][];
                 };
             };
-            /** @description Default Response */
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
         };
@@ -1622,13 +2027,13 @@ export interface operations {
                     "application/json": components["schemas"]["Readiness"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -1651,31 +2056,31 @@ export interface operations {
                     "application/json": components["schemas"]["Catalogue"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -1698,31 +2103,31 @@ export interface operations {
                     "text/markdown": string;
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/markdown": components["schemas"]["ErrorEnvelope"];
+                    "text/markdown": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/markdown": components["schemas"]["ErrorEnvelope"];
+                    "text/markdown": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/markdown": components["schemas"]["ErrorEnvelope"];
+                    "text/markdown": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -1732,7 +2137,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description public model name; may contain slashes */
+                /** @description Public model name; may contain slashes, e.g. `sandbox/echo`. */
                 name: string;
             };
             cookie?: never;
@@ -1748,31 +2153,31 @@ export interface operations {
                     "application/json": components["schemas"]["CatalogueModelResponse"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -1804,40 +2209,57 @@ export interface operations {
                     "application/json": components["schemas"]["ChatPage"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -1851,6 +2273,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "namespace": "acme/support",
+                 *       "title": "Refund question",
+                 *       "user_metadata": {
+                 *         "ticket": 42
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["CreateChatRequest"];
             };
         };
@@ -1864,49 +2295,75 @@ export interface operations {
                     "application/json": components["schemas"]["ChatCreated"];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request body is over the limit (1 MiB; 32 MiB for a turn, base64 overhead included). */
             413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -1931,58 +2388,75 @@ export interface operations {
                     "application/json": components["schemas"]["ChatSummary"];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -2005,58 +2479,75 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -2089,58 +2580,75 @@ export interface operations {
                     "application/json": components["schemas"]["HistoryPageResponse"];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -2163,40 +2671,57 @@ export interface operations {
                     "application/json": components["schemas"]["NamespacePage"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -2219,40 +2744,57 @@ export interface operations {
                     "application/json": components["schemas"]["CatalogueModel"][];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -2278,67 +2820,84 @@ export interface operations {
                     "application/json": components["schemas"]["ConfigVersionResponse"][];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -2352,6 +2911,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "body": "You are a support assistant for Acme. Answer briefly.",
+                 *       "mode": "append",
+                 *       "namespace": "acme/support"
+                 *     }
+                 */
                 "application/json": components["schemas"]["PublishInstructionRequest"];
             };
         };
@@ -2365,76 +2931,93 @@ export interface operations {
                     "application/json": components["schemas"]["ConfigVersionResponse"];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request body is over the limit (1 MiB; 32 MiB for a turn, base64 overhead included). */
             413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -2460,67 +3043,84 @@ export interface operations {
                     "application/json": components["schemas"]["DeactivateResponse"];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -2546,67 +3146,84 @@ export interface operations {
                     "application/json": components["schemas"]["ConfigVersionResponse"][];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -2631,67 +3248,84 @@ export interface operations {
                     "application/json": components["schemas"]["InstructionResponse"];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -2716,67 +3350,84 @@ export interface operations {
                     "application/json": components["schemas"]["ConfigVersionResponse"];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -2802,67 +3453,84 @@ export interface operations {
                     "application/json": components["schemas"]["ConfigVersionResponse"][];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -2876,6 +3544,29 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "mode": "append",
+                 *       "namespace": "acme/support",
+                 *       "definitions": [
+                 *         {
+                 *           "name": "lookup_order",
+                 *           "description": "Find an order by its number",
+                 *           "input_schema": {
+                 *             "type": "object",
+                 *             "properties": {
+                 *               "order": {
+                 *                 "type": "string"
+                 *               }
+                 *             },
+                 *             "required": [
+                 *               "order"
+                 *             ]
+                 *           }
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["PublishToolsRequest"];
             };
         };
@@ -2889,76 +3580,93 @@ export interface operations {
                     "application/json": components["schemas"]["ConfigVersionResponse"];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request body is over the limit (1 MiB; 32 MiB for a turn, base64 overhead included). */
             413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -2984,67 +3692,84 @@ export interface operations {
                     "application/json": components["schemas"]["DeactivateResponse"];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -3070,67 +3795,84 @@ export interface operations {
                     "application/json": components["schemas"]["ConfigVersionResponse"][];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -3155,67 +3897,84 @@ export interface operations {
                     "application/json": components["schemas"]["ToolSchemaResponse"];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -3240,67 +3999,84 @@ export interface operations {
                     "application/json": components["schemas"]["ConfigVersionResponse"];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -3326,67 +4102,84 @@ export interface operations {
                     "application/json": components["schemas"]["RetentionPolicyResponse"][];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -3400,6 +4193,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "rules": {
+                 *         "version": 1,
+                 *         "anchor_parts": 2
+                 *       },
+                 *       "namespace": "acme/support"
+                 *     }
+                 */
                 "application/json": components["schemas"]["PublishRetentionPolicyRequest"];
             };
         };
@@ -3413,76 +4215,93 @@ export interface operations {
                     "application/json": components["schemas"]["RetentionPolicyResponse"];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request body is over the limit (1 MiB; 32 MiB for a turn, base64 overhead included). */
             413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -3508,67 +4327,84 @@ export interface operations {
                     "application/json": components["schemas"]["DeactivateResponse"];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -3594,67 +4430,84 @@ export interface operations {
                     "application/json": components["schemas"]["RetentionPolicyResponse"][];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -3679,67 +4532,84 @@ export interface operations {
                     "application/json": components["schemas"]["RetentionPolicyResponse"];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -3764,67 +4634,84 @@ export interface operations {
                     "application/json": components["schemas"]["RetentionPolicyResponse"];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -3850,67 +4737,84 @@ export interface operations {
                     "application/json": components["schemas"]["ContextBudgetResponse"][];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -3924,6 +4828,17 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "budget": {
+                 *         "version": 3,
+                 *         "headroom": 0.1,
+                 *         "history_mode": "summarize",
+                 *         "max_history_tokens": 64000
+                 *       },
+                 *       "namespace": "acme/support"
+                 *     }
+                 */
                 "application/json": components["schemas"]["PublishContextBudgetRequest"];
             };
         };
@@ -3937,76 +4852,93 @@ export interface operations {
                     "application/json": components["schemas"]["ContextBudgetResponse"][];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request body is over the limit (1 MiB; 32 MiB for a turn, base64 overhead included). */
             413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -4033,67 +4965,84 @@ export interface operations {
                     "application/json": components["schemas"]["DeactivateResponse"];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -4120,67 +5069,84 @@ export interface operations {
                     "application/json": components["schemas"]["ContextBudgetResponse"][];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -4205,67 +5171,84 @@ export interface operations {
                     "application/json": components["schemas"]["ContextBudgetResponse"];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -4290,67 +5273,84 @@ export interface operations {
                     "application/json": components["schemas"]["ContextBudgetResponse"];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -4373,67 +5373,84 @@ export interface operations {
                     "application/json": components["schemas"]["DefaultPoliciesResponse"];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -4456,67 +5473,84 @@ export interface operations {
                     "application/json": string[];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -4542,67 +5576,84 @@ export interface operations {
                     "application/json": components["schemas"]["ResolvedConfig"];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -4629,67 +5680,84 @@ export interface operations {
                     "application/json": components["schemas"]["ResolvedBudget"];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -4718,40 +5786,57 @@ export interface operations {
                     "application/json": components["schemas"]["UsageReport"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -4767,107 +5852,136 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "sandbox/echo",
+                 *       "input": [
+                 *         {
+                 *           "type": "prompt",
+                 *           "text": "/think about it\nhello"
+                 *         }
+                 *       ],
+                 *       "idempotency_key": "turn-0001"
+                 *     }
+                 */
                 "application/json": components["schemas"]["CreateResponseRequest"];
             };
         };
         responses: {
-            /** @description text/event-stream of the events above */
+            /** @description The turn's events as `text/event-stream`. Each frame is `event: <name>` then `data: <JSON>`, frames separated by a blank line; the data of each event is described by its variant below. Order: `run` (always first), `config_warnings`, `translation_warnings`; then `compacting` when the turn waits for summaries of older history, followed by `config_warnings` again if they changed; then per content block `block_start`, any number of `delta` (of the block's kind; `tool_input` for a tool call), `block_stop`; blocks never interleave. The stream ends with exactly one `done` (success) or `error` (failure after the stream opened; failures before it are HTTP errors in JSON). A comment line (`: heartbeat`) comes every 15 s and carries no event. Closing the connection does not cancel the run: read `GET /api/v1/runs/{run_id}` and the history. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": string;
+                    "text/event-stream": components["schemas"]["RunEvent"];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The organisation's balance cannot pay for the estimated input plus one output token. */
             402: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InsufficientBalanceError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The chat's state forbids the submission; `details.run_id` names the run concerned. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ConflictError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request body is over the limit (1 MiB; 32 MiB for a turn, base64 overhead included). */
             413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The turn is invalid: a problem in the body (`details.problems`), an attachment the model cannot take, a `tool_result` for a call that is not pending, or a context the model cannot hold. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["TurnUnprocessableError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The model vendor failed before the stream opened. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -4892,58 +6006,75 @@ export interface operations {
                     "application/json": components["schemas"]["RunInspection"];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -4968,49 +6099,66 @@ export interface operations {
                     "application/json": components["schemas"]["RunInspection"];
                 };
             };
-            /** @description Default Response */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description Default Response */
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Default Response */
+            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description Default Response */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description Default Response */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
