@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -11,7 +11,9 @@ import { runnableExamples, type RunnableExample } from './runnable-blocks.ts'
  * Every `sh runnable` example of docs/guide/*.md, run with bash against the real server started as
  * `npm start` starts it (its embedded defaults, the dev organisation's key from DATA_DIR), in the
  * order a reader follows them: the examples of a page share one shell, so a variable set by one
- * (`CHAT`, `RUN`) is there for the next. Each must answer what the page says it answers.
+ * (`CHAT`, `RUN`) is there for the next. Each must answer what the page says it answers. Pages keep
+ * to chats and namespaces of their own, so they run side by side (the admin command line's start
+ * alone takes seconds).
  */
 const GUIDE = join(REPO_ROOT, 'docs/guide')
 const pages = readdirSync(GUIDE)
@@ -26,7 +28,7 @@ type Outcome = { stdout: string; stderr: string; exitCode: number; statuses: num
  * `curl` is wrapped to note each answer's status in the example's status file; the reader's curl
  * prints nothing more.
  */
-function runPage(examples: RunnableExample[], env: Record<string, string>): Outcome[] {
+async function runPage(examples: RunnableExample[], env: Record<string, string>): Promise<Outcome[]> {
   const work = mkdtempSync(join(tmpdir(), 'parley-guide-'))
   try {
     const driver = ['set -u', `curl() { command curl -w '%{stderr}%{http_code}\\n' "$@" 2>>"$STATUS_FILE"; }`]
@@ -35,8 +37,15 @@ function runPage(examples: RunnableExample[], env: Record<string, string>): Outc
       driver.push(`STATUS_FILE=${work}/${i}.status; : > "$STATUS_FILE"`, `{ source ${work}/${i}.sh; } > ${work}/${i}.out 2> ${work}/${i}.err; echo $? > ${work}/${i}.rc`)
     })
     driver.push('wait')
-    const run = spawnSync('bash', ['-c', driver.join('\n')], { cwd: REPO_ROOT, env, encoding: 'utf8', timeout: 30_000 })
-    if (run.error) throw run.error
+    await new Promise<void>((resolve, reject) => {
+      const child = spawn('bash', ['-c', driver.join('\n')], { cwd: REPO_ROOT, env, stdio: 'ignore' })
+      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000)
+      child.once('error', reject)
+      child.once('exit', () => {
+        clearTimeout(timer)
+        resolve()
+      })
+    })
     const read = (i: number, ext: string) => readFileSync(join(work, `${i}.${ext}`), 'utf8')
     return examples.map((_, i) => ({
       stdout: read(i, 'out'),
@@ -76,7 +85,7 @@ function problemsOf(example: RunnableExample, outcome: Outcome): string[] {
 describe('the guide’s runnable examples', () => {
   let server: ServerProcess
   let dataDir: string
-  let env: Record<string, string>
+  const outcomes = new Map<string, Promise<Outcome[] | Error>>()
 
   beforeAll(async () => {
     for (const tool of ['bash', 'curl', 'jq']) {
@@ -85,7 +94,8 @@ describe('the guide’s runnable examples', () => {
     dataDir = mkdtempSync(join(tmpdir(), 'parley-guide-data-'))
     server = await startServer({ env: { DATA_DIR: dataDir } })
     const key = readFileSync(join(dataDir, 'dev-api-key.txt'), 'utf8').trim()
-    env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', DATA_DIR: dataDir, KEY: key, API: server.url }
+    const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', DATA_DIR: dataDir, KEY: key, API: server.url }
+    for (const page of pages) outcomes.set(page.name, runPage(page.examples, env).catch((error: Error) => error))
   })
 
   afterAll(async () => {
@@ -100,10 +110,11 @@ describe('the guide’s runnable examples', () => {
   })
 
   for (const page of pages.filter((p) => p.examples.length > 0)) {
-    it(`${page.name}: each example answers as the page says`, () => {
-      const outcomes = runPage(page.examples, env)
+    it(`${page.name}: each example answers as the page says`, async () => {
+      const ran = await outcomes.get(page.name)!
+      if (ran instanceof Error) throw ran
       const report = page.examples.flatMap((example, i) => {
-        const problems = problemsOf(example, outcomes[i]!)
+        const problems = problemsOf(example, ran[i]!)
         return problems.length === 0 ? [] : [`docs/guide/${page.name}:${example.line}\n  ${problems.join('\n  ')}`]
       })
       expect(report.join('\n\n')).toBe('')
