@@ -20,8 +20,10 @@ export type ParleyClient = {
 }
 
 export function createParleyClient(options: ParleyClientOptions): ParleyClient {
+  // Checked here, so a malformed address fails at once rather than as a failed connection sent again.
+  const baseUrl = new URL(options.baseUrl).href.replace(/\/+$/, '')
   const api = createClient<paths>({
-    baseUrl: options.baseUrl.replace(/\/+$/, ''),
+    baseUrl,
     headers: { authorization: `Bearer ${options.apiKey}` },
     ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
   })

@@ -45,8 +45,8 @@ export class TurnAlreadyAccepted extends ParleyApiError {
   override readonly name = 'TurnAlreadyAccepted'
   override readonly runId: string
 
-  constructor(status: number, body: ErrorBody, runId: string) {
-    super(status, body)
+  constructor(refusal: ParleyApiError, runId: string) {
+    super(refusal.status, { code: refusal.code, message: refusal.message, details: refusal.details, hint: refusal.hint })
     this.runId = runId
   }
 }

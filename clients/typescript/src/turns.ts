@@ -36,8 +36,16 @@ const TURN_PATH = '/api/v1/chats/{chat_id}/responses'
 export function turnsOf(api: Client<paths>, resend: ResendPolicy) {
   const sleep = (ms: number, signal?: AbortSignal) =>
     new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason)
       const timer = setTimeout(resolve, ms)
-      signal?.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true })
+      signal?.addEventListener(
+        'abort',
+        () => {
+          clearTimeout(timer)
+          reject(signal.reason)
+        },
+        { once: true },
+      )
     })
 
   /** Waits until `runId` is no longer running, so a turn sent again is judged on its key, not refused as `run_in_progress`. */
@@ -70,6 +78,7 @@ export function turnsOf(api: Client<paths>, resend: ResendPolicy) {
       try {
         answer = await api.POST(TURN_PATH, { params: { path: { chat_id: chatId } }, body, parseAs: 'stream', signal })
       } catch (error) {
+        // fetch rejects with a TypeError when the connection fails; an abort is a DOMException and is final.
         const lost = error instanceof TypeError && signal?.aborted !== true
         if (!lost || body.idempotency_key === null || resent >= resend.attempts) throw error
         resent++
@@ -85,7 +94,7 @@ export function turnsOf(api: Client<paths>, resend: ResendPolicy) {
       }
       const refusal = ParleyApiError.fromResponse(response, error)
       if (resent > 0 && refusal.runId !== null) {
-        if (refusal.code === 'idempotency_key_reused') throw new TurnAlreadyAccepted(response.status, (error as { error: components['schemas']['ErrorBody'] }).error, refusal.runId)
+        if (refusal.code === 'idempotency_key_reused') throw new TurnAlreadyAccepted(refusal, refusal.runId)
         if (refusal.code === 'run_in_progress') {
           await untilSettled(refusal.runId, signal)
           continue
