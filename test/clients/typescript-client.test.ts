@@ -158,9 +158,30 @@ describe('the TypeScript client against the real server', () => {
     expect((await runOf(error.runId!)).status).toBe('failed')
   })
 
+  test('a turn that never reached the server is sent again with the same key and streams as usual', async () => {
+    const chatId = await newChat()
+    const keys: unknown[] = []
+    const flaky = createParleyClient({
+      baseUrl: server!.url,
+      apiKey,
+      fetch: async (request) => {
+        if (request.method === 'POST' && request.url.endsWith('/responses')) {
+          keys.push((await request.clone().json()).idempotency_key)
+          if (keys.length === 1) throw new TypeError('fetch failed')
+        }
+        return fetch(request)
+      },
+    })
+    const turn = await collectTurn(await flaky.turns.submit(chatId, { model: MODEL, input: [prompt('only once')] }))
+    expect(turn.blocks).toEqual([{ kind: 'text', text: 'echo: only once' }])
+    expect(keys).toHaveLength(2)
+    expect(keys[1]).toBe(keys[0])
+  })
+
   test('a turn whose answer was lost is sent again with the same key: the client waits out the run, then reports the run the first send started', async () => {
     const chatId = await newChat()
     let sent = 0
+    let runReads = 0
     const keys: unknown[] = []
     // The first turn request reaches the server and is accepted, but its answer never reaches the caller.
     const lossy = createParleyClient({
@@ -169,6 +190,7 @@ describe('the TypeScript client against the real server', () => {
       fetch: async (request) => {
         const isTurn = request.method === 'POST' && request.url.endsWith('/responses')
         if (isTurn) keys.push((await request.clone().json()).idempotency_key)
+        if (request.method === 'GET' && request.url.includes('/api/v1/runs/')) runReads++
         const response = await fetch(request)
         if (isTurn && sent++ === 0) {
           await response.body?.cancel()
@@ -181,9 +203,11 @@ describe('the TypeScript client against the real server', () => {
     expect(outcome).toBeInstanceOf(TurnAlreadyAccepted)
     const accepted = outcome as TurnAlreadyAccepted
     expect(accepted.code).toBe('idempotency_key_reused')
-    // Sent at least twice (more while the run was still in progress), always with one key.
-    expect(keys.length).toBeGreaterThanOrEqual(2)
+    // Sent three times with one key: lost; refused run_in_progress (the run streams for about a
+    // second), after which the client read the run until it ended; then idempotency_key_reused.
+    expect(keys).toHaveLength(3)
     expect(new Set(keys).size).toBe(1)
+    expect(runReads).toBeGreaterThan(0)
 
     const run = await runOf(accepted.runId)
     expect(run).toMatchObject({ chat_id: chatId, status: 'succeeded' })
