@@ -12,6 +12,7 @@ import { loadCatalogue } from './providers/catalogue/load-catalogue.ts'
 import { readSettings } from './settings.ts'
 import { chooseLogFormat, logStream } from './logging/log-format.ts'
 import { runSettledLine } from './logging/run-settled-line.ts'
+import { inspectionSetting, relayAnswers } from './actors/inspection.ts'
 import { litefsPosition, NO_POSITION } from './store/replication-position.ts'
 import { ALWAYS_PRIMARY, litefsRole } from './store/replication-role.ts'
 
@@ -73,6 +74,17 @@ if (dev) {
       `  curl -s -X POST ${address}/api/v1/chats -H "Authorization: Bearer ${dev.key}" ` +
       `-H 'content-type: application/json' -d '{"title":"hello"}'\n\n`,
   )
+}
+
+// Inspection (README, "Watching a chat live"): say whether it is on, and whether the relay answers;
+// the actors keep trying to reach it every 5 s, so a relay started later is picked up.
+const inspection = inspectionSetting(process.env)
+if (inspection.kind === 'on') {
+  const fields = { inspect: inspection.url, content: inspection.content }
+  if (await relayAnswers(inspection.url)) app.log.info(fields, 'inspection on: chat actors report to the inspector relay')
+  else app.log.warn(fields, 'inspection on, but the inspector relay does not answer: start it with `npm run inspect`')
+} else {
+  app.log.info('inspection off (STATELY_INSPECT unset)')
 }
 
 let stopping = false
