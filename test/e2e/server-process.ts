@@ -2,6 +2,13 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 
+/**
+ * Under vitest, the responses of every server started here are recorded by the child and checked
+ * against its /openapi.json after the test file (test/helpers/contract-check.ts); benchmarks
+ * import this module too, without vitest, and record nothing.
+ */
+const contract = process.env.VITEST ? await import('../helpers/contract-check.ts') : null
+
 /** The repository root: the working directory of every child process started here. */
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
@@ -91,7 +98,14 @@ export async function startServer(options: StartOptions = {}): Promise<ServerPro
     if (value === undefined) delete env[name]
     else env[name] = value
   }
-  const child = spawn(process.execPath, options.args ?? ['--import', 'tsx', 'src/main.ts'], {
+  let args = options.args ?? ['--import', 'tsx', 'src/main.ts']
+  const server = args.indexOf('src/main.ts')
+  const contractLog = contract?.contractCheckEnabled && server > 0 ? contract.newLogFile() : null
+  if (contractLog !== null) {
+    env.PARLEY_CONTRACT_LOG = contractLog
+    args = [...args.slice(0, server), '--import', contract!.RECORDER_PATH, ...args.slice(server)]
+  }
+  const child = spawn(process.execPath, args, {
     cwd: REPO_ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -135,6 +149,10 @@ export async function startServer(options: StartOptions = {}): Promise<ServerPro
   } catch (error) {
     await stop(1_000)
     throw new Error(`${(error as Error).message}\nstdout: ${out}\nstderr: ${err}`)
+  }
+  if (contractLog !== null) {
+    const document = await fetch(`${url}/openapi.json`, { signal: AbortSignal.timeout(10_000) })
+    contract!.setLogDocument(contractLog, await document.text())
   }
   return { url, port, child, stdout: () => out, stderr: () => err, stop }
 }

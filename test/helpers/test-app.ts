@@ -9,6 +9,7 @@ import { buildApp, type App, type BuildAppOptions } from '../../src/http/app.ts'
 import type { LanguageModelFor } from '../../src/providers/language-models.ts'
 import { openDatabase } from '../../src/store/database.ts'
 import { createStore, type Store } from '../../src/store/index.ts'
+import { watchInProcess } from './contract-check.ts'
 
 export type TestOrg = { orgId: string; key: string; keyId: string; auth: { authorization: string } }
 
@@ -52,6 +53,8 @@ export async function createTestApp(
     ...(options.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: options.rateLimitPerMinute }),
     ...(options.logger === undefined ? {} : { logger: options.logger }),
   })
+  // Every answer of app.inject is checked against the app's /openapi.json (issue 13).
+  watchInProcess(app)
   let orgs = 0
   return {
     app,

@@ -71,7 +71,7 @@ export const ERROR_RESPONSES = {
   400: errorEnvelope('BadRequestError', ['invalid_request'], 'A malformed path identifier, malformed JSON, or a content type other than application/json.'),
   401: errorEnvelope('UnauthorizedError', ['unauthorized'], 'No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`.'),
   402: errorEnvelope('InsufficientBalanceError', ['insufficient_balance'], "The organisation's balance cannot pay for the estimated input plus one output token."),
-  404: errorEnvelope('NotFoundError', ['not_found'], 'Nothing of this id in your organisation (another organisation\'s ids look missing too).'),
+  404: errorEnvelope('NotFoundError', ['not_found'], 'No such resource; one of another organisation looks missing too.'),
   409: errorEnvelope('ConflictError', ['run_in_progress', 'idempotency_key_reused', 'retry_not_allowed'], 'The chat\'s state forbids the submission; `details.run_id` names the run concerned.'),
   413: errorEnvelope('PayloadTooLargeError', ['payload_too_large'], 'The request body is over the limit (1 MiB; 32 MiB for a turn, base64 overhead included).'),
   422: errorEnvelope('ValidationFailedError', ['validation_failed'], 'The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`.'),

@@ -48,9 +48,11 @@ export const catalogueRoutes =
           operationId: 'getCatalogueMarkdown',
           tags: ['catalogue'],
           summary: 'The catalogue as a markdown table',
-          produces: ['text/markdown'],
           response: {
-            200: Type.String({ description: 'text/markdown table of models, attachments and pricing conditions' }),
+            200: {
+              description: 'A markdown table of models, attachments and pricing conditions',
+              content: { 'text/markdown': { schema: Type.String() } },
+            },
             ...errors(404, 500, 503),
           },
         },

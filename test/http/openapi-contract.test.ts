@@ -1,0 +1,210 @@
+import SwaggerParser from '@apidevtools/swagger-parser'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { STREAM_ERROR_CODES } from '../../src/http/schemas/events.ts'
+import { operationDocs } from '../../src/http/schemas/operation-docs.ts'
+import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
+import { fundedOrg, parseSse, sandboxCatalogue } from '../helpers/turns.ts'
+
+/**
+ * `/openapi.json` as a contract a generator can use end to end (issue 13, decision 021): the turn's
+ * stream, the error codes, security, servers, and a description and a working example for every
+ * operation. That live answers match it is checked by test/helpers/contract-check.ts.
+ */
+
+type Schema = Record<string, any>
+type Operation = {
+  operationId: string
+  description?: string
+  security?: unknown[]
+  requestBody?: { content: Record<string, { schema: Schema; example?: unknown }> }
+  responses: Record<string, { description: string; headers?: Record<string, unknown>; content?: Record<string, { schema: Schema }> }>
+  'x-codeSamples'?: Array<{ lang: string; source: string }>
+}
+type Doc = {
+  security: unknown[]
+  servers: Array<{ url: string }>
+  paths: Record<string, Record<string, Operation>>
+  components: { schemas: Record<string, Schema>; securitySchemes: Record<string, Schema> }
+}
+
+let ctx: TestContext
+let doc: Doc
+let org: TestOrg
+
+beforeAll(async () => {
+  ctx = await createTestApp({ catalogue: sandboxCatalogue() })
+  doc = (await ctx.app.inject({ url: '/openapi.json' })).json()
+  org = fundedOrg(ctx)
+})
+afterAll(async () => {
+  await ctx.close()
+})
+
+const operations = () =>
+  Object.entries(doc.paths).flatMap(([path, methods]) => Object.entries(methods).map(([method, operation]) => ({ path, method, operation })))
+/** The event a variant names: `const`, which fastify-swagger writes as a one-value `enum`. */
+const eventOf = (variant: Schema): string => variant.properties.event.const ?? variant.properties.event.enum[0]
+const schemaNamed = (ref: { $ref: string }) => doc.components.schemas[ref.$ref.replace('#/components/schemas/', '')]!
+
+describe('the turn endpoint', () => {
+  const turn = () => doc.paths['/api/v1/chats/{chat_id}/responses']!.post!
+
+  it('documents its 200 as text/event-stream: a oneOf of every event, discriminated by name, with the order rules', () => {
+    const ok = turn().responses['200']!
+    expect(Object.keys(ok.content!)).toEqual(['text/event-stream'])
+    expect(ok.description).toMatch(/`run` \(always first\)/)
+    const union = schemaNamed(ok.content!['text/event-stream']!.schema as { $ref: string })
+    expect(union.discriminator).toEqual({ propertyName: 'event' })
+    const events = union.oneOf.map((variant: Schema) => eventOf(variant))
+    expect([...events].sort()).toEqual(['block_start', 'block_stop', 'compacting', 'config_warnings', 'delta', 'done', 'error', 'run', 'translation_warnings'])
+    for (const variant of union.oneOf) {
+      expect([...variant.required].sort()).toEqual(['data', 'event'])
+      expect(schemaNamed(variant.properties.data).description, eventOf(variant)).toBeTruthy()
+    }
+  })
+
+  it('sends only events the document names, each as its schema says (a real stream, parsed)', async () => {
+    const chat = (await ctx.app.inject({ method: 'POST', url: '/api/v1/chats', headers: org.auth, payload: {} })).json()
+    const res = await ctx.app.inject({
+      method: 'POST',
+      url: `/api/v1/chats/${chat.id}/responses`,
+      headers: org.auth,
+      payload: { model: 'sandbox/echo', input: [{ type: 'prompt', text: '/think a little\n/tool lookup {"q":"x"}\nhello' }] },
+    })
+    expect(res.statusCode).toBe(200)
+    const names = parseSse(res.body).map((f) => f.event)
+    const union = schemaNamed(turn().responses['200']!.content!['text/event-stream']!.schema as { $ref: string })
+    const documented = union.oneOf.map((variant: Schema) => eventOf(variant))
+    for (const name of names) expect(documented).toContain(name)
+    expect(names).toEqual(expect.arrayContaining(['run', 'config_warnings', 'translation_warnings', 'block_start', 'delta', 'block_stop', 'done']))
+  })
+
+  it('documents every error status as JSON, with the codes it carries', () => {
+    for (const [status, response] of Object.entries(turn().responses)) {
+      if (status === '200') continue
+      expect(Object.keys(response.content!), status).toEqual(['application/json'])
+    }
+    const codes = (status: string) => schemaNamed(turn().responses[status]!.content!['application/json']!.schema as { $ref: string }).properties.error.properties.code.enum
+    expect([...codes('409')].sort()).toEqual(['idempotency_key_reused', 'retry_not_allowed', 'run_in_progress'])
+    expect([...codes('422')].sort()).toEqual(['context_too_large', 'unknown_tool_use_id', 'unsupported_attachment', 'validation_failed'])
+    expect(codes('402')).toEqual(['insufficient_balance'])
+    const error = schemaNamed({ $ref: '#/components/schemas/ErrorEventData' })
+    expect(error.properties.code.enum).toEqual([...STREAM_ERROR_CODES])
+  })
+})
+
+describe('errors, rate limits and security', () => {
+  it('gives every error response of every operation a code enum', () => {
+    for (const { path, method, operation } of operations()) {
+      for (const [status, response] of Object.entries(operation.responses)) {
+        if (Number(status) < 400) continue
+        const schema = schemaNamed(response.content!['application/json']!.schema as { $ref: string })
+        expect(schema.properties.error.properties.code.enum.length, `${method} ${path} ${status}`).toBeGreaterThan(0)
+      }
+    }
+  })
+
+  it('documents 429 with Retry-After and the rate-limit headers on every keyed operation, and answers so', async () => {
+    for (const { path, method, operation } of operations()) {
+      const keyed = operation.security === undefined || operation.security.length > 0
+      expect(operation.responses['429'] !== undefined, `${method} ${path}`).toBe(keyed)
+      if (keyed) expect(Object.keys(operation.responses['429']!.headers!).sort()).toEqual(['retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'])
+    }
+    const limited = await createTestApp({ rateLimitPerMinute: 1 })
+    try {
+      const caller = limited.org()
+      await limited.app.inject({ url: '/api/v1/namespaces', headers: caller.auth })
+      const res = await limited.app.inject({ url: '/api/v1/namespaces', headers: caller.auth })
+      expect(res.statusCode).toBe(429)
+      for (const header of ['retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']) expect(res.headers[header], header).toBeDefined()
+    } finally {
+      await limited.close()
+    }
+  })
+
+  it('applies a described bearer scheme globally; public operations say security: [] and answer without a key, keyed ones answer 401', async () => {
+    expect(doc.security).toEqual([{ apiKey: [] }])
+    expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: 'http', scheme: 'bearer' })
+    expect(doc.components.securitySchemes.apiKey!.description).toMatch(/Authorization: Bearer/)
+    expect(doc.servers.length).toBeGreaterThan(0)
+    for (const { path, method, operation } of operations()) {
+      const url = path.replace('{name}', 'sandbox/echo').replace(/\{[^}]+\}/g, '01a209db-233b-76f4-aa3f-a118e933b159')
+      const res = await ctx.app.inject({ method: method.toUpperCase() as 'GET', url, ...(operation.requestBody ? { payload: {} } : {}) })
+      const isPublic = Array.isArray(operation.security) && operation.security.length === 0
+      if (isPublic) expect(res.statusCode, `${method} ${path}`).not.toBe(401)
+      else expect(res.statusCode, `${method} ${path}`).toBe(401)
+    }
+  })
+
+  it('is a valid OpenAPI 3.1 document', async () => {
+    await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeTruthy()
+  })
+})
+
+describe('descriptions and examples', () => {
+  it('describes every operation and gives it a curl sample; request bodies carry an example', () => {
+    for (const { path, method, operation } of operations()) {
+      const name = `${method.toUpperCase()} ${path}`
+      expect(operation.description?.length ?? 0, name).toBeGreaterThan(20)
+      expect(operation['x-codeSamples']?.[0]?.source, name).toMatch(/^curl /)
+      if (operation.requestBody) expect(operation.requestBody.content['application/json']!.example, name).toBeDefined()
+    }
+    expect(Object.keys(operationDocs).sort()).toEqual(operations().map((o) => o.operation.operationId).sort())
+  })
+
+  it('the turn sample names a real model', () => {
+    const example = doc.paths['/api/v1/chats/{chat_id}/responses']!.post!.requestBody!.content['application/json']!.example as { model: string }
+    expect(sandboxCatalogue().map((m) => m.name)).toContain(example.model)
+  })
+
+  it('every example works: each answers 2xx on a fresh organisation', async () => {
+    const caller = fundedOrg(ctx)
+    const newChat = async () => (await ctx.app.inject({ method: 'POST', url: '/api/v1/chats', headers: caller.auth, payload: { namespace: 'acme/support' } })).json().id as string
+    const turn = await ctx.app.inject({ method: 'POST', url: `/api/v1/chats/${await newChat()}/responses`, headers: caller.auth, payload: { model: 'sandbox/echo', input: [{ type: 'prompt', text: 'hi' }] } })
+    const runId = parseSse(turn.body)[0]!.data.run_id as string
+    const versionOf = new Map<string, string>()
+    for (const kind of ['instructions', 'tools', 'retention', 'budgets']) {
+      const example = operations().find((o) => o.path === `/api/v1/config/${kind}` && o.method === 'post')!.operation.requestBody!.content['application/json']!.example
+      const res = await ctx.app.inject({ method: 'POST', url: `/api/v1/config/${kind}`, headers: caller.auth, payload: example as object })
+      const body = res.json()
+      versionOf.set(kind, (Array.isArray(body) ? body[0] : body).id)
+    }
+    const failures: string[] = []
+    for (const { path, method, operation } of operations()) {
+      const example = operationDocs[operation.operationId]!.example
+      const kind = /^\/api\/v1\/config\/([a-z]+)\//.exec(path)?.[1]
+      const values: Record<string, string> = { $CHAT_ID: await newChat(), $RUN_ID: runId, $VERSION_ID: versionOf.get(kind ?? '') ?? '' }
+      const url = path.replace(/\{([^}]+)\}/g, (_, name: string) => {
+        const value = example.params?.[name] ?? `$${name.toUpperCase()}`
+        return values[value] ?? value
+      })
+      const query = example.query ? `?${new URLSearchParams(example.query).toString()}` : ''
+      const res = await ctx.app.inject({
+        method: method.toUpperCase() as 'GET',
+        url: `${url}${query}`,
+        headers: operation.security?.length === 0 ? {} : caller.auth,
+        ...(example.body === undefined ? {} : { payload: example.body as object }),
+      })
+      if (res.statusCode >= 300) failures.push(`${method.toUpperCase()} ${url}${query}: ${res.statusCode} ${res.body.slice(0, 200)}`)
+    }
+    expect(failures).toEqual([])
+  })
+})
+
+describe('the API reference', () => {
+  it('/docs serves the reference page, and /docs/openapi.json and /docs/openapi.yaml the document', async () => {
+    const base = await ctx.app.listen({ port: 0, host: '127.0.0.1' })
+    const page = await fetch(`${base}/docs`)
+    expect(page.status).toBe(200)
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/)
+    expect(await page.text()).toMatch(/openapi\.json/)
+    const json = await fetch(`${base}/docs/openapi.json`)
+    expect(json.status).toBe(200)
+    expect(await json.json()).toEqual(doc)
+    const yaml = await fetch(`${base}/docs/openapi.yaml`)
+    expect(yaml.status).toBe(200)
+    const text = await yaml.text()
+    expect(text).toMatch(/^openapi: 3\.1\.0/m)
+    expect(text).toMatch(/createResponse/)
+  })
+})
