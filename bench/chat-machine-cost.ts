@@ -8,13 +8,13 @@ import { createActor, fromPromise, waitFor } from 'xstate'
 import { chatMachine } from '../machines/chat.machine.ts'
 import type { SettleRunOutput } from '../machines/chat.types.ts'
 import type { Admission, Submission } from '../src/actors/turn-types.ts'
-import type { RunResult } from '../src/domain/runs/run-outcome.ts'
+import type { RunOutcome } from '../src/domain/runs/run-outcome.ts'
 
 const TURNS = Number(process.argv[2] ?? 50_000)
 const ACTORS = 32
 
 const admission = (runId: string) => ({ runId, chatId: 'chat', startedAtMs: Date.now(), createdAt: '', compaction: null }) as unknown as Admission
-const result: RunResult = {
+const result: RunOutcome = {
   status: 'succeeded',
   stopReason: 'end_turn',
   error: null,
@@ -37,9 +37,11 @@ const machine = chatMachine.provide({
 
 const actors = Array.from({ length: ACTORS }, () => createActor(machine, { input: { chatId: 'chat', pendingCalls: [], latestCustomerRun: null } }).start())
 let runs = 0
+const prompt = { type: 'prompt', text: 'hello' }
 async function loop(actor: (typeof actors)[number], turns: number) {
   for (let i = 0; i < turns; i++) {
-    actor.send({ type: 'SUBMIT', submission: { runId: `run-${runs++}` } as Submission, respond: () => {} })
+    const submission = { runId: `run-${runs++}`, chatId: 'chat', request: { model: 'sandbox/echo', input: [prompt] }, input: [{ body: prompt }] }
+    actor.send({ type: 'SUBMIT', submission: submission as unknown as Submission, respond: () => {} })
     await waitFor(actor, (s) => s.matches('idle'))
   }
 }

@@ -1,8 +1,20 @@
-import { assign, fromPromise, setup, spawnChild, stopChild } from 'xstate'
+import { and, assign, fromPromise, not, raise, setup, spawnChild, stopChild } from 'xstate'
 import { NotFoundError, RunInProgressError } from '../src/domain/errors.ts'
 import { leaseIsLive } from '../src/domain/runs/lease.ts'
-import { type RunResult, usageKnownSoFar } from '../src/domain/runs/run-outcome.ts'
-import type { ChatFacts } from '../src/domain/turns/decide-admission.ts'
+import { type RunOutcome, usageKnownSoFar } from '../src/domain/runs/run-outcome.ts'
+import {
+  answeredIds,
+  answersOnlyPendingCalls,
+  closeCalls,
+  isRetryOfLatestFailedRun,
+  keyIsUnused,
+  NOTHING_TO_CLOSE,
+  rejectionError,
+  retriesMissingRun,
+  unknownToolUseIds,
+  type AdmissionRejection,
+  type ChatFacts,
+} from '../src/domain/turns/decide-admission.ts'
 import type {
   AdmitTurnInput,
   ChatAdmission,
@@ -26,7 +38,7 @@ import type {
  * SSE `error` frame (the run was admitted, so its stream is theirs) and is settled like any other,
  * so the chat is never left running with nobody streaming.
  */
-const endedWithoutResult = (admission: RunAdmission | null, status: 'cancelled' | 'failed', error: RunResult['error'], inputTokens = 0): RunResult => ({
+const endedWithoutResult = (admission: RunAdmission | null, status: 'cancelled' | 'failed', error: RunOutcome['error'], inputTokens = 0): RunOutcome => ({
   status,
   stopReason: null,
   error,
@@ -48,7 +60,7 @@ const endedWithoutResult = (admission: RunAdmission | null, status: 'cancelled' 
 export const CHAT_DELETED = { code: 'chat_deleted', message: 'the chat was deleted while this run streamed' } as const
 
 /** The result of a run its chat's deletion stopped: what it streamed is kept and billed, its ending is the deletion. */
-const deletedRun = (result: RunResult): RunResult =>
+const deletedRun = (result: RunOutcome): RunOutcome =>
   result.status === 'succeeded' ? result : { ...result, status: 'cancelled', stopReason: null, error: { ...CHAT_DELETED } }
 
 /**
@@ -81,12 +93,31 @@ const verdictOf = (context: ChatContext, event: ChatEvent): LedgerVerdict => {
   return context.outstanding ? ledgerVerdict({ runningRun: context.outstanding, at: context.now().toISOString() }) : 'free'
 }
 
-/** A submission to a chat at rest: refused while the ledger holds a live run, else admitted (after reaping an orphan). */
-const admitOrRefuse = [
+/** Answers a submission with the refusal of the rule it broke (the HTTP layer maps the error to its status). */
+const refuse = (event: ChatEvent, rejection: AdmissionRejection) => {
+  if (event.type === 'SUBMIT') event.respond({ kind: 'rejected', error: rejectionError(rejection) })
+}
+
+/**
+ * decisions §4, in order, for a submission to a chat at rest: refused while the ledger holds a live
+ * run; an orphan is reaped first (and the submission decided again on what the ledger then says);
+ * then the retry, idempotency and tool-id rules. What passes them all is admitted: admission packs
+ * it, decides the 402 and writes it.
+ */
+const decideSubmission = [
   { guard: 'ledgerRunIsLive', actions: 'rejectLedgerRun' },
   { guard: 'ledgerRunIsOrphaned', target: '#chat.running.reaping', actions: ['queueSubmission', 'noteOrphan'] },
-  { target: 'running', actions: 'queueSubmission' },
+  { guard: 'retriesMissingRun', actions: 'rejectMissingRetry' },
+  { guard: and(['isRetry', not('isRetryOfLatestFailedRun')]), actions: 'rejectRetryNotAllowed' },
+  { guard: 'reusesIdempotencyKey', actions: 'rejectReusedKey' },
+  { guard: not('answersOnlyPendingCalls'), actions: 'rejectUnknownToolUseIds' },
 ] as const
+
+/** At rest with nothing pending: a submission that passes the rules is admitted. */
+const admitOrRefuse = [...decideSubmission, { target: 'running', actions: 'queueSubmission' }] as const
+
+/** At rest with calls pending: one that passes the rules closes every pending call, by result or tombstone. */
+const admitClosingCallsOrRefuse = [...decideSubmission, { target: 'running', actions: ['queueSubmission', 'closePendingCalls'] }] as const
 
 /**
  * A submission while the ledger shows a run outstanding (decision 020): refused while its lease is
@@ -123,7 +154,7 @@ export const chatMachine = setup({
     admitTurn: fromPromise<ChatAdmission, AdmitTurnInput>(mustBeProvided('admitTurn')),
     compactHistory: fromPromise<ChatAdmission, CompactHistoryInput>(mustBeProvided('compactHistory')),
     compactEagerly: fromPromise<void, EagerCompaction>(mustBeProvided('compactEagerly')),
-    streamRun: fromPromise<RunResult, StreamRunInput>(mustBeProvided('streamRun')),
+    streamRun: fromPromise<RunOutcome, StreamRunInput>(mustBeProvided('streamRun')),
     settleRun: fromPromise<SettleRunOutput, SettleRunInput>(mustBeProvided('settleRun')),
     reapRun: fromPromise<ChatFacts, ReapRunInput>(mustBeProvided('reapRun')),
     releaseRun: fromPromise<void, ReleaseRunInput>(mustBeProvided('releaseRun')),
@@ -136,6 +167,18 @@ export const chatMachine = setup({
   guards: {
     /** decisions §4: the latest customer run left tool calls no submission has closed; the next one closes them. */
     awaitsToolResults: ({ context }) => context.pendingCalls.length > 0,
+    /** decisions §4 Retry: the submission names a run to retry. */
+    isRetry: ({ event }) => event.type === 'SUBMIT' && (event.submission.request.retry_of ?? null) !== null,
+    /** decisions §4 Retry: `retry_of` names no run of the organisation (404). */
+    retriesMissingRun: ({ event }) => event.type === 'SUBMIT' && retriesMissingRun({ retried: event.ledger?.retried ?? null }, event.submission),
+    /** decisions §4 Retry: `retry_of` names the latest customer run of this chat, and it failed. */
+    isRetryOfLatestFailedRun: ({ context, event }) => event.type === 'SUBMIT' && isRetryOfLatestFailedRun({ retried: event.ledger?.retried ?? null, latestCustomerRun: context.latestCustomerRun }, context.chatId),
+    /** decisions §4 Idempotency: the key was used within 24 h. */
+    reusesIdempotencyKey: ({ event }) => event.type === 'SUBMIT' && !keyIsUnused({ keyUsedBy: event.ledger?.keyUsedBy ?? null }),
+    /** decisions §4: every tool_result of the submission answers a call pending in this chat. */
+    answersOnlyPendingCalls: ({ context, event }) => event.type !== 'SUBMIT' || answersOnlyPendingCalls(context.pendingCalls, answeredIds(event.submission)),
+    /** decisions §4: the run that just settled left tool calls; they are pending until the next submission. */
+    leftToolCalls: ({ context }) => (context.result?.pendingToolCalls.length ?? 0) > 0,
     needsCompaction: (_, admission: ChatAdmission) => (admission.compaction?.blocks.length ?? 0) > 0,
     /** decisions §5.3 at_fill: the settled run left the history past its fill mark, and no eager work runs yet. */
     fillsEagerThreshold: ({ context }, output: SettleRunOutput) => (output.eager?.blocks.length ?? 0) > 0 && context.eagerCompaction === null,
@@ -153,8 +196,47 @@ export const chatMachine = setup({
   },
   actions: {
     queueSubmission: assign({
-      queued: ({ event }) => (event.type === 'SUBMIT' ? { submission: event.submission, respond: event.respond } : null),
+      queued: ({ event }) =>
+        event.type === 'SUBMIT' ? { submission: event.submission, respond: event.respond, ledger: event.ledger, closing: NOTHING_TO_CLOSE } : null,
     }),
+    /** 404: `retry_of` names no run of the organisation. */
+    rejectMissingRetry: ({ event }) => {
+      if (event.type === 'SUBMIT') refuse(event, { rule: 'retry_of_not_found', retryOf: event.submission.request.retry_of! })
+    },
+    /** 409 retry_not_allowed: only the latest failed customer run of the chat can be retried. */
+    rejectRetryNotAllowed: ({ context, event }) => {
+      if (event.type === 'SUBMIT') refuse(event, { rule: 'retry_not_allowed', retryOf: event.submission.request.retry_of!, latest: context.latestCustomerRun })
+    },
+    /** 409 idempotency_key_reused, naming the first run, whatever its outcome. */
+    rejectReusedKey: ({ event }) => {
+      if (event.type === 'SUBMIT') refuse(event, { rule: 'idempotency_key_reused', runId: event.ledger!.keyUsedBy! })
+    },
+    /** 422 unknown_tool_use_id, naming the ids and the calls that are pending. */
+    rejectUnknownToolUseIds: ({ context, event }) => {
+      if (event.type !== 'SUBMIT') return
+      const pending = context.pendingCalls
+      refuse(event, {
+        rule: 'unknown_tool_use_id',
+        unknownIds: unknownToolUseIds(pending, answeredIds(event.submission)),
+        pendingIds: pending.map((c) => c.tool_use_id),
+      })
+    },
+    /**
+     * decisions §4: the submission closes every pending call, by its tool_result or by a tombstone
+     * (\`expired\` past 24 h, \`cancelled\` for a cancelled or failed run's call, \`abandoned\`
+     * otherwise), which admission writes before its input. The calls stay pending here until the run
+     * is admitted (startRun): a refused submission closes nothing.
+     */
+    closePendingCalls: assign({
+      queued: ({ context }) => context.queued && { ...context.queued, closing: closeCalls(context, context.queued.submission, context.now()) },
+    }),
+    /** The orphan is reaped: the submission is decided again, on the chat's facts as the ledger now has them. */
+    resubmitAfterReaping: raise(({ context }) => ({
+      type: 'SUBMIT' as const,
+      submission: context.queued!.submission,
+      respond: context.queued!.respond,
+      ledger: context.queued!.ledger && { ...context.queued!.ledger, runningRun: null },
+    })),
     rejectRunInProgress: ({ context, event }) => {
       if (event.type === 'SUBMIT') event.respond({
           kind: 'rejected',
@@ -189,17 +271,18 @@ export const chatMachine = setup({
     rejectSweptRun: ({ context, event }) => {
       if (event.type === 'SUBMIT') event.respond({ kind: 'rejected', error: new RunInProgressError(context.orphan?.id ?? null) })
     },
+    /**
+     * The submission is admitted and written: it is this run now, and the calls it closed are closed
+     * (decisions §4: closePendingCalls decided how; admission wrote the tombstones with its input).
+     */
     startRun: assign({
       admission: (_, admission: ChatAdmission) => admission,
       abort: () => new AbortController(),
       result: () => null,
       settleAttempts: () => 0,
+      queued: () => null,
+      pendingCalls: () => [],
     }),
-    /**
-     * decisions §4: an admitted submission closed every pending call, by its tool_result or by a
-     * tombstone written before its input (decideAdmission, src/domain/turns/decide-admission.ts).
-     */
-    closePendingCalls: assign({ pendingCalls: () => [] }),
     announceRun: ({ context }, admission: ChatAdmission) => context.queued?.respond({ kind: 'admitted', admission }),
     rejectSubmission: ({ context }, error: unknown) => context.queued?.respond({ kind: 'rejected', error }),
     rejectSubmissionAsDeleted: ({ context }) =>
@@ -239,7 +322,7 @@ export const chatMachine = setup({
     }),
     forgetSubmission: assign({ queued: () => null }),
     abortRun: ({ context }) => context.abort?.abort(),
-    recordResult: assign({ result: (_, result: RunResult) => result }),
+    recordResult: assign({ result: (_, result: RunOutcome) => result }),
     /** The stream opens before the summaries are made: the customer learns what the turn waits for. */
     announceCompacting: ({ context }) => {
       const request = context.admission?.compaction
@@ -272,9 +355,7 @@ export const chatMachine = setup({
      */
     holdCallsOfEndedRun: assign({
       pendingCalls: ({ context }) =>
-        context.result
-          ? context.result.pendingToolCalls.map((call) => ({ tool_name: call.tool_name, tool_use_id: call.tool_use_id, run_status: context.result!.status }))
-          : context.pendingCalls,
+        context.result ? context.result.pendingToolCalls.map((call) => ({ ...call, run_status: context.result!.status })) : context.pendingCalls,
     }),
     closeRun: assign(({ context }) => {
       const { admission, result } = context
@@ -325,10 +406,10 @@ export const chatMachine = setup({
       on: { SUBMIT: admitOrRefuse, DELETE: deleteAtRest, SWEEP: sweepAtRest },
     },
     // At rest with the latest customer run's tool calls pending (decisions §4): the next admitted
-    // submission closes every one of them (closePendingCalls), by its tool_result or a tombstone
-    // (decideAdmission). A tool_result for any other id is refused 422 unknown_tool_use_id.
+    // submission closes every one of them (closePendingCalls), by its tool_result or a tombstone.
+    // A tool_result for any other id is refused 422 unknown_tool_use_id.
     awaitingToolResults: {
-      on: { SUBMIT: admitOrRefuse, DELETE: deleteAtRest, SWEEP: sweepAtRest },
+      on: { SUBMIT: admitClosingCallsOrRefuse, DELETE: deleteAtRest, SWEEP: sweepAtRest },
     },
     // The ledger shows a run of this chat `running` that no actor here streams (decision 020).
     outstanding: {
@@ -384,7 +465,11 @@ export const chatMachine = setup({
                 target: '#chat.deleting',
                 actions: [{ type: 'refreshFacts', params: ({ event }) => event.output }, 'rejectSubmissionAsDeleted', 'forgetSubmission'],
               },
-              { target: 'packing', actions: [{ type: 'refreshFacts', params: ({ event }) => event.output }] },
+              // The chat is at rest again for a moment: the submission is decided on the new facts.
+              {
+                target: '#chat.ready',
+                actions: [{ type: 'refreshFacts', params: ({ event }) => event.output }, 'resubmitAfterReaping', 'forgetSubmission'],
+              },
             ],
             onError: [
               {
@@ -404,19 +489,14 @@ export const chatMachine = setup({
           on: { DELETE: { actions: 'addDeleter' } },
           invoke: {
             src: 'admitTurn',
-            input: ({ context }) => ({
-              facts: { pendingCalls: context.pendingCalls, latestCustomerRun: context.latestCustomerRun },
-              submission: context.queued!.submission,
-            }),
+            input: ({ context }) => ({ submission: context.queued!.submission, closing: context.queued!.closing }),
             onDone: [
               {
                 guard: 'deletionRequested',
                 target: 'settling',
                 actions: [
-                  { type: 'startRun', params: ({ event }) => event.output },
-                  'closePendingCalls',
                   { type: 'announceRun', params: ({ event }) => event.output },
-                  'forgetSubmission',
+                  { type: 'startRun', params: ({ event }) => event.output },
                   'abortRun',
                   'recordDeletedBeforeStreaming',
                 ],
@@ -424,21 +504,11 @@ export const chatMachine = setup({
               {
                 guard: { type: 'needsCompaction', params: ({ event }) => event.output },
                 target: 'compacting',
-                actions: [
-                  { type: 'startRun', params: ({ event }) => event.output },
-                  'closePendingCalls',
-                  { type: 'announceRun', params: ({ event }) => event.output },
-                  'forgetSubmission',
-                ],
+                actions: [{ type: 'announceRun', params: ({ event }) => event.output }, { type: 'startRun', params: ({ event }) => event.output }],
               },
               {
                 target: 'streaming',
-                actions: [
-                  { type: 'startRun', params: ({ event }) => event.output },
-                  'closePendingCalls',
-                  { type: 'announceRun', params: ({ event }) => event.output },
-                  'forgetSubmission',
-                ],
+                actions: [{ type: 'announceRun', params: ({ event }) => event.output }, { type: 'startRun', params: ({ event }) => event.output }],
               },
             ],
             onError: [
@@ -507,7 +577,9 @@ export const chatMachine = setup({
                 target: '#chat.ready',
                 actions: ['holdCallsOfEndedRun', 'closeRun', { type: 'recordEagerCompaction', params: ({ event }) => event.output }, 'startEagerCompaction'],
               },
-              { target: '#chat.ready', actions: ['holdCallsOfEndedRun', 'closeRun'] },
+              // Straight to rest (not through \`ready\`): nothing else can be outstanding once the run settled.
+              { guard: 'leftToolCalls', target: '#chat.awaitingToolResults', actions: ['holdCallsOfEndedRun', 'closeRun'] },
+              { target: '#chat.idle', actions: 'closeRun' },
             ],
             // decision 020: a settlement is never lost. It is tried again; failing that, left to the sweep.
             onError: [

@@ -1,9 +1,10 @@
 import type { BlockToSummarise } from '../src/domain/context/block-to-summarise.ts'
 import type { CompactionJob } from '../src/domain/context/compaction-job.ts'
 import type { RunLease } from '../src/domain/runs/lease.ts'
-import type { RunResult } from '../src/domain/runs/run-outcome.ts'
+import type { RunOutcome } from '../src/domain/runs/run-outcome.ts'
 import type { Submission } from '../src/domain/turns/submission.ts'
-import type { ChatFacts, LatestRun, OpenCall } from '../src/domain/turns/decide-admission.ts'
+import type { PendingCall } from '../src/domain/turns/close-pending-calls.ts'
+import type { CallClosing, ChatFacts, LatestRun, LedgerFacts } from '../src/domain/turns/decide-admission.ts'
 
 /**
  * What the machine reads of an admitted run (issue 12: types flow one way, src/actors → machines).
@@ -43,16 +44,19 @@ export type ChatContext = {
   chatId: string
   /**
    * Tool calls of the latest customer run that no submission has closed yet (decisions §4): the next
-   * admitted submission closes them all. Admission dates them from the ledger, never from here.
+   * admitted submission closes them all. Each is dated as its tool_call part is in the ledger.
    */
-  pendingCalls: OpenCall[]
+  pendingCalls: PendingCall[]
   latestCustomerRun: LatestRun | null
-  /** The submission being admitted, with the way back to its caller. */
-  queued: { submission: Submission; respond: (outcome: SubmitOutcome) => void } | null
+  /**
+   * The submission being admitted, with the way back to its caller, what the ledger said of it when
+   * it came, and how it closes the pending calls (decided when it came, written by admission).
+   */
+  queued: { submission: Submission; respond: (outcome: SubmitOutcome) => void; ledger: LedgerView | undefined; closing: CallClosing } | null
   /** The run this chat is running, once admitted. */
   admission: ChatAdmission | null
   abort: AbortController | null
-  result: RunResult | null
+  result: RunOutcome | null
   /** The eager compaction (a child actor) summarising blocks of this chat, while it runs. */
   eagerCompaction: EagerCompaction | null
   /** A running run of this chat nobody streams any more (its lease expired), being settled before the turn. */
@@ -72,11 +76,13 @@ export type ChatContext = {
 }
 
 /**
- * What the ledger holds when a submission arrives, read by the actor host just before it sends it:
- * the chat's running customer run, if any, whichever node's it is (after a restart under another
- * node id, an orphan), and the time of the reading. Absent when the sender read nothing.
+ * What the ledger holds when a submission arrives, read by the actor host just before it sends it
+ * (src/actors/read-submission-facts.ts): the chat's running customer run, if any, whichever node's it
+ * is (after a restart under another node id, an orphan), the time of the reading, and the ledger's
+ * facts the rules read (decisions §4: the run `retry_of` names, an earlier use of the idempotency
+ * key; absent: none). The whole view is absent when the sender read nothing.
  */
-export type LedgerView = { runningRun: RunLease | null; at: string }
+export type LedgerView = { runningRun: RunLease | null; at: string } & Partial<LedgerFacts>
 
 export type ChatEvent =
   | { type: 'SUBMIT'; submission: Submission; respond: (outcome: SubmitOutcome) => void; ledger?: LedgerView }
@@ -102,16 +108,17 @@ export type ChatInput = {
 
 /** Settles an orphan whose lease expired; resolves with what the chat knows afterwards, read from the ledger. */
 export type ReapRunInput = { chatId: string; run: RunLease }
-export type AdmitTurnInput = { facts: ChatFacts; submission: Submission }
+/** The submission the machine admitted, and how it closes the pending calls: admission packs and writes it. */
+export type AdmitTurnInput = { submission: Submission; closing: CallClosing }
 export type StreamRunInput = { admission: ChatAdmission; signal: AbortSignal }
 /** The admitted run and the blocks to summarise; resolves with the run re-packed over the summaries. */
 export type CompactHistoryInput = { admission: ChatAdmission; signal: AbortSignal }
-export type SettleRunInput = { admission: ChatAdmission; result: RunResult }
+export type SettleRunInput = { admission: ChatAdmission; result: RunOutcome }
 /**
  * A run whose settlement kept failing is left to the sweep: its lease is released and no longer
  * renewed, and its stream ends with an `error` frame (decision 020).
  */
-export type ReleaseRunInput = { admission: ChatAdmission; result: RunResult }
+export type ReleaseRunInput = { admission: ChatAdmission; result: RunOutcome }
 /** Deletes the chat's rows in one transaction, settling first a run left outstanding whose lease lapsed. */
 export type DeleteChatInput = { chatId: string; outstanding: RunLease | null }
 /** Blocks to summarise in the background after a run settled (decisions §5.3 at_fill), and for whom. */

@@ -4,9 +4,8 @@ import { addSegment, type ContextManifest } from '../domain/context/context-mani
 import { estimatePartTokens } from '../domain/context/estimate-part-tokens.ts'
 import { IdempotencyKeyReusedError, RunInProgressError } from '../domain/errors.ts'
 import type { PartBody } from '../domain/parts.ts'
-import type { PendingCall } from '../domain/turns/close-pending-calls.ts'
 import { coerceReasoningEffort, type TranslationWarning } from '../domain/turns/coerce-reasoning-effort.ts'
-import { decideAdmission, decideMaxTokens, rejectionError, type AdmissionFacts, type ChatFacts } from '../domain/turns/decide-admission.ts'
+import { decideMaxTokens, rejectionError, type CallClosing } from '../domain/turns/decide-admission.ts'
 import { convertToProviderPrompt } from '../providers/convert-to-provider-prompt.ts'
 import { mapReasoningEffort, type VendorReasoning } from '../providers/map-reasoning-effort.ts'
 import { vendorTranslationWarnings } from '../providers/vendor-fidelity.ts'
@@ -18,27 +17,22 @@ import { newPartMedia, type PackedTurn, type PackRequest } from './context-histo
 import type { Compactor } from './compactor.ts'
 import type { Admission, CompactionReport, PreparedPart, Submission } from './turn-types.ts'
 
-/** Moved to src/domain/turns/decide-admission.ts; re-exported for its earlier importers. */
-export type { ChatFacts }
-
 /**
- * Admits a turn: reads what the rules need (the retried run, the idempotency key, the pending calls'
- * dates, configuration, the packed context, the balance), has the pure `decideAdmission` and
- * `decideMaxTokens` decide (decisions §4), and if admitted writes it: tombstones for unanswered calls,
- * the input parts, the run and the idempotency key, in one transaction, committed before it resolves,
- * so before any byte is streamed. Rejects with the domain error that refuses it; a refusal writes nothing.
+ * Admits a turn the chat machine let through its rules (machines/chat.machine.ts: retry,
+ * idempotency, tool ids, and how the pending calls close): packs it (configuration, budget, the
+ * packed context), has the pure `decideMaxTokens` decide the 402 and max_tokens (decisions §4
+ * Balance, which needs the packed size), and writes it: tombstones for unanswered calls, the input
+ * parts, the run and the idempotency key, in one transaction, committed before it resolves, so before
+ * any byte is streamed. Rejects with the domain error that refuses it; a refusal writes nothing.
  */
-export async function admitTurn(deps: RunDeps, compactor: Compactor, chat: ChatFacts, submission: Submission): Promise<Admission> {
+export async function admitTurn(deps: RunDeps, compactor: Compactor, submission: Submission, closing: CallClosing): Promise<Admission> {
   const { store } = deps
   const { request, model, orgId } = submission
   const now = deps.now()
-
-  // The rules (decisions §4) are decided in src/domain/turns/decide-admission.ts; this reads their facts.
-  const decided = decideAdmission(readAdmissionFacts(deps, chat, submission, now), submission, now).value
-  if (decided.kind === 'reject') throw rejectionError(decided.rejection)
-  const { closures } = decided
+  const { closures } = closing
   const userMetadata = request.user_metadata ?? {}
-  const tombstones: PartBody[] = decided.tombstones
+  const tombstones: PartBody[] = closing.tombstones
+  const retryOf = request.retry_of ?? null
 
   // Configuration and budget in force now (a retry uses current configuration too).
   const config = deps.resolver.resolveConfig(orgId, submission.namespace, request.tools ?? null)
@@ -48,7 +42,7 @@ export async function admitTurn(deps: RunDeps, compactor: Compactor, chat: ChatF
   // Packing (decisions §5): the fixed parts whole, then as much history as the budget and the
   // retention rules allow. The current exchange: what this submission writes, the run it retries,
   // and the run whose calls it closes (its calls stay with their results).
-  const currentRuns = [...(decided.retryOf ? [decided.retryOf] : []), ...(decided.closesCallsOf ? [decided.closesCallsOf] : [])]
+  const currentRuns = [...(retryOf ? [retryOf] : []), ...(closing.closesCallsOf ? [closing.closesCallsOf] : [])]
   const newBodies = [
     ...tombstones.map((body) => ({ body, media: [] as PreparedPart['media'], tokens: estimatePartTokens(body) })),
     ...submission.input,
@@ -172,38 +166,6 @@ export async function admitTurn(deps: RunDeps, compactor: Compactor, chat: ChatF
       manifestOf,
     },
   }
-}
-
-/**
- * The ledger's side of the facts a submission is decided on: the run `retry_of` names, the earlier
- * use of the idempotency key, and each pending call dated by its tool_call part in the ledger, as
- * hydration dates it (so whether a call has expired does not depend on whether the actor was evicted).
- */
-function readAdmissionFacts(deps: RunDeps, chat: ChatFacts, submission: Submission, now: Date): AdmissionFacts {
-  const { store } = deps
-  const { request, orgId } = submission
-  const retried = request.retry_of ? store.runs.get(orgId, request.retry_of) : undefined
-  return {
-    latestCustomerRun: chat.latestCustomerRun,
-    pendingCalls: datedPendingCalls(deps, chat, now),
-    retried: retried ? { id: retried.id, chatId: retried.chat_id, status: retried.status } : null,
-    keyUsedBy: request.idempotency_key ? store.idempotencyKeys.runOf(orgId, request.idempotency_key, now) : null,
-  }
-}
-
-/** The actor's open calls, each with its tool_call part's created_at as the ledger has it. */
-export function datedPendingCalls(deps: RunDeps, chat: ChatFacts, now: Date): PendingCall[] {
-  if (chat.pendingCalls.length === 0) return []
-  const createdAt = new Map<string, string>()
-  if (chat.latestCustomerRun) {
-    for (const row of deps.store.parts.ofRun(chat.latestCustomerRun.id)) {
-      if (row.kind !== 'tool_call') continue
-      const body = JSON.parse(row.body) as PartBody
-      if (body.type === 'tool_call') createdAt.set(body.tool_use_id, row.created_at)
-    }
-  }
-  // A call the ledger does not show (never expected) is as old as the actor knew it, else new.
-  return chat.pendingCalls.map((call) => ({ ...call, created_at: createdAt.get(call.tool_use_id) ?? call.created_at ?? now.toISOString() }))
 }
 
 /**

@@ -5,6 +5,7 @@ import { DomainError, RunInProgressError, UnavailableError } from '../domain/err
 import type { PartBody } from '../domain/parts.ts'
 import { ALWAYS_PRIMARY, type ReplicationRoleSource } from '../store/replication-role.ts'
 import { admitTurn } from './admit-turn.ts'
+import { readSubmissionFacts } from './read-submission-facts.ts'
 import { compactForTurn } from './compact-for-turn.ts'
 import { createCompactor } from './compactor.ts'
 import { planEagerCompaction } from './plan-eager-compaction.ts'
@@ -54,7 +55,7 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
   const compactor = createCompactor(deps)
   const machine = chatMachine.provide({
     actors: {
-      admitTurn: fromPromise(async ({ input }) => admitTurn(deps, compactor, input.facts, input.submission)),
+      admitTurn: fromPromise(async ({ input }) => admitTurn(deps, compactor, input.submission, input.closing)),
       compactHistory: fromPromise(async ({ input }) => compactForTurn(deps, compactor, input.admission, input.signal)),
       streamRun: fromPromise(async ({ input }) => executeRun(deps, input.admission, input.signal)),
       // A throw is retried by the machine, then left to the sweep (decision 020): the stream waits.
@@ -212,9 +213,9 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
       }
       return new Promise((resolve, reject) => {
         const actor = actorFor(submission.chatId)
-        // The ledger, not this node's memory, says whether the chat has a running run (decisions §4):
-        // read just before the event, which the actor handles at once (both synchronous).
-        const ledger = { runningRun: deps.store.runs.runningCustomerRun(submission.chatId), at: deps.now().toISOString() }
+        // The ledger, not this node's memory, says whether the chat has a running run (decisions §4),
+        // and what the rules read of it: read just before the event, which the actor handles at once.
+        const ledger = readSubmissionFacts(deps.store, submission, deps.now())
         actor.send({
           type: 'SUBMIT',
           submission,

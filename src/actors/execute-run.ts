@@ -8,7 +8,7 @@ import { recordVendorWarnings } from './record-vendor-warnings.ts'
 import { usageKnownSoFar } from '../domain/runs/run-outcome.ts'
 import { endOfStream, initialRunStream, step, type Step } from './run-stream/order-blocks.ts'
 import type { RunDeps } from './run-deps.ts'
-import type { PendingToolCall, RunResult } from '../domain/runs/run-outcome.ts'
+import type { PendingToolCall, RunOutcome } from '../domain/runs/run-outcome.ts'
 import type { Admission } from './turn-types.ts'
 
 export { mergeMetadata } from './run-stream/order-blocks.ts'
@@ -21,9 +21,9 @@ export const LEDGER_WRITE_FAILED = 'the run\'s output could not be written to th
  * ledger as it closes. The ordering of blocks is the pure reducer's (./run-stream/order-blocks.ts);
  * this is its I/O: it reads parts, carries out the effects in order and times the run. Never
  * throws: every ending, including a provider failure, a ledger write failure (`internal`) or a
- * cancel, is returned as a RunResult for settlement.
+ * cancel, is returned as a RunOutcome for settlement.
  */
-export async function executeRun(deps: RunDeps, admission: Admission, signal: AbortSignal): Promise<RunResult> {
+export async function executeRun(deps: RunDeps, admission: Admission, signal: AbortSignal): Promise<RunOutcome> {
   const { channel } = admission
   const started = Date.now()
   const vendorCall = newVendorCallRecord()
@@ -52,13 +52,14 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
         case 'persist': {
           const body = effect.body
           const part = { body, runId: admission.runId, userMetadata: admission.userMetadata, tokens: estimatePartTokens(body) }
+          let createdAt: string
           try {
-            await deps.store.writes.write(() => deps.store.parts.append(admission.chatId, [part]))
+            createdAt = await deps.store.writes.write(() => deps.store.parts.append(admission.chatId, [part])[0]!.created_at)
           } catch {
             ledgerFailed = true
             return
           }
-          if (body.type === 'tool_call') pending.push({ tool_name: body.tool_name, tool_use_id: body.tool_use_id })
+          if (body.type === 'tool_call') pending.push({ tool_name: body.tool_name, tool_use_id: body.tool_use_id, created_at: createdAt })
           break
         }
         default: {
@@ -69,7 +70,7 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
     }
   }
 
-  const result = async (status: RunResult['status'], error: RunResult['error'], streamOpened: boolean): Promise<RunResult> => {
+  const result = async (status: RunOutcome['status'], error: RunOutcome['error'], streamOpened: boolean): Promise<RunOutcome> => {
     if (!ledgerFailed) await apply(endOfStream(state))
     // Our failure, not the provider's (decisions §3): whatever the stream did, the run failed.
     if (ledgerFailed) {

@@ -1,10 +1,10 @@
-import type { RunResult } from '../domain/runs/run-outcome.ts'
+import type { RunOutcome } from '../domain/runs/run-outcome.ts'
 import type { Admission } from './turn-types.ts'
 import type { RunDeps } from './run-deps.ts'
 import { settleRun } from './settle-run.ts'
 
 /** The settlement alone: status, usage, cost and balance entry, group-committed with other turns' writes. */
-export function writeSettlement(deps: RunDeps, admission: Admission, result: RunResult): Promise<string | null> {
+export function writeSettlement(deps: RunDeps, admission: Admission, result: RunOutcome): Promise<string | null> {
   return deps.store.writes.write(() =>
     settleRun(deps, {
       runId: admission.runId,
@@ -29,7 +29,7 @@ export function writeSettlement(deps: RunDeps, admission: Admission, result: Run
  * A settlement that throws leaves the stream as it is: the chat machine tries it again, and when it
  * gives up the run is left to the sweep and its stream ended by `endUnsettled` (decision 020).
  */
-export function endStream(admission: Admission, result: RunResult, cost: string | null): void {
+export function endStream(admission: Admission, result: RunOutcome, cost: string | null): void {
   const { channel } = admission
   try {
     if (result.status === 'succeeded') {

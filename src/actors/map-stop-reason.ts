@@ -1,8 +1,8 @@
 import type { LanguageModelV3FinishReason } from '@ai-sdk/provider'
-import type { RunResult } from '../domain/runs/run-outcome.ts'
+import type { RunOutcome } from '../domain/runs/run-outcome.ts'
 
 /** The AI SDK's unified finish reason as the spec's StopReason. */
-export function mapStopReason(finish: LanguageModelV3FinishReason): NonNullable<RunResult['stopReason']> {
+export function mapStopReason(finish: LanguageModelV3FinishReason): NonNullable<RunOutcome['stopReason']> {
   switch (finish.unified) {
     case 'stop':
       return finish.raw === 'stop_sequence' ? 'stop_sequence' : 'end_turn'

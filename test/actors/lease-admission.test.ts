@@ -5,7 +5,7 @@ import { createChatActorHost, type ChatActorHost } from '../../src/actors/chat-a
 import { createContextHistory } from '../../src/actors/context-history.ts'
 import type { RunDeps } from '../../src/actors/run-deps.ts'
 import type { Admission } from '../../src/actors/turn-types.ts'
-import type { ChatFacts } from '../../src/actors/admit-turn.ts'
+import type { ChatFacts } from '../../src/domain/turns/decide-admission.ts'
 import { RunInProgressError } from '../../src/domain/errors.ts'
 import type { TurnRequest } from '../../src/domain/turns/submission.ts'
 import { prepareSubmission } from '../../src/http/prepare-submission.ts'
@@ -306,7 +306,8 @@ describe('the chat machine: the rule over the ledger’s view', () => {
     }
     reaps[0]!.d.resolve(facts)
     await vi.waitFor(() => expect(actor.getSnapshot().value).toEqual({ running: 'packing' }))
-    expect(admits[0]!.facts).toEqual(facts)
+    // Decided on the facts as the ledger has them after the reaping: the orphan's call closes `cancelled`.
+    expect(admits[0]!.closing).toMatchObject({ closures: [{ tool_use_id: 'call_x', tombstone: 'cancelled' }], closesCallsOf: 'orphan' })
     expect(actor.getSnapshot().context.orphan).toBeNull()
     expect(later).not.toHaveBeenCalled()
     actor.stop()

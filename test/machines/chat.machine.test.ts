@@ -19,9 +19,16 @@ import type { BlockToSummarise } from '../../src/domain/context/block-to-summari
 import { RunChannel, type RunFrame } from '../../src/actors/run-channel.ts'
 import type { CompactionJob } from '../../src/domain/context/compaction-job.ts'
 import type { Admission, Submission } from '../../src/actors/turn-types.ts'
-import type { RunResult } from '../../src/domain/runs/run-outcome.ts'
+import type { RunOutcome } from '../../src/domain/runs/run-outcome.ts'
 import { blockKey } from '../../src/domain/context/cut-blocks.ts'
-import { NotFoundError, RunInProgressError, UnknownToolUseIdError } from '../../src/domain/errors.ts'
+import {
+  IdempotencyKeyReusedError,
+  InsufficientBalanceError,
+  NotFoundError,
+  RetryNotAllowedError,
+  RunInProgressError,
+  UnknownToolUseIdError,
+} from '../../src/domain/errors.ts'
 import { ZERO_USAGE } from '../../src/domain/pricing/usage.ts'
 import type { PendingCall } from '../../src/domain/turns/close-pending-calls.ts'
 import type { ChatFacts } from '../../src/domain/turns/decide-admission.ts'
@@ -38,6 +45,7 @@ function deferred<T>() {
 }
 
 const CHAT_ID = '3f8e1c2a-0000-4000-8000-000000000001'
+const NOW_ISO = '2030-01-02T03:04:05.000Z'
 
 const submission = (text = 'hello'): Submission =>
   ({
@@ -107,7 +115,7 @@ const needing = (runId: string, blocks: number, elsewhere = 0): Admission => {
   }
 }
 
-const result = (status: RunResult['status'], pendingToolCalls: RunResult['pendingToolCalls'] = []): RunResult => ({
+const result = (status: RunOutcome['status'], pendingToolCalls: RunOutcome['pendingToolCalls'] = []): RunOutcome => ({
   status,
   stopReason: status === 'succeeded' ? (pendingToolCalls.length > 0 ? 'tool_use' : 'end_turn') : null,
   error: status === 'failed' ? { code: 'upstream_error', message: 'boom' } : null,
@@ -127,7 +135,7 @@ const result = (status: RunResult['status'], pendingToolCalls: RunResult['pendin
  */
 function harness(input: Partial<ChatInput> = {}, overrides: Parameters<typeof chatMachine.provide>[0] = {}) {
   const admits: { input: AdmitTurnInput; d: ReturnType<typeof deferred<Admission>> }[] = []
-  const streams: { input: StreamRunInput; d: ReturnType<typeof deferred<RunResult>> }[] = []
+  const streams: { input: StreamRunInput; d: ReturnType<typeof deferred<RunOutcome>> }[] = []
   /** `settle` ends settlement with no eager work unless the test names some. */
   const settles: {
     input: SettleRunInput
@@ -168,8 +176,8 @@ function harness(input: Partial<ChatInput> = {}, overrides: Parameters<typeof ch
         admits.push({ input, d })
         return d.promise
       }),
-      streamRun: fromPromise<RunResult, StreamRunInput>(({ input }) => {
-        const d = deferred<RunResult>()
+      streamRun: fromPromise<RunOutcome, StreamRunInput>(({ input }) => {
+        const d = deferred<RunOutcome>()
         streams.push({ input, d })
         return d.promise
       }),
@@ -257,7 +265,7 @@ describe('chat machine: ready', () => {
 })
 
 describe('chat machine: packing', () => {
-  it('idle → running.packing on SUBMIT, handing admitTurn the submission and what the chat knows', async () => {
+  it('idle → running.packing on SUBMIT, handing admitTurn the submission, with nothing to close', async () => {
     const latest = { id: 'run-0', status: 'failed' as const }
     const h = harness({ latestCustomerRun: latest })
     const s = submission('hi')
@@ -266,16 +274,19 @@ describe('chat machine: packing', () => {
     await h.at({ running: 'packing' })
     expect(h.admits).toHaveLength(1)
     expect(h.admits[0]!.input.submission).toBe(s)
-    expect(h.admits[0]!.input.facts).toEqual({ pendingCalls: [], latestCustomerRun: latest })
+    expect(h.admits[0]!.input.closing).toEqual({ closures: [], tombstones: [], closesCallsOf: null })
   })
 
-  it('awaitingToolResults → running.packing on SUBMIT, with the pending calls in the facts', async () => {
+  it('awaitingToolResults → running.packing on SUBMIT, handing admitTurn how the pending calls close', async () => {
     const calls = [pending('call_a')]
     const h = harness({ pendingCalls: calls, latestCustomerRun: { id: 'run-0', status: 'succeeded' } })
     h.submit()
     expect(h.state()).toEqual({ running: 'packing' })
     await vi.waitFor(() => expect(h.admits).toHaveLength(1))
-    expect(h.admits[0]!.input.facts.pendingCalls).toEqual(calls)
+    expect(h.admits[0]!.input.closing.closures).toEqual([{ tool_use_id: 'call_a', tool_name: 'lookup', tombstone: 'abandoned' }])
+    expect(h.admits[0]!.input.closing.closesCallsOf).toBe('run-0')
+    // Pending until the run is admitted: a refused admission closes nothing.
+    expect(h.context().pendingCalls).toEqual(calls)
   })
 
   it('packing → streaming when admitted: respond gets the admission, streamRun gets it with a live signal', async () => {
@@ -316,7 +327,7 @@ describe('chat machine: packing', () => {
     const h = harness({ pendingCalls: calls })
     const respond = h.submit()
     await h.at({ running: 'packing' })
-    const error = new UnknownToolUseIdError('no such call')
+    const error = new InsufficientBalanceError('the balance cannot pay', {})
     h.admits[0]!.d.reject(error)
     await h.at('awaitingToolResults')
     expect(respond).toHaveBeenCalledWith({ kind: 'rejected', error })
@@ -444,34 +455,32 @@ describe('chat machine: settling', () => {
   it('after a run with tool calls → awaitingToolResults with exactly those calls pending', async () => {
     const h = await streaming('run-1')
     const calls = [
-      { tool_name: 'weather', tool_use_id: 'call_1' },
-      { tool_name: 'clock', tool_use_id: 'call_2' },
+      { tool_name: 'weather', tool_use_id: 'call_1', created_at: '2030-01-02T03:04:06.000Z' },
+      { tool_name: 'clock', tool_use_id: 'call_2', created_at: '2030-01-02T03:04:07.000Z' },
     ]
     h.streams[0]!.d.resolve(result('succeeded', calls))
     await h.at({ running: 'settling' })
     h.settles[0]!.settle({ cost: '0' })
     await h.at('awaitingToolResults')
-    // Undated: when a call was made is its tool_call part's created_at, read by admission from the ledger.
+    // Dated as the run stream wrote their tool_call parts, as hydration dates them from the ledger.
     expect(h.context().pendingCalls).toEqual(calls.map((c) => ({ ...c, run_status: 'succeeded' })))
     expect(h.context().latestCustomerRun).toEqual({ id: 'run-1', status: 'succeeded' })
 
-    // The next submission is admitted with those calls as facts, to close them.
+    // The next submission closes them: answered or tombstoned.
     h.submit()
     await vi.waitFor(() => expect(h.admits).toHaveLength(2))
-    expect(h.admits[1]!.input.facts).toEqual({
-      pendingCalls: h.context().pendingCalls,
-      latestCustomerRun: { id: 'run-1', status: 'succeeded' },
-    })
+    expect(h.admits[1]!.input.closing.closures.map((c) => c.tool_use_id)).toEqual(['call_1', 'call_2'])
+    expect(h.admits[1]!.input.closing.closesCallsOf).toBe('run-1')
   })
 
   it('calls of a cancelled run stay pending with the run status, so the next turn can tombstone them cancelled', async () => {
     const h = await streaming('run-1')
     h.actor.send({ type: 'CANCEL', runId: 'run-1' })
-    h.streams[0]!.d.resolve(result('cancelled', [{ tool_name: 'weather', tool_use_id: 'call_1' }]))
+    h.streams[0]!.d.resolve(result('cancelled', [{ tool_name: 'weather', tool_use_id: 'call_1', created_at: NOW_ISO }]))
     await h.at({ running: 'settling' })
     h.settles[0]!.settle({ cost: '0' })
     await h.at('awaitingToolResults')
-    expect(h.context().pendingCalls).toEqual([{ tool_name: 'weather', tool_use_id: 'call_1', run_status: 'cancelled' }])
+    expect(h.context().pendingCalls).toEqual([{ tool_name: 'weather', tool_use_id: 'call_1', created_at: NOW_ISO, run_status: 'cancelled' }])
     expect(h.context().latestCustomerRun).toEqual({ id: 'run-1', status: 'cancelled' })
   })
 
@@ -644,7 +653,7 @@ describe('chat machine: compacting', () => {
     await h.at('idle')
     const respond = h.submit()
     await h.at({ running: 'packing' })
-    expect(h.admits[1]!.input.facts).toEqual({ pendingCalls: [], latestCustomerRun: { id: 'run-c', status: 'failed' } })
+    expect(h.admits[1]!.input.closing.closures).toEqual([])
     const next = admission('run-d')
     h.admits[1]!.d.resolve(next)
     await h.at({ running: { streaming: 'live' } })
@@ -902,7 +911,7 @@ describe('chat machine: a turn during eager compaction', () => {
 })
 
 /** A stopped run's result as streamRun returns it after the abort: some output streamed, usage estimated. */
-const stopped = (): RunResult => ({
+const stopped = (): RunOutcome => ({
   ...result('cancelled'),
   usage: { ...ZERO_USAGE, input_tokens: 120, output_tokens: 7 },
   usageLost: true,
@@ -1071,7 +1080,7 @@ describe('chat machine: settlement cannot be lost (decision 020)', () => {
     expect([1, 2, 3].map((n) => delay({ context: { settleAttempts: n } }))).toEqual([200, 800, 3_200])
 
     const h = await streaming('run-1')
-    const res = result('succeeded', [{ tool_name: 'weather', tool_use_id: 'call_1' }])
+    const res = result('succeeded', [{ tool_name: 'weather', tool_use_id: 'call_1', created_at: NOW_ISO }])
     h.streams[0]!.d.resolve(res)
     for (let i = 0; i <= SETTLE_RETRIES; i++) {
       await waitFor(h.actor, () => h.settles.length === i + 1, { timeout: 2_000 })
@@ -1129,7 +1138,8 @@ describe('chat machine: settlement cannot be lost (decision 020)', () => {
     h.reaps[0]!.d.resolve({ pendingCalls: closed, latestCustomerRun: { id: 'run-1', status: 'failed' } })
     await h.at({ running: 'packing' })
     expect(h.context().outstanding).toBeNull()
-    expect(h.admits[1]!.input.facts).toEqual({ pendingCalls: closed, latestCustomerRun: { id: 'run-1', status: 'failed' } })
+    // Decided again on the reaped facts: the failed run's call is tombstoned `cancelled`.
+    expect(h.admits[1]!.input.closing).toMatchObject({ closures: [{ tool_use_id: 'call_1', tombstone: 'cancelled' }], closesCallsOf: 'run-1' })
     h.admits[1]!.d.resolve(admission('run-2'))
     await h.at({ running: { streaming: 'live' } })
     expect(admitted).toHaveBeenCalledWith({ kind: 'admitted', admission: expect.objectContaining({ runId: 'run-2' }) })
@@ -1245,35 +1255,29 @@ describe('chat machine: the rules of decisions §4 it holds, by name', () => {
     expect(harness({ pendingCalls: [] }, { guards: { awaitsToolResults: () => true } }).state()).toBe('awaitingToolResults')
   })
 
-  it('closePendingCalls is what empties the pending calls on admission: without it they stay', async () => {
+  it('closePendingCalls is what decides how the pending calls close: without it admission is told of none', async () => {
     const calls = [pending('c1')]
     const closing = vi.fn()
     const h = harness({ pendingCalls: calls }, { actions: { closePendingCalls: closing } })
     h.submit()
     await h.at({ running: 'packing' })
-    h.admits[0]!.d.resolve(admission('run-1'))
-    await h.at({ running: { streaming: 'live' } })
     expect(closing).toHaveBeenCalledTimes(1)
-    expect(h.context().pendingCalls).toEqual(calls)
+    expect(h.admits[0]!.input.closing.closures).toEqual([])
   })
 
-  it('holdCallsOfEndedRun makes the ended run\'s calls pending, undated, with its status; a run without calls leaves none', async () => {
+  it('holdCallsOfEndedRun makes the ended run\'s calls pending, dated, with its status; a run without calls leaves none', async () => {
     const h = await streaming('run-1', { pendingCalls: [pending('old')] })
     expect(h.context().pendingCalls).toEqual([])
-    h.streams[0]!.d.resolve(result('failed', [{ tool_name: 'lookup', tool_use_id: 'c9' }]))
+    h.streams[0]!.d.resolve(result('failed', [{ tool_name: 'lookup', tool_use_id: 'c9', created_at: NOW_ISO }]))
     await h.at({ running: 'settling' })
     h.settles[0]!.settle()
     await h.at('awaitingToolResults')
-    expect(h.context().pendingCalls).toEqual([{ tool_name: 'lookup', tool_use_id: 'c9', run_status: 'failed' }])
-    expect(h.context().pendingCalls[0]).not.toHaveProperty('created_at')
+    expect(h.context().pendingCalls).toEqual([{ tool_name: 'lookup', tool_use_id: 'c9', created_at: NOW_ISO, run_status: 'failed' }])
 
-    // The next turn closes them and ends without calls: idle again.
+    // The next turn closes them (a failed run's call: tombstoned `cancelled`) and ends without calls: idle again.
     h.submit()
     await h.at({ running: 'packing' })
-    expect(h.admits[1]!.input.facts).toEqual({
-      pendingCalls: [{ tool_name: 'lookup', tool_use_id: 'c9', run_status: 'failed' }],
-      latestCustomerRun: { id: 'run-1', status: 'failed' },
-    })
+    expect(h.admits[1]!.input.closing).toMatchObject({ closures: [{ tool_use_id: 'c9', tombstone: 'cancelled' }], closesCallsOf: 'run-1' })
     h.admits[1]!.d.resolve(admission('run-2'))
     await h.at({ running: { streaming: 'live' } })
     h.streams[1]!.d.resolve(result('succeeded'))
@@ -1283,16 +1287,17 @@ describe('chat machine: the rules of decisions §4 it holds, by name', () => {
     expect(h.context().pendingCalls).toEqual([])
   })
 
-  it('without holdCallsOfEndedRun a run\'s calls are not held: the chat rests idle', async () => {
+  it('without holdCallsOfEndedRun a run\'s calls are not held: none is pending after it', async () => {
     const h = harness({}, { actions: { holdCallsOfEndedRun: () => {} } })
     h.submit()
     await h.at({ running: 'packing' })
     h.admits[0]!.d.resolve(admission('run-1'))
     await h.at({ running: { streaming: 'live' } })
-    h.streams[0]!.d.resolve(result('succeeded', [{ tool_name: 'lookup', tool_use_id: 'c1' }]))
+    h.streams[0]!.d.resolve(result('succeeded', [{ tool_name: 'lookup', tool_use_id: 'c1', created_at: NOW_ISO }]))
     await h.at({ running: 'settling' })
     h.settles[0]!.settle()
-    await h.at('idle')
+    await h.at('awaitingToolResults')
+    expect(h.context().pendingCalls).toEqual([])
     expect(h.context().latestCustomerRun).toEqual({ id: 'run-1', status: 'succeeded' })
   })
 })
@@ -1333,5 +1338,150 @@ describe('chat machine: one clock, the service\'s (input.now)', () => {
     const h = harness()
     const before = Date.now()
     expect(h.context().now().getTime()).toBeGreaterThanOrEqual(before)
+  })
+})
+
+describe('chat machine: the rules of a submission (decisions §4), as named guards', () => {
+  /** A submission answering `answers` and retrying `retryOf`, with what the ledger said of it. */
+  const send = (
+    h: ReturnType<typeof harness>,
+    { answers = [], retryOf = null, retried = null, keyUsedBy = null }: { answers?: string[]; retryOf?: string | null; retried?: { id: string; chatId: string } | null; keyUsedBy?: string | null },
+  ) => {
+    const s = submission()
+    const input = answers.map((id) => ({ body: { type: 'tool_result', tool_use_id: id, text: 'ok' }, media: [], tokens: 1 }))
+    const sub = { ...s, request: { ...s.request, retry_of: retryOf }, input: retryOf ? [] : [...s.input, ...input] } as unknown as Submission
+    const respond = vi.fn<(outcome: SubmitOutcome) => void>()
+    h.actor.send({ type: 'SUBMIT', submission: sub, respond, ledger: { runningRun: null, at: NOW_ISO, retried, keyUsedBy } })
+    return respond
+  }
+  const refusal = (respond: ReturnType<typeof send>) => {
+    expect(respond).toHaveBeenCalledTimes(1)
+    const outcome = respond.mock.calls[0]![0]
+    if (outcome.kind !== 'rejected') throw new Error(`expected a refusal, got ${outcome.kind}`)
+    return outcome.error as { code: string; details?: unknown }
+  }
+  const failed = { id: 'run-9', status: 'failed' as const }
+
+  it('retriesMissingRun: retry_of naming no run of the organisation is 404; nothing is admitted, the chat stays at rest', () => {
+    const h = harness({ latestCustomerRun: failed })
+    const error = refusal(send(h, { retryOf: 'run-x' }))
+    expect(error).toBeInstanceOf(NotFoundError)
+    expect(h.state()).toBe('idle')
+    expect(h.admits).toHaveLength(0)
+    expect(h.context().queued).toBeNull()
+  })
+
+  it('isRetryOfLatestFailedRun: the latest failed customer run of the chat is retried; any other is 409 retry_not_allowed', async () => {
+    const h = harness({ latestCustomerRun: failed })
+    expect(refusal(send(h, { retryOf: 'run-1', retried: { id: 'run-1', chatId: CHAT_ID } }))).toBeInstanceOf(RetryNotAllowedError)
+    expect(refusal(send(h, { retryOf: 'run-9', retried: { id: 'run-9', chatId: 'another-chat' } }))).toMatchObject({
+      code: 'retry_not_allowed',
+      details: { run_id: 'run-9', latest_run_id: 'run-9', latest_status: 'failed' },
+    })
+    expect(h.state()).toBe('idle')
+    const admitted = send(h, { retryOf: 'run-9', retried: { id: 'run-9', chatId: CHAT_ID } })
+    expect(h.state()).toEqual({ running: 'packing' })
+    await vi.waitFor(() => expect(h.admits).toHaveLength(1))
+    expect(h.admits[0]!.input.submission.request.retry_of).toBe('run-9')
+    expect(admitted).not.toHaveBeenCalled()
+
+    // The latest run succeeded: no retry, whatever the ledger says of the run named.
+    const g = harness({ latestCustomerRun: { id: 'run-9', status: 'succeeded' } })
+    expect(refusal(send(g, { retryOf: 'run-9', retried: { id: 'run-9', chatId: CHAT_ID } }))).toBeInstanceOf(RetryNotAllowedError)
+    // The guard decides: provided otherwise, the machine admits it.
+    const k = harness({ latestCustomerRun: { id: 'run-9', status: 'succeeded' } }, { guards: { isRetryOfLatestFailedRun: () => true } })
+    send(k, { retryOf: 'run-9', retried: { id: 'run-9', chatId: CHAT_ID } })
+    expect(k.state()).toEqual({ running: 'packing' })
+  })
+
+  it('a retry of an orphan is decided after the reaping, on what the ledger then says: the orphan failed, so it may be retried', async () => {
+    const orphan = { id: 'run-o', leaseOwner: 'node-a', leaseExpiresAt: '2030-01-01T00:00:00.000Z' }
+    const h = harness({ outstanding: orphan, latestCustomerRun: { id: 'run-o', status: 'running' } })
+    const respond = vi.fn<(outcome: SubmitOutcome) => void>()
+    const s = { ...submission(), request: { model: 'sandbox/echo', input: [], retry_of: 'run-o' }, input: [] } as unknown as Submission
+    h.actor.send({ type: 'SUBMIT', submission: s, respond, ledger: { runningRun: orphan, at: NOW_ISO, retried: { id: 'run-o', chatId: CHAT_ID }, keyUsedBy: null } })
+    expect(h.state()).toEqual({ running: 'reaping' })
+    h.reaps[0]!.d.resolve({ pendingCalls: [], latestCustomerRun: { id: 'run-o', status: 'failed' } })
+    await h.at({ running: 'packing' })
+    expect(h.admits[0]!.input.submission).toBe(s)
+    expect(respond).not.toHaveBeenCalled()
+  })
+
+  it('reusesIdempotencyKey: a key used within 24 h is 409 naming the first run, whatever its outcome', () => {
+    const h = harness()
+    const error = refusal(send(h, { keyUsedBy: 'run-first' }))
+    expect(error).toBeInstanceOf(IdempotencyKeyReusedError)
+    expect(error.details).toEqual({ run_id: 'run-first' })
+    expect(h.state()).toBe('idle')
+    expect(h.admits).toHaveLength(0)
+    const k = harness({}, { guards: { reusesIdempotencyKey: () => false } })
+    send(k, { keyUsedBy: 'run-first' })
+    expect(k.state()).toEqual({ running: 'packing' })
+  })
+
+  it('answersOnlyPendingCalls: a tool_result for an id not pending is 422 naming it and the pending ones; the calls stay pending', () => {
+    const idle = harness()
+    expect(refusal(send(idle, { answers: ['call_z'] }))).toMatchObject({ code: 'unknown_tool_use_id', details: { tool_use_ids: ['call_z'], pending: [] } })
+    expect(idle.state()).toBe('idle')
+
+    const calls = [pending('call_a'), pending('call_b')]
+    const h = harness({ pendingCalls: calls, latestCustomerRun: { id: 'run-0', status: 'succeeded' } })
+    const error = refusal(send(h, { answers: ['call_a', 'call_z'] }))
+    expect(error).toBeInstanceOf(UnknownToolUseIdError)
+    expect(error.details).toEqual({ tool_use_ids: ['call_z'], pending: ['call_a', 'call_b'] })
+    expect(h.state()).toBe('awaitingToolResults')
+    expect(h.context().pendingCalls).toEqual(calls)
+    expect(h.admits).toHaveLength(0)
+  })
+
+  it('the rules are checked in order: retry, then the key, then the tool ids', () => {
+    const h = harness({ pendingCalls: [pending('call_a')] })
+    expect(refusal(send(h, { retryOf: 'run-x', keyUsedBy: 'run-k' }))).toBeInstanceOf(NotFoundError)
+    expect(refusal(send(h, { answers: ['call_z'], keyUsedBy: 'run-k' }))).toBeInstanceOf(IdempotencyKeyReusedError)
+    expect(refusal(send(h, { answers: ['call_z'] }))).toBeInstanceOf(UnknownToolUseIdError)
+  })
+
+  it('closePendingCalls: answered calls close by result; the others get tombstones, expired past 24 h by the service clock, cancelled for a failed or cancelled run, abandoned otherwise', async () => {
+    const now = new Date('2030-01-03T00:00:00.000Z')
+    const calls = [
+      pending('answered'),
+      pending('old', { created_at: '2030-01-01T23:59:59.000Z' }),
+      pending('fresh', { created_at: '2030-01-02T12:00:00.000Z' }),
+    ]
+    const h = harness({ pendingCalls: calls, latestCustomerRun: { id: 'run-0', status: 'succeeded' }, now: () => now })
+    send(h, { answers: ['answered'] })
+    await vi.waitFor(() => expect(h.admits).toHaveLength(1))
+    const { closing } = h.admits[0]!.input
+    expect(closing.closures).toEqual([
+      { tool_use_id: 'answered', tool_name: 'lookup', tombstone: null },
+      { tool_use_id: 'old', tool_name: 'lookup', tombstone: 'expired' },
+      { tool_use_id: 'fresh', tool_name: 'lookup', tombstone: 'abandoned' },
+    ])
+    expect(closing.tombstones.map((t) => [t.tool_use_id, t.tombstone_reason, t.is_error])).toEqual([
+      ['old', 'expired', true],
+      ['fresh', 'abandoned', true],
+    ])
+    expect(closing.closesCallsOf).toBe('run-0')
+
+    const c = harness({ pendingCalls: [pending('c1', { run_status: 'cancelled', created_at: '2030-01-02T12:00:00.000Z' })], now: () => now })
+    send(c, {})
+    await vi.waitFor(() => expect(c.admits).toHaveLength(1))
+    expect(c.admits[0]!.input.closing.closures).toEqual([{ tool_use_id: 'c1', tool_name: 'lookup', tombstone: 'cancelled' }])
+  })
+
+  it('startRun: the calls close once the run is admitted; a refused admission (402) leaves them pending for the next submission', async () => {
+    const calls = [pending('call_a')]
+    const h = harness({ pendingCalls: calls })
+    send(h, {})
+    await vi.waitFor(() => expect(h.admits).toHaveLength(1))
+    expect(h.context().pendingCalls).toEqual(calls)
+    h.admits[0]!.d.reject(new InsufficientBalanceError('the balance cannot pay', {}))
+    await h.at('awaitingToolResults')
+    expect(h.context().pendingCalls).toEqual(calls)
+    send(h, {})
+    await vi.waitFor(() => expect(h.admits).toHaveLength(2))
+    h.admits[1]!.d.resolve(admission('run-2'))
+    await h.at({ running: { streaming: 'live' } })
+    expect(h.context().pendingCalls).toEqual([])
   })
 })

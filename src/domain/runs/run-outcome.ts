@@ -1,7 +1,8 @@
 import type { Usage } from '../pricing/usage.ts'
 import { estimateTokens } from '../tokens/estimate-tokens.ts'
 
-export type PendingToolCall = { tool_name: string; tool_use_id: string }
+/** A tool call the run wrote, dated as its tool_call part is in the ledger (the 24 h rule reads it, decisions §4). */
+export type PendingToolCall = { tool_name: string; tool_use_id: string; created_at: string }
 
 export type StopReason = 'end_turn' | 'max_tokens' | 'tool_use' | 'stop_sequence' | 'refusal'
 
@@ -30,9 +31,6 @@ export type RunOutcome = {
   /** HTTP requests sent to the vendor, retries included; 0 when the vendor library refused the call locally or nobody knows. */
   vendorRequests: number
 }
-
-/** The chat machine's name for a run's outcome. */
-export type RunResult = RunOutcome
 
 /**
  * The usage known so far, for a run whose provider reported none (a failure, a cancel, a run the

@@ -24,28 +24,28 @@ export type RunStatus = 'running' | 'succeeded' | 'failed' | 'cancelled'
 export type LatestRun = { id: string; status: RunStatus }
 
 /**
- * A tool call the chat actor holds open. Its `created_at` is the ledger's (its tool_call part's) when
- * the actor was hydrated, and absent when the actor saw the run end: admission never dates a call from
- * memory but reads the ledger's part again, so the 24 h rule does not depend on eviction.
+ * What the chat actor knows of its chat when a submission arrives. Each pending call carries its
+ * tool_call part's `created_at` as the ledger has it, whether the actor saw the run end (the run
+ * stream keeps the row's date) or was hydrated, so the 24 h rule does not depend on eviction.
  */
-export type OpenCall = Omit<PendingCall, 'created_at'> & { created_at?: string }
-
-/** What the chat actor knows of its chat when a submission arrives. */
 export type ChatFacts = {
-  pendingCalls: OpenCall[]
+  pendingCalls: PendingCall[]
   latestCustomerRun: LatestRun | null
 }
 
-/** The facts a submission is decided on: the actor's, and what admission read from the ledger for it. */
-export type AdmissionFacts = {
-  latestCustomerRun: LatestRun | null
-  /** The chat's pending calls, each dated by its tool_call part in the ledger. */
-  pendingCalls: PendingCall[]
-  /** The run `retry_of` names, as the ledger has it for the organisation (null: none); unread without retry_of. */
-  retried: { id: string; chatId: string; status: RunStatus } | null
+/**
+ * What the ledger says of a submission beyond the chat: read by the actor host just before it hands
+ * the submission to the chat's actor (src/actors/read-submission-facts.ts).
+ */
+export type LedgerFacts = {
+  /** The run `retry_of` names, if the organisation has it (null: none, or no retry_of). */
+  retried: { id: string; chatId: string } | null
   /** The run that used the submission's idempotency key within its 24 h (null: none, or no key). */
   keyUsedBy: string | null
 }
+
+/** The facts a submission is decided on: the chat actor's and the ledger's. */
+export type AdmissionFacts = ChatFacts & LedgerFacts
 
 /** The part of a submission the rules look at (src/actors/turn-types.ts Submission is one). */
 export type SubmissionForAdmission = {
@@ -66,22 +66,22 @@ export type Decision<T> = { value: T; warnings: TranslationWarning[] }
 export type TombstoneBody = Extract<PartBody, { type: 'tool_result' }>
 
 export type AdmissionVerdict =
-  | {
-      kind: 'admit'
-      /** Every pending call, closed by the submission's result or by a tombstone. */
-      closures: Closure[]
-      /** The tombstones to write before the new input, in the order of the pending calls. */
-      tombstones: TombstoneBody[]
-      /** The run whose calls this submission closes (its calls stay packed with their results), if any. */
-      closesCallsOf: string | null
-      retryOf: string | null
-    }
+  | ({ kind: 'admit'; retryOf: string | null } & CallClosing)
   | { kind: 'reject'; rejection: AdmissionRejection }
 
-/** decisions §4 Retry: `retry_of` must name the latest failed customer run of this chat. */
+/**
+ * decisions §4 Retry: `retry_of` must name the latest failed customer run of this chat. The run's
+ * status is the chat's latest (the actor's, current after an orphan was reaped), not the one read
+ * before the submission reached the actor.
+ */
 export function isRetryOfLatestFailedRun(facts: Pick<AdmissionFacts, 'latestCustomerRun' | 'retried'>, chatId: string): boolean {
   const { retried, latestCustomerRun: latest } = facts
-  return retried !== null && retried.chatId === chatId && latest?.id === retried.id && retried.status === 'failed'
+  return retried !== null && retried.chatId === chatId && latest?.id === retried.id && latest.status === 'failed'
+}
+
+/** decisions §4 Retry: `retry_of` names no run of the organisation (404, not 409). */
+export function retriesMissingRun(facts: Pick<AdmissionFacts, 'retried'>, submission: Pick<SubmissionForAdmission, 'request'>): boolean {
+  return (submission.request.retry_of ?? null) !== null && facts.retried === null
 }
 
 /** decisions §4 Idempotency: a key used within 24 h names the first run, whatever its outcome. */
@@ -95,11 +95,11 @@ export function answeredIds(submission: Pick<SubmissionForAdmission, 'input'>): 
 }
 
 /** decisions §4: a `tool_result` for an id that is not pending in this chat is refused (422). */
-export function answersOnlyPendingCalls(pending: readonly Pick<OpenCall, 'tool_use_id'>[], answered: readonly string[]): boolean {
+export function answersOnlyPendingCalls(pending: readonly Pick<PendingCall, 'tool_use_id'>[], answered: readonly string[]): boolean {
   return unknownToolUseIds(pending, answered).length === 0
 }
 
-export function unknownToolUseIds(pending: readonly Pick<OpenCall, 'tool_use_id'>[], answered: readonly string[]): string[] {
+export function unknownToolUseIds(pending: readonly Pick<PendingCall, 'tool_use_id'>[], answered: readonly string[]): string[] {
   const ids = new Set(pending.map((c) => c.tool_use_id))
   return answered.filter((id) => !ids.has(id))
 }
@@ -121,10 +121,9 @@ export function tombstoneUnanswered(closures: readonly Closure[]): TombstoneBody
 export function decideAdmission(facts: AdmissionFacts, submission: SubmissionForAdmission, now: Date): Decision<AdmissionVerdict> {
   const reject = (rejection: AdmissionRejection): Decision<AdmissionVerdict> => ({ value: { kind: 'reject', rejection }, warnings: [] })
   const retryOf = submission.request.retry_of ?? null
+  if (retriesMissingRun(facts, submission)) return reject({ rule: 'retry_of_not_found', retryOf: retryOf! })
   if (retryOf !== null && !isRetryOfLatestFailedRun(facts, submission.chatId)) {
-    return reject(
-      facts.retried === null ? { rule: 'retry_of_not_found', retryOf } : { rule: 'retry_not_allowed', retryOf, latest: facts.latestCustomerRun },
-    )
+    return reject({ rule: 'retry_not_allowed', retryOf, latest: facts.latestCustomerRun })
   }
   if (!keyIsUnused(facts)) return reject({ rule: 'idempotency_key_reused', runId: facts.keyUsedBy! })
   const answered = answeredIds(submission)
@@ -135,17 +134,30 @@ export function decideAdmission(facts: AdmissionFacts, submission: SubmissionFor
       pendingIds: facts.pendingCalls.map((c) => c.tool_use_id),
     })
   }
-  const { closures } = closePendingCalls(facts.pendingCalls, answered, now)
-  return {
-    value: {
-      kind: 'admit',
-      closures,
-      tombstones: tombstoneUnanswered(closures),
-      closesCallsOf: closures.length > 0 ? (facts.latestCustomerRun?.id ?? null) : null,
-      retryOf,
-    },
-    warnings: [],
-  }
+  return { value: { kind: 'admit', ...closeCalls(facts, submission, now), retryOf }, warnings: [] }
+}
+
+/** How an admitted submission closes the chat's pending calls (decisions §4). */
+export type CallClosing = {
+  /** Every pending call, closed by the submission's result or by a tombstone. */
+  closures: Closure[]
+  /** The tombstones to write before the new input, in the order of the pending calls. */
+  tombstones: TombstoneBody[]
+  /** The run whose calls this submission closes (its calls stay packed with their results), if any. */
+  closesCallsOf: string | null
+}
+
+/** No call was pending: nothing to close. */
+export const NOTHING_TO_CLOSE: CallClosing = { closures: [], tombstones: [], closesCallsOf: null }
+
+/**
+ * decisions §4: every pending call is closed, by the submission's tool_result or by a tombstone
+ * (`expired` past 24 h by `now`, `cancelled` for a cancelled or failed run's call, `abandoned` otherwise).
+ */
+export function closeCalls(facts: ChatFacts, submission: Pick<SubmissionForAdmission, 'input'>, now: Date): CallClosing {
+  if (facts.pendingCalls.length === 0) return NOTHING_TO_CLOSE
+  const { closures } = closePendingCalls(facts.pendingCalls, answeredIds(submission), now)
+  return { closures, tombstones: tombstoneUnanswered(closures), closesCallsOf: facts.latestCustomerRun?.id ?? null }
 }
 
 export type BudgetFacts = {
