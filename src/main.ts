@@ -27,6 +27,7 @@ const catalogue = createCatalogueService(
   loaded,
   activeProviders(process.env, settings.sandbox),
   (since) => store.providerCalls.statsSince(since),
+  store.now,
 )
 const stopStats = catalogue.start()
 store.providerCalls.onRecord(() => catalogue.noteCall())

@@ -30,6 +30,8 @@ export function createCatalogueService(
   loaded: LoadedCatalogue,
   activeProviders: Set<string>,
   statsSince: (sinceIso: string) => Map<string, ModelStats>,
+  /** The service's clock (store.now): the 24 h window ends at its now, as the calls' own dates do. */
+  clock: () => Date = () => new Date(),
 ): CatalogueService {
   const active = loaded.entries.filter((entry) => activeProviders.has(entry.provider))
   let current: CatalogueEntry[] = active.map((e) => ({ ...e, avg_time_to_first_token_ms: null, uptime: null }))
@@ -40,7 +42,7 @@ export function createCatalogueService(
     list: () => current,
     findByName: (name) => byName.get(name),
     pricesAsOf: loaded.pricesAsOf,
-    refreshStats(now = new Date()) {
+    refreshStats(now = clock()) {
       const stats = statsSince(new Date(now.getTime() - STATS_WINDOW_MS).toISOString())
       current = active.map((entry) => {
         const s = stats.get(entry.id)

@@ -154,6 +154,14 @@ describe('createCatalogueService', () => {
     expect(windows).toHaveLength(4)
   })
 
+  it('the 24 h window ends at the service clock given, not the wall clock (issue 12: one clock)', () => {
+    const windows: string[] = []
+    const serviceNow = new Date('2031-06-01T12:00:00.000Z')
+    const service = createCatalogueService(loaded, new Set(['sandbox']), (since) => (windows.push(since), new Map()), () => serviceNow)
+    service.refreshStats()
+    expect(windows).toEqual([new Date(serviceNow.getTime() - 24 * HOUR).toISOString()])
+  })
+
   it('includes a call settled here within a second, one refresh for a burst of calls', () => {
     vi.useFakeTimers({ now: NOW })
     const service = serviceOver(['sandbox'])
