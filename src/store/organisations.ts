@@ -17,6 +17,7 @@ export function createOrganisationStore(db: Db, clock: Clock = wallClock) {
   const bySlug = db.prepare<[string], Organisation>('SELECT * FROM organisations WHERE slug = ?')
   const setMarkup = db.prepare<[string, string]>('UPDATE organisations SET markup_percent = ? WHERE id = ?')
   const count = db.prepare<[], { n: number }>('SELECT count(*) AS n FROM organisations')
+  const all = db.prepare<[], Organisation>('SELECT * FROM organisations ORDER BY created_at, rowid')
 
   return {
     create(name: string, slug: string): Organisation {
@@ -31,5 +32,6 @@ export function createOrganisationStore(db: Db, clock: Clock = wallClock) {
       return byId.get(id)
     },
     count: () => count.get()!.n,
+    list: () => all.all(),
   }
 }

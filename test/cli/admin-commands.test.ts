@@ -1,6 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { AdminError, runAdminCommand } from '../../src/cli/admin-commands.ts'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { AdminError, adminHelp, runAdminCommand } from '../../src/cli/admin-commands.ts'
+import { runAdmin } from '../e2e/server-process.ts'
 import { countRows, expectError } from '../helpers/http.ts'
 import { createTestApp, type TestContext } from '../helpers/test-app.ts'
 
@@ -190,4 +194,104 @@ describe('command line', () => {
     fails(['org', 'create', '--name', 'A', 'stray-positional'])
     expect(countRows(ctx.store, 'organisations')).toBe(0)
   })
+})
+
+describe('org list and org show', () => {
+  it('org list prints every organisation with its balance, oldest first', () => {
+    expect(run('org', 'list')).toEqual({ data: [] })
+    const acme = newOrg('acme')
+    run('balance', 'add', '--org', acme.id, '--amount', '2.50')
+    const beta = newOrg('beta')
+    const listed = run('org', 'list') as { data: Record<string, unknown>[] }
+    expect(listed.data.map((o) => o.id)).toEqual([acme.id, beta.id])
+    expect(listed.data[0]).toMatchObject({ id: acme.id, name: 'Acme Corp', slug: 'acme', markup_percent: null, balance: '2.50' })
+    expect(listed.data[0]!.created_at).toMatch(ISO)
+    expect(listed.data[1]).toMatchObject({ slug: 'beta', balance: '0.00' })
+  })
+
+  it('org show takes the id or the slug, as the argument or as --org', () => {
+    const acme = newOrg('acme')
+    const byId = run('org', 'show', acme.id)
+    expect(byId).toMatchObject({ id: acme.id, slug: 'acme', balance: '0.00' })
+    expect(run('org', 'show', 'acme')).toEqual(byId)
+    expect(run('org', 'show', '--org', 'acme')).toEqual(byId)
+  })
+
+  it('org show refuses an unknown organisation, none, or two', () => {
+    newOrg('acme')
+    fails(['org', 'show', 'nope'], /no organisation with id or slug "nope"/)
+    fails(['org', 'show'], /--org is required/)
+    fails(['org', 'show', 'acme', '--org', 'acme'], /once/)
+    fails(['org', 'show', 'acme', 'extra'], /unexpected argument "extra"/)
+  })
+})
+
+describe('slugs wherever an organisation id goes', () => {
+  it('--org takes the slug in set-markup, key create, balance add and session create', async () => {
+    const acme = newOrg('acme')
+    expect(run('org', 'set-markup', '--org', 'acme', '--percent', '5')).toMatchObject({ id: acme.id, markup_percent: '5' })
+    const key = run('key', 'create', '--org', 'acme') as { key: string }
+    expect(ctx.store.apiKeys.authenticate(key.key)?.orgId).toBe(acme.id)
+    run('balance', 'add', '--org', 'acme', '--amount', '1.25')
+    expect(ctx.store.balance.balanceOf(acme.id)).toBe('1.25')
+    expect(run('session', 'create', '--org', 'acme')).toHaveProperty('token')
+    fails(['key', 'create', '--org', 'no-such-slug'], /no organisation with id or slug "no-such-slug"/)
+  })
+})
+
+describe('help', () => {
+  const EVERY_COMMAND: Record<string, string[]> = {
+    'org create': ['--name', '--slug'],
+    'org list': [],
+    'org show': ['--org'],
+    'org set-markup': ['--org', '--percent'],
+    'key create': ['--org', '--name'],
+    'key revoke': ['--id'],
+    'balance add': ['--org', '--amount', '--type'],
+    'session create': ['--org'],
+    'update publish': ['--kind', '--title', '--body', '--important', '--version'],
+  }
+
+  it('help, --help and -h give the same text: every command with every flag', () => {
+    const text = adminHelp(['help'])!
+    expect(adminHelp(['--help'])).toBe(text)
+    expect(adminHelp(['-h'])).toBe(text)
+    for (const [command, flags] of Object.entries(EVERY_COMMAND)) {
+      const line = text.split('\n').find((l) => l.startsWith(`  ${command}`))
+      expect(line, command).toBeDefined()
+      for (const flag of flags) expect(line, `${command} ${flag}`).toContain(flag)
+    }
+    expect(text).toMatch(/^ {2}help$/m)
+  })
+
+  it('<command> --help shows that command alone; no help asked, none given', () => {
+    const one = adminHelp(['balance', 'add', '--help'])!
+    expect(one).toMatch(/^usage: npm run -s admin -- balance add --org <id\|slug> --amount <usd>/)
+    expect(one).not.toContain('org create')
+    expect(adminHelp(['org', 'list'])).toBeNull()
+    expect(adminHelp([])).toBeNull()
+  })
+
+  it('an unknown command names itself and shows the usage', () => {
+    fails(['frobnicate'], /unknown command "frobnicate"\nusage:/)
+  })
+})
+
+describe('the admin process', () => {
+  it('help, --help and -h exit 0 with the usage on stdout; an unknown command exits 1 on stderr', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'parley-admin-'))
+    try {
+      for (const word of ['help', '--help', '-h']) {
+        const result = await runAdmin(dataDir, [word])
+        expect(result, word).toMatchObject({ code: 0, stderr: '' })
+        expect(result.stdout).toContain('org list')
+      }
+      const unknown = await runAdmin(dataDir, ['frobnicate'])
+      expect(unknown.code).toBe(1)
+      expect(unknown.stdout).toBe('')
+      expect(unknown.stderr).toMatch(/^admin: unknown command "frobnicate"/)
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  }, 60_000)
 })
