@@ -38,7 +38,7 @@ export function endStream(admission: Admission, result: RunOutcome, cost: string
         cost,
         cost_currency: 'USD',
         model_served: result.modelServed,
-        pending_tool_calls: result.pendingToolCalls,
+        pending_tool_calls: result.pendingToolCalls.map(({ tool_name, tool_use_id }) => ({ tool_name, tool_use_id })),
         provider_response_id: result.providerResponseId,
         server_tools: null,
         stop_reason: result.stopReason,
