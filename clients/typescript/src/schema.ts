@@ -936,7 +936,7 @@ export interface components {
                 hint?: string | null;
             };
         };
-        /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+        /** @description No such resource; one of another organisation looks missing too. */
         NotFoundError: {
             error: {
                 /** @enum {string} */
@@ -2056,7 +2056,7 @@ export interface operations {
                     "application/json": components["schemas"]["Catalogue"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2094,7 +2094,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description text/markdown table of models, attachments and pricing conditions */
+            /** @description A markdown table of models, attachments and pricing conditions */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2103,13 +2103,13 @@ export interface operations {
                     "text/markdown": string;
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/markdown": components["schemas"]["NotFoundError"];
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
             /** @description A fault of the server; nothing was changed by a rejected write. */
@@ -2118,7 +2118,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/markdown": components["schemas"]["InternalError"];
+                    "application/json": components["schemas"]["InternalError"];
                 };
             };
             /** @description The server (or its database primary) cannot take the request now; try again shortly. */
@@ -2127,7 +2127,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/markdown": components["schemas"]["UnavailableError"];
+                    "application/json": components["schemas"]["UnavailableError"];
                 };
             };
         };
@@ -2153,7 +2153,7 @@ export interface operations {
                     "application/json": components["schemas"]["CatalogueModelResponse"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2406,7 +2406,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2497,7 +2497,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2598,7 +2598,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2838,7 +2838,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2949,7 +2949,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3061,7 +3061,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3164,7 +3164,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3266,7 +3266,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3368,7 +3368,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3471,7 +3471,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3598,7 +3598,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3710,7 +3710,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3813,7 +3813,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3915,7 +3915,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4017,7 +4017,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4120,7 +4120,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4233,7 +4233,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4345,7 +4345,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4448,7 +4448,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4550,7 +4550,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4652,7 +4652,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4755,7 +4755,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4870,7 +4870,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4983,7 +4983,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5087,7 +5087,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5189,7 +5189,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5291,7 +5291,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5391,7 +5391,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5491,7 +5491,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5594,7 +5594,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5698,7 +5698,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5904,7 +5904,7 @@ export interface operations {
                     "application/json": components["schemas"]["InsufficientBalanceError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6024,7 +6024,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6117,7 +6117,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description Nothing of this id in your organisation (another organisation's ids look missing too). */
+            /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
                     [name: string]: unknown;
