@@ -1,5 +1,3 @@
-import { mkdirSync, writeFileSync } from 'node:fs'
-import { resolve } from 'node:path'
 import { readBuildInfo } from './build-info.ts'
 import { composeApp } from './compose.ts'
 import { buildApp, REDACTED_LOG_PATHS } from './http/app.ts'
@@ -10,6 +8,7 @@ import { activeProviders } from './providers/catalogue/active-providers.ts'
 import { createCatalogueService } from './providers/catalogue/catalogue-service.ts'
 import { loadCatalogue } from './providers/catalogue/load-catalogue.ts'
 import { readSettings } from './settings.ts'
+import { keepDevCredentials, markDevBannerShown, owedDevBanner, renderDevBanner } from './cli/dev-banner.ts'
 import { chooseLogFormat, logStream } from './logging/log-format.ts'
 import { runSettledLine } from './logging/run-settled-line.ts'
 import { inspectionSetting, relayAnswers } from './actors/inspection.ts'
@@ -57,24 +56,28 @@ const app = await buildApp(
 
 // Bootstrap before listening, so the key file exists by the time the server answers.
 // Only the primary writes; a replica's first start finds the primary's organisation replicated.
-const dev = settings.production || !startedAsPrimary ? null : bootstrapDevOrganisation(store)
-const keyFile = resolve(settings.dataDir, 'dev-api-key.txt')
-if (dev) {
-  // With LiteFS the database lives in the mount, and DATA_DIR may not exist yet.
-  mkdirSync(settings.dataDir, { recursive: true })
-  writeFileSync(keyFile, `${dev.key}\n`, { mode: 0o600 })
+// A start that created the organisation and then failed (its port taken) leaves the banner owed:
+// the next start prints it (decision 022).
+const bootstraps = !settings.production && startedAsPrimary
+const created = bootstraps ? bootstrapDevOrganisation(store) : null
+if (created) keepDevCredentials(settings.dataDir, created)
+const dev = created ?? (bootstraps ? owedDevBanner(settings.dataDir, store) : null)
+
+let address: string
+try {
+  address = await app.listen({ port: settings.port, host: settings.host })
+} catch (error) {
+  app.log.error({ err: error }, `cannot listen on ${settings.host}:${settings.port}`)
+  stopStats()
+  stopHost()
+  deps.host.stopAll()
+  db.close()
+  process.exit(1)
 }
 
-const address = await app.listen({ port: settings.port, host: settings.host })
-
 if (dev) {
-  // Printed once on purpose (decisions §1); the logger redacts keys, so this bypasses it.
-  process.stdout.write(
-    `\nCreated organisation "dev" with 10.00 USD of promotional credit.\n` +
-      `API key (also in ${keyFile}):\n\n  ${dev.key}\n\nTry:\n\n` +
-      `  curl -s -X POST ${address}/api/v1/chats -H "Authorization: Bearer ${dev.key}" ` +
-      `-H 'content-type: application/json' -d '{"title":"hello"}'\n\n`,
-  )
+  process.stdout.write(renderDevBanner(dev, settings.dataDir, address))
+  markDevBannerShown(settings.dataDir)
 }
 
 // Inspection (README, "Watching a chat live"): say whether it is on, and whether the relay answers;
