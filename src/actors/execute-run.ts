@@ -118,7 +118,7 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
     // Nothing sent: the vendor library refused the prompt itself, which says nothing of the vendor (spec §2.7).
     const message =
       vendorCall.requests === 0 ? `the vendor library refused the request before sending it: ${describeVendorError(error)}` : `the provider failed before answering: ${describeVendorError(error)}`
-    channel.failBeforeStream(new UpstreamError(message, { run_id: admission.runId }, 'send the same turn again with retry_of'))
+    channel.failBeforeStream(new UpstreamError(message, { run_id: admission.runId }, `send input: [] with retry_of: "${admission.runId}" to try this turn again`))
     return result('failed', { code: 'upstream_error', message }, false)
   }
   channel.open()
