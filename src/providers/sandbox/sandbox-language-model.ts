@@ -79,7 +79,8 @@ export function createSandboxLanguageModel(modelId: string): LanguageModelV3 {
       const script = turn.kind === 'prompt' ? readSandboxScript(turn.text) : readSandboxScript('')
       const sandboxOptions = options.providerOptions?.sandbox as SandboxCallOptions | undefined
       const retry = sandboxOptions?.retry === true
-      if (script.fail || (script.flaky && !retry)) throw failure(modelId, 'sandbox: scripted provider failure (/fail)')
+      if (script.fail) throw failure(modelId, 'sandbox: scripted provider failure (/fail)')
+      if (script.flaky && !retry) throw failure(modelId, 'sandbox: scripted provider failure (/flaky: a retry of this run succeeds)')
 
       const tools = (options.tools ?? []).filter((t): t is LanguageModelV3FunctionTool => t.type === 'function')
       // Counted item by item, in one pass, so the cached share is a leading run of the same counts
