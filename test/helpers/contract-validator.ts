@@ -82,6 +82,18 @@ function describeErrors(validate: ValidateFunction): string {
   return (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? ''} ${JSON.stringify(e.params)}`).join('; ')
 }
 
+/** The path as the router matches it: percent-decoded where it decodes, without a trailing slash (ignoreTrailingSlash). */
+function routedPath(url: string): string {
+  const raw = url.split('?')[0] ?? ''
+  let path: string
+  try {
+    path = decodeURI(raw)
+  } catch {
+    path = raw
+  }
+  return path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path
+}
+
 const escapePointer = (token: string) => token.replace(/~/g, '~0').replace(/\//g, '~1')
 
 export type ContractValidator = { check: (response: RecordedResponse) => { mismatches: string[]; frames: number; matched: boolean } }
@@ -125,7 +137,7 @@ function createContractValidator(rawDocument: Document): ContractValidator {
     .sort((a, b) => a.params - b.params)
 
   function check(response: RecordedResponse): { mismatches: string[]; frames: number; matched: boolean } {
-    const path = decodeURI(response.url.split('?')[0] ?? '')
+    const path = routedPath(response.url)
     const method = response.method.toLowerCase()
     const where = `${response.method} ${response.url.slice(0, 120)} -> ${response.status}`
     const mismatches: string[] = []

@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { checkLogFiles, emptyReport, newLogFile, RECORDER_PATH, setLogDocument, watchInProcess } from '../helpers/contract-check.ts'
 import { contractValidatorFor, forceClosedObjects, type RecordedResponse } from '../helpers/contract-validator.ts'
 import { createTestApp, type TestContext } from '../helpers/test-app.ts'
-import { REPO_ROOT } from '../e2e/server-process.ts'
+import { REPO_ROOT, waitFor } from '../e2e/server-process.ts'
 
 /**
  * The contract check (issue 13) must be able to fail: each wrong answer below, and each right one,
@@ -170,6 +170,8 @@ describe('the hooks', () => {
       for (const [method, path] of [['GET', '/api/v1/version'], ['GET', '/api/v1'], ['POST', `/api/v1/chats/${CHAT}/responses`]] as const) {
         await (await fetch(`http://127.0.0.1:${port}${path}`, { method })).text()
       }
+      // A response is logged when its connection is done with it, a moment after the client has it all.
+      await waitFor('three logged responses', () => existsSync(log) && readFileSync(log, 'utf8').trim().split('\n').length === 3)
     } finally {
       child.kill('SIGKILL')
     }

@@ -1,4 +1,5 @@
 import type { SwaggerOptions } from '@fastify/swagger'
+import type { FastifySchema } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { ERROR_RESPONSES } from './common.ts'
 import { operationDocs, type OperationDoc } from './operation-docs.ts'
@@ -27,7 +28,7 @@ const TAGS = [
 ]
 
 export function openapiOptions(version: string): SwaggerOptions {
-  return {
+  const options: SwaggerOptions = {
     openapi: {
       openapi: '3.1.0',
       info: {
@@ -48,16 +49,19 @@ export function openapiOptions(version: string): SwaggerOptions {
       tags: TAGS,
     },
     transform: transformRoute,
-    transformObject: ({ openapiObject }) => completeDocument(openapiObject as OpenApiDocument) as never,
+    transformObject: (documentObject) =>
+      'openapiObject' in documentObject ? (completeDocument(documentObject.openapiObject as OpenApiDocument) as never) : documentObject.swaggerObject,
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
-  } as SwaggerOptions
+  }
+  return options
 }
 
-type RouteSchema = Record<string, unknown> & { security?: unknown[]; params?: unknown }
+type RouteSchema = FastifySchema & { security?: unknown[]; params?: unknown }
 
 /** Per route, before conversion: wildcard paths get their parameter name, and routes that name no security are public. */
-function transformRoute({ schema, url }: { schema: RouteSchema; url: string }) {
-  const withSecurity = schema && schema.security === undefined ? { ...schema, security: [] } : schema
+function transformRoute({ schema, url }: { schema: FastifySchema; url: string }) {
+  const route = schema as RouteSchema | undefined
+  const withSecurity: RouteSchema = { ...route, security: route?.security ?? [] }
   // Model names contain slashes, so the route is a wildcard; document it as the {name} it is.
   if (!url.endsWith('/*')) return { schema: withSecurity, url }
   const { params: _wildcard, ...rest } = withSecurity

@@ -1,9 +1,12 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { DateTime, Namespace, Nullable, StringEnum, TaggedUnion, UserMetadata, Uuid } from './common.ts'
+import { DateTime, Namespace, Nullable, StringEnum, TaggedUnion, Uuid } from './common.ts'
 import { ToolDefinition } from './config.ts'
 
 const closed = { additionalProperties: false } as const
-const TrustLevel = StringEnum(['trusted', 'customer_data', 'untrusted'])
+const TrustLevel = StringEnum(['trusted', 'customer_data', 'untrusted'], {
+  description:
+    '`customer_data` (default): stored as sent, text over 1 MiB is refused; `trusted`: stored as sent; `untrusted`: cut to 256 KiB, control characters removed, and packed inside delimiters that mark it as data, not instructions.',
+})
 
 export const SubmittedMedia = Type.Object(
   {
@@ -19,18 +22,21 @@ const MediaList = Type.Array(Type.Ref(SubmittedMedia), { maxItems: 20, descripti
 export const SubmittedPart = TaggedUnion(
   'type',
   [
-    Type.Object({ type: Type.Literal('prompt'), text: Type.Optional(Type.String()), media: Type.Optional(MediaList) }, closed),
+    Type.Object(
+      { type: Type.Literal('prompt'), text: Type.Optional(Type.String({ description: 'What the user says.' })), media: Type.Optional(MediaList) },
+      { ...closed, description: 'A user message, with optional attachments.' },
+    ),
     Type.Object(
       {
         type: Type.Literal('tool_result'),
-        tool_use_id: Type.String({ minLength: 1 }),
+        tool_use_id: Type.String({ minLength: 1, description: 'A pending call of this chat: from `done.pending_tool_calls` or a `block_start` of kind `tool_call`.' }),
         tool_name: Type.String({ minLength: 1 }),
-        text: Type.Optional(Type.String()),
-        is_error: Type.Optional(Type.Boolean()),
+        text: Type.Optional(Type.String({ description: 'The result, as the model will read it.' })),
+        is_error: Type.Optional(Type.Boolean({ description: 'The call failed; `text` says how.' })),
         trust: Type.Optional(TrustLevel),
         media: Type.Optional(MediaList),
       },
-      closed,
+      { ...closed, description: 'The answer to a tool call of the previous run.' },
     ),
   ],
   { $id: 'SubmittedPart' },
@@ -38,14 +44,31 @@ export const SubmittedPart = TaggedUnion(
 
 export const CreateResponseRequest = Type.Object(
   {
-    model: Type.String({ minLength: 1, description: 'Catalogue name of an active model.' }),
-    input: Type.Array(Type.Ref(SubmittedPart), { maxItems: 128 }),
-    idempotency_key: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 128 }))),
-    max_tokens: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: 2_147_483_647 }))),
-    reasoning_effort: Type.Optional(Nullable(StringEnum(['off', 'low', 'medium', 'high', 'x_high', 'max']))),
-    retry_of: Type.Optional(Nullable(Uuid)),
-    tools: Type.Optional(Nullable(Type.Array(Type.Ref(ToolDefinition)))),
-    user_metadata: Type.Optional(UserMetadata),
+    model: Type.String({ minLength: 1, description: 'The catalogue `name` of an active model, e.g. `sandbox/echo` (not the vendor\'s spelling).' }),
+    input: Type.Array(Type.Ref(SubmittedPart), {
+      maxItems: 128,
+      description: 'Prompts and tool results to append, in order; empty (`[]`) with `retry_of`.',
+    }),
+    idempotency_key: Type.Optional(
+      Nullable(
+        Type.String({
+          minLength: 1,
+          maxLength: 128,
+          description: 'Makes the submission safe to send again: reused within 24 h it answers 409 naming the first run (read that run; the stream is not replayed).',
+        }),
+      ),
+    ),
+    max_tokens: Type.Optional(
+      Nullable(Type.Integer({ minimum: 1, maximum: 2_147_483_647, description: 'Upper bound on output (thinking included); lowered to the model\'s ceiling and to what the balance pays for, never raised.' })),
+    ),
+    reasoning_effort: Type.Optional(
+      Nullable(StringEnum(['off', 'low', 'medium', 'high', 'x_high', 'max'], { description: 'A level the model does not support is coerced, with a `translation_warnings` entry.' })),
+    ),
+    retry_of: Type.Optional(Nullable(Type.String({ format: 'uuid', description: 'Retries this run: the latest failed customer run of the chat; send `input: []` and a new idempotency key.' }))),
+    tools: Type.Optional(
+      Nullable(Type.Array(Type.Ref(ToolDefinition), { description: 'Request-level tools: the nearest level, they shadow configured tools of the same name.' })),
+    ),
+    user_metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'JSON object of at most 1024 bytes, attached to every part the turn writes.' })),
   },
   { ...closed, $id: 'CreateResponseRequest' },
 )
