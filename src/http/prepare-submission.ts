@@ -5,7 +5,7 @@ import { validateToolBundle } from '../domain/config/validate-tool-bundle.ts'
 import { estimatePartTokens } from '../domain/context/estimate-part-tokens.ts'
 import { UnsupportedAttachmentError, ValidationError, type Problem } from '../domain/errors.ts'
 import type { PartBody } from '../domain/parts.ts'
-import { checkAttachments, decodeBase64Strict, type AttachmentToCheck } from '../domain/turns/check-attachments.ts'
+import { checkAttachments, decodeBase64Strict, SNIFF_BYTES, type AttachmentToCheck } from '../domain/turns/check-attachments.ts'
 import type { DecodedMedia, SubmittedMedia, TurnRequest } from '../domain/turns/submission.ts'
 import { applyToolResultHygiene } from '../domain/turns/tool-result-hygiene.ts'
 import { checkUserMetadata } from '../domain/user-metadata.ts'
@@ -59,7 +59,7 @@ export function prepareSubmission(
     const at = `/input/${i}`
     const media = (part.media ?? []).flatMap((m, j) => {
       const decoded = decodeMedia(m, `${at}/media/${j}`, problems)
-      if (decoded) attachments.push({ pointer: `${at}/media/${j}`, carrier: part.type === 'prompt' ? 'user_message' : 'tool_result', mime: decoded.mime, byteLength: decoded.bytes.length })
+      if (decoded) attachments.push({ pointer: `${at}/media/${j}`, carrier: part.type === 'prompt' ? 'user_message' : 'tool_result', mime: decoded.mime, byteLength: decoded.bytes.length, leadingBytes: decoded.bytes.subarray(0, SNIFF_BYTES) })
       return decoded ? [decoded] : []
     })
     let body: PartBody

@@ -2,7 +2,57 @@ import type { CatalogueEntry, MediaPolicy } from '../catalogue/catalogue-entry.t
 import type { Problem } from '../errors.ts'
 import type { Carrier } from './submission.ts'
 
-export type AttachmentToCheck = { pointer: string; carrier: Carrier; mime: string; byteLength: number }
+export type AttachmentToCheck = {
+  pointer: string
+  carrier: Carrier
+  mime: string
+  byteLength: number
+  /** The file's first bytes (SNIFF_BYTES of them suffice): they must be the declared type's, when it has a signature. */
+  leadingBytes: Uint8Array
+}
+
+/** How many leading bytes sniffing reads: a PDF's header may follow up to 1024 bytes of junk, as readers allow. */
+export const SNIFF_BYTES = 1024
+
+const startsWith = (bytes: Uint8Array, signature: readonly number[], at = 0) => signature.every((b, i) => bytes[at + i] === b)
+const ascii = (text: string) => [...text].map((c) => c.charCodeAt(0))
+
+/**
+ * The types whose files announce themselves in their first bytes, by signature. A type not listed
+ * (text/plain, image/svg+xml...) is taken as declared.
+ */
+const SIGNATURES: Record<string, { name: string; matches: (bytes: Uint8Array) => boolean }> = {
+  'image/png': { name: 'PNG', matches: (b) => startsWith(b, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]) },
+  'image/jpeg': { name: 'JPEG', matches: (b) => startsWith(b, [0xff, 0xd8, 0xff]) },
+  'image/gif': { name: 'GIF', matches: (b) => startsWith(b, ascii('GIF87a')) || startsWith(b, ascii('GIF89a')) },
+  'image/webp': { name: 'WebP', matches: (b) => startsWith(b, ascii('RIFF')) && startsWith(b, ascii('WEBP'), 8) },
+  'application/pdf': {
+    name: 'PDF',
+    matches: (b) => {
+      const header = ascii('%PDF-')
+      for (let at = 0; at + header.length <= Math.min(b.length, SNIFF_BYTES); at++) if (startsWith(b, header, at)) return true
+      return false
+    },
+  },
+}
+
+/** The type the leading bytes show, among those with a signature; null when they show none of them. */
+export function sniffMime(leadingBytes: Uint8Array): string | null {
+  for (const [mime, signature] of Object.entries(SIGNATURES)) if (signature.matches(leadingBytes)) return mime
+  return null
+}
+
+/** A problem when the bytes are not of the declared type (PNG bytes sent as image/jpeg), else null. */
+function contentMismatch(a: AttachmentToCheck): Problem | null {
+  const declared = a.mime.toLowerCase()
+  const signature = SIGNATURES[declared]
+  if (!signature || signature.matches(a.leadingBytes)) return null
+  const found = sniffMime(a.leadingBytes)
+  const message = found
+    ? `is declared ${declared} but its bytes are ${SIGNATURES[found]!.name} (${found}): declare the type the bytes are`
+    : `is declared ${declared} but its bytes do not start as a ${signature.name} file does`
+  return { in: 'body', pointer: `${a.pointer}/mime`, message }
+}
 
 const policyOf = (model: Pick<CatalogueEntry, 'media'>, carrier: Carrier): MediaPolicy => {
   switch (carrier) {
@@ -21,7 +71,7 @@ const policyOf = (model: Pick<CatalogueEntry, 'media'>, carrier: Carrier): Media
 
 /**
  * Spec §4.2 rule 10: new attachments are checked against the selected model's media capabilities
- * before anything is written. `alreadyInContext` counts attachments per carrier the history brings.
+ * before anything is written, and against their own bytes: a type with a signature must have it. `alreadyInContext` counts attachments per carrier the history brings.
  */
 export function checkAttachments(
   attachments: AttachmentToCheck[],
@@ -33,7 +83,10 @@ export function checkAttachments(
   for (const a of attachments) {
     const policy = policyOf(model, a.carrier)
     counted[a.carrier] = (counted[a.carrier] ?? 0) + 1
-    if (!policy.mime_types.includes(a.mime.toLowerCase())) {
+    const mismatch = contentMismatch(a)
+    if (mismatch) {
+      problems.push(mismatch)
+    } else if (!policy.mime_types.includes(a.mime.toLowerCase())) {
       const accepted = policy.mime_types.length === 0 ? 'none' : policy.mime_types.join(', ')
       problems.push({ in: 'body', pointer: `${a.pointer}/mime`, message: `${model.name} does not take ${a.mime} in a ${a.carrier}; it takes: ${accepted}` })
     } else if (a.byteLength > policy.max_bytes_per_attachment) {
