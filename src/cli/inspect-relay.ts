@@ -9,11 +9,14 @@ if (!Number.isInteger(port) || port <= 0 || port > 65535) {
   process.exit(1)
 }
 
+// Listening on every interface, the relay is still reached here at the loopback address.
+const WILDCARD = /0\.0\.0\.0|\[::\]/
+
 try {
   const relay = await startInspectRelay({ host, port })
   process.stdout.write(
     `Inspector relay listening on ${relay.url} (INSPECT_HOST=${host}, INSPECT_PORT=${port})\n` +
-      `1. Start the server with   STATELY_INSPECT=ws://127.0.0.1:${relay.port} npm start\n` +
+      `1. Start the server with   STATELY_INSPECT=${relay.url.replace(WILDCARD, '127.0.0.1')} npm start\n` +
       `2. Open the bridge page    http://localhost:${relay.port}/   (it embeds Stately's inspector and feeds it)\n`,
   )
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void relay.stop().finally(() => process.exit(0)))
