@@ -115,7 +115,7 @@ export const DoneEventData = Type.Object(
 )
 
 /** Codes an `error` event carries: the run's failure, not the request's. */
-export const STREAM_ERROR_CODES = ['upstream_error', 'unavailable', 'cancelled', 'chat_deleted', 'interrupted', 'compaction_failed', 'context_too_large', 'internal'] as const
+export const STREAM_ERROR_CODES = ['upstream_error', 'unavailable', 'cancelled', 'chat_deleted', 'interrupted', 'compaction_failed', 'internal'] as const
 
 export const ErrorEventData = Type.Object(
   {
