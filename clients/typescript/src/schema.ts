@@ -1647,33 +1647,49 @@ export interface components {
         SubmittedPart: {
             /** @enum {string} */
             type: "prompt";
+            /** @description What the user says. */
             text?: string;
             /** @description At most 20 attachments per part. */
             media?: components["schemas"]["SubmittedMedia"][];
         } | {
             /** @enum {string} */
             type: "tool_result";
+            /** @description A pending call of this chat: from `done.pending_tool_calls` or a `block_start` of kind `tool_call`. */
             tool_use_id: string;
             tool_name: string;
+            /** @description The result, as the model will read it. */
             text?: string;
+            /** @description The call failed; `text` says how. */
             is_error?: boolean;
-            /** @enum {string} */
+            /**
+             * @description `customer_data` (default): stored as sent, text over 1 MiB is refused; `trusted`: stored as sent; `untrusted`: cut to 256 KiB, control characters removed, and packed inside delimiters that mark it as data, not instructions.
+             * @enum {string}
+             */
             trust?: "trusted" | "customer_data" | "untrusted";
             /** @description At most 20 attachments per part. */
             media?: components["schemas"]["SubmittedMedia"][];
         };
         CreateResponseRequest: {
-            /** @description Catalogue name of an active model. */
+            /** @description The catalogue `name` of an active model, e.g. `sandbox/echo` (not the vendor's spelling). */
             model: string;
+            /** @description Prompts and tool results to append, in order; empty (`[]`) with `retry_of`. */
             input: components["schemas"]["SubmittedPart"][];
+            /** @description Makes the submission safe to send again: reused within 24 h it answers 409 naming the first run (read that run; the stream is not replayed). */
             idempotency_key?: string | null;
+            /** @description Upper bound on output (thinking included); lowered to the model's ceiling and to what the balance pays for, never raised. */
             max_tokens?: number | null;
-            /** @enum {string|null} */
+            /**
+             * @description A level the model does not support is coerced, with a `translation_warnings` entry.
+             * @enum {string|null}
+             */
             reasoning_effort?: "off" | "low" | "medium" | "high" | "x_high" | "max" | null;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @description Retries this run: the latest failed customer run of the chat; send `input: []` and a new idempotency key.
+             */
             retry_of?: string | null;
             tools?: components["schemas"]["ToolDefinition"][] | null;
-            /** @description JSON object, at most 1024 bytes when serialised compactly. */
+            /** @description JSON object of at most 1024 bytes, attached to every part the turn writes. */
             user_metadata?: {
                 [key: string]: unknown;
             };
@@ -1827,7 +1843,7 @@ export interface components {
         /** @description Terminal failure after the stream opened (an ErrorBody). Send `input: []` with `retry_of` set to the run to try a failed run again. */
         ErrorEventData: {
             /** @enum {string} */
-            code: "upstream_error" | "unavailable" | "cancelled" | "chat_deleted" | "interrupted" | "compaction_failed" | "context_too_large" | "internal";
+            code: "upstream_error" | "unavailable" | "cancelled" | "chat_deleted" | "interrupted" | "compaction_failed" | "internal";
             message: string;
             /** @description Carries `run_id`. */
             details?: unknown;
