@@ -45,9 +45,9 @@ export type ChatSummary = Static<typeof ChatSummary>
 export const ChatPage = Type.Object(
   {
     data: Type.Array(Type.Ref(ChatSummary), { description: 'Newest first, whichever direction was paged.' }),
-    first_id: Nullable(Uuid),
-    last_id: Nullable(Uuid),
-    has_more: Type.Boolean(),
+    first_id: Nullable({ ...Uuid, description: 'Send as before_id for the newer page.' }),
+    last_id: Nullable({ ...Uuid, description: 'Send as after_id for the older page.' }),
+    has_more: Type.Boolean({ description: 'More chats lie beyond this page in the direction paged.' }),
   },
   { $id: 'ChatPage' },
 )

@@ -14,9 +14,18 @@ export const HistoryBody = Type.Union(
       tool_name: Type.String(),
       tool_use_id: Type.String(),
       trust: TrustLevel,
-      tombstone_reason: Type.Optional(Nullable(TombstoneReason)),
+      tombstone_reason: Type.Optional(
+        Nullable({
+          ...TombstoneReason,
+          description: 'Set on a result the server wrote to close a call nobody answered: `abandoned` (the next turn did not answer it), `cancelled` (its run was cancelled or failed), `expired` (older than 24 h).',
+        }),
+      ),
     }),
-    Type.Object({ type: Type.Literal('message'), text: Type.String(), refusal: Type.Optional(Nullable(Type.String())) }),
+    Type.Object({
+      type: Type.Literal('message'),
+      text: Type.String(),
+      refusal: Type.Optional(Nullable(Type.String({ description: 'What the model said instead of answering, when it refused.' }))),
+    }),
     Type.Object({ type: Type.Literal('reasoning'), text: Type.String() }),
     Type.Object({
       type: Type.Literal('tool_call'),
@@ -37,7 +46,7 @@ export const HistoryMedia = Type.Object(
     width: Type.Optional(Nullable(Type.Integer({ minimum: 0 }))),
     height: Type.Optional(Nullable(Type.Integer({ minimum: 0 }))),
     page_count: Type.Optional(Nullable(Type.Integer({ minimum: 0 }))),
-    data_base64: Type.Optional(Nullable(Type.String())),
+    data_base64: Type.Optional(Nullable(Type.String({ description: 'The bytes, base64; only with `include=full`.' }))),
   },
   { $id: 'HistoryMedia' },
 )
@@ -45,11 +54,11 @@ export const HistoryMedia = Type.Object(
 export const HistoryPart = Type.Object(
   {
     id: Type.String({ format: 'uuid' }),
-    ordinal: Type.Integer(),
+    ordinal: Type.Integer({ description: "The part's place in the ledger: increasing, never renumbered, not contiguous. Page with first_ordinal / last_ordinal." }),
     created_at: DateTime,
     role: Type.Union([Type.Literal('user'), Type.Literal('assistant')]),
     part: Type.Ref(HistoryBody),
-    user_metadata: Type.Unknown(),
+    user_metadata: Type.Unknown({ description: 'The user_metadata of the turn that wrote the part.' }),
     media: Type.Optional(Nullable(Type.Array(Type.Ref(HistoryMedia)))),
   },
   { $id: 'HistoryPart' },
@@ -58,9 +67,9 @@ export const HistoryPart = Type.Object(
 export const HistoryPageResponse = Type.Object(
   {
     data: Type.Array(Type.Ref(HistoryPart), { description: 'Oldest first, whichever direction was paged.' }),
-    first_ordinal: Nullable(Type.Integer()),
-    last_ordinal: Nullable(Type.Integer()),
-    has_more: Type.Boolean(),
+    first_ordinal: Nullable(Type.Integer({ description: 'Send as before_ordinal for the older page.' })),
+    last_ordinal: Nullable(Type.Integer({ description: 'Send as after_ordinal for the newer page.' })),
+    has_more: Type.Boolean({ description: 'More parts lie beyond this page in the direction paged.' }),
   },
   { $id: 'HistoryPageResponse' },
 )
@@ -71,7 +80,7 @@ export const HistoryQuery = Type.Object(
     before_ordinal: Type.Optional(Type.Integer({ description: 'Parts immediately older than this ordinal.' })),
     after_ordinal: Type.Optional(Type.Integer({ description: 'Parts immediately newer than this ordinal.' })),
     limit: Type.Optional(Type.Integer({ description: '1-100, or 1-20 with include=full; clamped.' })),
-    include: Type.Optional(HistoryInclude),
+    include: Type.Optional({ ...HistoryInclude, description: '`stubs` (default): media described without bytes; `none`: no media; `full`: media with their bytes.' }),
   },
   { additionalProperties: false },
 )
