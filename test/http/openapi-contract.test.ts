@@ -1,4 +1,6 @@
 import SwaggerParser from '@apidevtools/swagger-parser'
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { STREAM_ERROR_CODES } from '../../src/http/schemas/events.ts'
 import { operationDocs } from '../../src/http/schemas/operation-docs.ts'
@@ -30,11 +32,15 @@ type Doc = {
 let ctx: TestContext
 let doc: Doc
 let org: TestOrg
+/** The app over a real socket. */
+let base: string
+const run = promisify(execFile)
 
 beforeAll(async () => {
   ctx = await createTestApp({ catalogue: sandboxCatalogue() })
   doc = (await ctx.app.inject({ url: '/openapi.json' })).json()
   org = fundedOrg(ctx)
+  base = await ctx.app.listen({ port: 0, host: '127.0.0.1' })
 })
 afterAll(async () => {
   await ctx.close()
@@ -157,7 +163,8 @@ describe('descriptions and examples', () => {
     expect(sandboxCatalogue().map((m) => m.name)).toContain(example.model)
   })
 
-  it('every example works: each answers 2xx on a fresh organisation', async () => {
+  /** A funded organisation with a chat per call, a finished run and a version of each configuration kind: what the examples' variables name. */
+  async function exampleFixture() {
     const caller = fundedOrg(ctx)
     const newChat = async () => (await ctx.app.inject({ method: 'POST', url: '/api/v1/chats', headers: caller.auth, payload: { namespace: 'acme/support' } })).json().id as string
     const turn = await ctx.app.inject({ method: 'POST', url: `/api/v1/chats/${await newChat()}/responses`, headers: caller.auth, payload: { model: 'sandbox/echo', input: [{ type: 'prompt', text: 'hi' }] } })
@@ -169,14 +176,24 @@ describe('descriptions and examples', () => {
       const body = res.json()
       versionOf.set(kind, (Array.isArray(body) ? body[0] : body).id)
     }
+    /** The values of the variables for one operation's example (a fresh chat each: one example deletes it). */
+    const variablesFor = async (path: string) => ({
+      CHAT_ID: await newChat(),
+      RUN_ID: runId,
+      VERSION_ID: versionOf.get(/^\/api\/v1\/config\/([a-z]+)\//.exec(path)?.[1] ?? '') ?? '',
+    })
+    return { caller, variablesFor }
+  }
+
+  it('every example works: each answers 2xx on a fresh organisation', async () => {
+    const { caller, variablesFor } = await exampleFixture()
     const failures: string[] = []
     for (const { path, method, operation } of operations()) {
       const example = operationDocs[operation.operationId]!.example
-      const kind = /^\/api\/v1\/config\/([a-z]+)\//.exec(path)?.[1]
-      const values: Record<string, string> = { $CHAT_ID: await newChat(), $RUN_ID: runId, $VERSION_ID: versionOf.get(kind ?? '') ?? '' }
+      const values = await variablesFor(path)
       const url = path.replace(/\{([^}]+)\}/g, (_, name: string) => {
         const value = example.params?.[name] ?? `$${name.toUpperCase()}`
-        return values[value] ?? value
+        return value.startsWith('$') ? values[value.slice(1) as keyof typeof values] : value
       })
       const query = example.query ? `?${new URLSearchParams(example.query).toString()}` : ''
       const res = await ctx.app.inject({
@@ -189,11 +206,22 @@ describe('descriptions and examples', () => {
     }
     expect(failures).toEqual([])
   })
+
+  it('every curl sample works as written, run by sh against a real server', async () => {
+    const { caller, variablesFor } = await exampleFixture()
+    const failures: string[] = []
+    for (const { path, method, operation } of operations()) {
+      const sample = operation['x-codeSamples']![0]!.source
+      const env = { ...process.env, API: base, KEY: caller.key, ...(await variablesFor(path)) }
+      const { stdout } = await run('sh', ['-c', `${sample} -o /dev/null -w '%{http_code}'`], { env })
+      if (!/^2\d\d$/.test(stdout)) failures.push(`${method.toUpperCase()} ${path}: ${stdout}\n${sample}`)
+    }
+    expect(failures).toEqual([])
+  })
 })
 
 describe('the API reference', () => {
   it('/docs serves the reference page, and /docs/openapi.json and /docs/openapi.yaml the document', async () => {
-    const base = await ctx.app.listen({ port: 0, host: '127.0.0.1' })
     const page = await fetch(`${base}/docs`)
     expect(page.status).toBe(200)
     expect(page.headers.get('content-type')).toMatch(/^text\/html/)

@@ -11,7 +11,8 @@ export type OperationExample = {
   /** The answer is an event stream (curl -N). */
   stream?: boolean
 }
-export type OperationDoc = { description: string; example: OperationExample }
+/** `description` is left out where the route describes itself. */
+export type OperationDoc = { description?: string; example: OperationExample }
 
 type ConfigKind = { name: string; segment: string; what: string; publish: unknown; byModel?: boolean }
 
@@ -87,11 +88,8 @@ export const operationDocs: Record<string, OperationDoc> = {
   getVersion: { description: 'The running build (`version`, `commit`) and the API version. No API key.', example: {} },
   getApiV1: { description: 'The same discovery document as `/`, under the API prefix. No API key.', example: {} },
   listUpdates: { description: 'Release notes and notices of the platform, newest first. No account data; no API key.', example: {} },
-  getLiveness: { description: 'Answers 200 while the process is up; for a load balancer or Fly check. No API key.', example: {} },
-  getReadiness: {
-    description: 'Answers 200 when this node can serve writes (its database is writable, or a replica knows its primary), 503 otherwise. No API key.',
-    example: {},
-  },
+  getLiveness: { example: {} },
+  getReadiness: { example: {} },
   getCatalogue: {
     description:
       'Every active model with its `name` (what a turn sends as `model`), provider, context window, media it accepts, reasoning support and prices per million tokens. No API key.',
@@ -123,10 +121,9 @@ export const operationDocs: Record<string, OperationDoc> = {
     example: { query: { limit: '50' } },
   },
   createResponse: {
-    description: 'See the operation summary and the 200 description for the events and their order.',
     example: {
       stream: true,
-      body: { model: 'sandbox/echo', input: [{ type: 'prompt', text: '/think about it\nhello' }], idempotency_key: 'turn-0001' },
+      body: { model: 'sandbox/echo', input: [{ type: 'prompt', text: '/think about it\nhello' }] },
     },
   },
   listNamespaces: { description: 'Every namespace a chat of yours uses, ascending; chats without a namespace add nothing.', example: {} },
