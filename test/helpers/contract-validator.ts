@@ -172,7 +172,8 @@ function createContractValidator(rawDocument: Document): ContractValidator {
 
     const responses = operation.responses ?? {}
     const status = String(response.status)
-    const documented = responses[status] ?? responses[`${status[0]}XX`] ?? responses.default
+    const key = [status, `${status[0]}XX`, 'default'].find((k) => k in responses)
+    const documented = key === undefined ? undefined : responses[key]
     if (!documented) {
       if (EDGE_STATUSES.has(response.status) && media === 'application/json') validateJson(null, envelope(), 'the error body')
       else mismatches.push(`${where}: status ${status} is not documented for ${method.toUpperCase()} ${route!.template} (documented: ${Object.keys(responses).join(', ')})`)
@@ -187,7 +188,7 @@ function createContractValidator(rawDocument: Document): ContractValidator {
       mismatches.push(`${where}: content type ${media || '(none)'} is not documented (documented: ${Object.keys(content).join(', ')})`)
       return { mismatches, frames: 0, matched: true }
     }
-    const pointer = `/paths/${escapePointer(route!.template)}/${method}/responses/${status in responses ? status : 'default'}/content/${escapePointer(media)}/schema`
+    const pointer = `/paths/${escapePointer(route!.template)}/${method}/responses/${key}/content/${escapePointer(media)}/schema`
     if (media === 'application/json') {
       validateJson(pointer, validatorAt(pointer), 'the body')
       return { mismatches, frames: 0, matched: true }
