@@ -22,6 +22,8 @@ export type Composition = {
   env?: NodeJS.ProcessEnv
   languageModelFor?: LanguageModelFor
   hostOptions?: ActorHostOptions
+  /** Told of every run settled on this node, once committed (RunDeps.onRunSettled). */
+  onRunSettled?: RunDeps['onRunSettled']
   /** LiteFS's view of this node; without it, the node is the primary. */
   role?: ReplicationRoleSource
   position?: ReplicationPosition
@@ -52,6 +54,7 @@ export function composeApp(c: Composition): AppDeps {
     now,
     nodeId: env.NODE_ID ?? env.FLY_MACHINE_ID ?? hostname(),
     leaseTtlMs: leaseTtlMs(env),
+    ...(c.onRunSettled ? { onRunSettled: c.onRunSettled } : {}),
   }
   const host = createChatActorHost(runDeps, { inspect: createInspection(env), role, ...c.hostOptions })
   return { store: c.store, catalogue: c.catalogue, build: c.build, now, host, role, position: c.position ?? NO_POSITION, nodeId: runDeps.nodeId }

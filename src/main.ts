@@ -40,7 +40,7 @@ const deps = composeApp({
   role,
   position,
   // Runs settle only for turns the app admitted, so `app` exists by the time this is called.
-  hostOptions: { onRunSettled: (admission, outcome, cost) => app.log.info(runSettledLine(admission, outcome, cost), 'run settled') },
+  onRunSettled: (settled, cost) => app.log.info(runSettledLine(settled, settled.outcome, cost), 'run settled'),
 })
 const stopHost = deps.host.start()
 const logFormat = chooseLogFormat(process.env, process.stdout.isTTY === true)

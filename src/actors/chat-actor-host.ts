@@ -30,8 +30,6 @@ export type ActorHostOptions = {
   role?: ReplicationRoleSource
   /** Where background failures go (a lease renewal, a sweep, a settlement left to the sweep); stderr unless told. */
   onError?: (what: string, error: unknown) => void
-  /** Told of each run this node settled, once its settlement is committed (main logs a line per run). */
-  onRunSettled?: (admission: Admission, outcome: RunOutcome, cost: string) => void
 }
 
 /**
@@ -62,7 +60,6 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
       settleRun: fromPromise(async ({ input }) => {
         const cost = await writeSettlement(deps, input.admission, input.result)
         endStream(input.admission, input.result, cost)
-        if (cost !== null) options.onRunSettled?.(input.admission, input.result, cost)
         // A run cancelled or failed still grew the ledger; eager work is planned on what is there now.
         // The run is settled whatever planning meets: its failure must not bring a second settlement.
         let eager = null

@@ -1,3 +1,4 @@
+import type { Settlement } from './settle-run.ts'
 import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
 import type { LanguageModelFor } from '../providers/language-models.ts'
 import type { ContextHistory } from './context-history.ts'
@@ -17,6 +18,8 @@ export type RunDeps = {
   /** This node's name; its leases mark the runs it streams. */
   nodeId: string
   leaseTtlMs: number
+  /** Told of every run settled here (customer, compaction, swept) once its settlement is committed: main logs a line. */
+  onRunSettled?: (settled: Settlement, cost: string) => void
 }
 
 export const LEASE_TTL_MS = 30_000

@@ -68,5 +68,23 @@ export function settleRun(deps: RunDeps, s: Settlement): string | null {
     return cost
   }
   // Inside the turn path's group commit already; the start-up sweep gives it a transaction of its own.
-  return store.db.inTransaction ? settle() : store.db.transaction(settle).immediate()
+  const cost = store.db.inTransaction ? settle() : store.db.transaction(settle).immediate()
+  if (cost !== null && deps.onRunSettled) reportOnceCommitted(deps, s, cost)
+  return cost
+}
+
+/**
+ * The operator's line for a settled run (customer, compaction or swept), once its transaction is
+ * over: better-sqlite3's transactions are synchronous, so by the next microtask the enclosing one
+ * committed or rolled back, and the row says which (a rolled-back run is still `running`).
+ */
+function reportOnceCommitted(deps: RunDeps, s: Settlement, cost: string): void {
+  queueMicrotask(() => {
+    if (deps.store.runs.get(s.orgId, s.runId)?.status === 'running') return
+    try {
+      deps.onRunSettled!(s, cost)
+    } catch {
+      // A log line must never break a settlement.
+    }
+  })
 }

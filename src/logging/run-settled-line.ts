@@ -1,7 +1,7 @@
 import type { RunOutcome } from '../domain/runs/run-outcome.ts'
 
-/** Whose run it is, as the chat actor host knows it once the run is settled. */
-export type SettledRun = { runId: string; chatId: string; orgId: string; model: { name: string } }
+/** Whose run it is, as its settlement knows it (src/actors/settle-run.ts Settlement is one). */
+export type SettledRun = { runId: string; chatId: string; orgId: string; model: { name: string }; entryType?: 'usage' | 'compaction' }
 
 /** The operator's one info line per settled run (issue 13): enough to find it, price it and time it. */
 export type RunSettledLine = {
@@ -9,6 +9,8 @@ export type RunSettledLine = {
   chat_id: string
   org_id: string
   model: string
+  /** `usage` for a customer's run, `compaction` for a summary's (decisions §5.3). */
+  charge: 'usage' | 'compaction'
   status: RunOutcome['status']
   stop_reason: RunOutcome['stopReason']
   error_code: string | null
@@ -27,6 +29,7 @@ export function runSettledLine(run: SettledRun, outcome: RunOutcome, cost: strin
     chat_id: run.chatId,
     org_id: run.orgId,
     model: run.model.name,
+    charge: run.entryType ?? 'usage',
     status: outcome.status,
     stop_reason: outcome.stopReason,
     error_code: outcome.error?.code ?? null,

@@ -124,6 +124,7 @@ describe('runSettledLine', () => {
       chat_id: 'c1',
       org_id: 'o1',
       model: 'sandbox/echo',
+      charge: 'usage',
       status: 'succeeded',
       stop_reason: 'end_turn',
       error_code: null,

@@ -14,7 +14,10 @@ let temp: ReturnType<typeof openTempStore>
 let orgId: string
 let chatId: string
 
+/** Runs reported settled (RunDeps.onRunSettled), in order. */
+let reported: { runId: string; cost: string; entryType: string | undefined }[] = []
 const deps = (): RunDeps => ({
+  onRunSettled: (settled, cost) => reported.push({ runId: settled.runId, cost, entryType: settled.entryType }),
   store: temp.store,
   resolver: createConfigResolver(temp.store),
   languageModelFor: withFakes({}),
@@ -26,6 +29,7 @@ const deps = (): RunDeps => ({
 })
 
 beforeEach(() => {
+  reported = []
   temp = openTempStore()
   orgId = temp.store.organisations.create('org', 'org').id
   temp.store.balance.add(orgId, 'topup', '10')
@@ -51,7 +55,7 @@ const outcome = (over: Partial<RunOutcome> = {}): RunOutcome => ({
   ...over,
 })
 
-function settle(o: RunOutcome, startedAt: string | null = new Date().toISOString()) {
+function settle(o: RunOutcome, startedAt: string | null = new Date().toISOString(), entryType?: 'usage' | 'compaction') {
   const runId = randomUUID()
   temp.store.runs.insert({
     id: runId,
@@ -68,7 +72,7 @@ function settle(o: RunOutcome, startedAt: string | null = new Date().toISOString
     lease_expires_at: new Date(Date.now() + 30_000).toISOString(),
     manifest: {},
   })
-  const cost = settleRun(deps(), { runId, orgId, chatId, apiKeyId: null, namespace: null, model: echo(), markupPercent: '5', startedAt, outcome: o })
+  const cost = settleRun(deps(), { runId, orgId, chatId, apiKeyId: null, namespace: null, model: echo(), markupPercent: '5', startedAt, outcome: o, ...(entryType ? { entryType } : {}) })
   const row = temp.db.prepare('SELECT status, error, stop_reason, latency_ms, provider_request_id, usage FROM runs WHERE id = ?').get(runId) as Record<string, unknown>
   return { runId, cost, row }
 }
@@ -109,5 +113,40 @@ describe('settleRun writes a RunOutcome', () => {
     expect(usageKnownSoFar(100, '', true)).toEqual({ input_tokens: 100, output_tokens: 0, reasoning_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0 })
     expect(usageKnownSoFar(100, 'hello world', false)).toMatchObject({ input_tokens: 0 })
     expect(usageKnownSoFar(0, 'hello world', true).output_tokens).toBeGreaterThan(0)
+  })
+})
+
+describe('settleRun tells of each run it settled, once committed (the operator\'s run line)', () => {
+  it('a customer run and a compaction run are each reported once, after the commit, with the cost charged', async () => {
+    const first = settle(outcome())
+    const second = settle(outcome(), null, 'compaction')
+    // Not before the transaction is over.
+    expect(reported).toEqual([])
+    await Promise.resolve()
+    expect(reported).toEqual([
+      { runId: first.runId, cost: first.cost, entryType: undefined },
+      { runId: second.runId, cost: second.cost, entryType: 'compaction' },
+    ])
+  })
+
+  it('a settlement rolled back with its transaction is not reported; a run already settled is not reported again', async () => {
+    const { runId } = settle(outcome())
+    await Promise.resolve()
+    expect(reported).toHaveLength(1)
+    // Settled again: nothing charged, nothing reported.
+    expect(settleRun(deps(), { runId, orgId, chatId, apiKeyId: null, namespace: null, model: echo(), markupPercent: '5', startedAt: null, outcome: outcome() })).toBeNull()
+    const rolledBack = randomUUID()
+    temp.store.runs.insert({
+      id: rolledBack, org_id: orgId, chat_id: chatId, origin: 'customer', model_id: echo().id, model_name: echo().name, namespace: null, api_key_id: null,
+      retry_of: null, created_at: new Date().toISOString(), lease_owner: 'node', lease_expires_at: new Date(Date.now() + 30_000).toISOString(), manifest: {},
+    })
+    expect(() =>
+      temp.db.transaction(() => {
+        settleRun(deps(), { runId: rolledBack, orgId, chatId, apiKeyId: null, namespace: null, model: echo(), markupPercent: '5', startedAt: null, outcome: outcome() })
+        throw new Error('the batch failed')
+      })(),
+    ).toThrow('the batch failed')
+    await Promise.resolve()
+    expect(reported.map((r) => r.runId)).toEqual([runId])
   })
 })
