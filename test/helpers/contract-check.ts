@@ -3,11 +3,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { LightMyRequestResponse } from 'fastify'
+import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import { afterAll } from 'vitest'
+import { observeResponse } from './contract-recorder.ts'
 import { contractValidatorFor, type ContractReport, type RecordedResponse } from './contract-validator.ts'
 
 /**
- * Every response a test file gets from an app of test/helpers/test-app.ts (through `inject`) or from
+ * Every response a test file gets from an app of test/helpers/test-app.ts (through `inject` or a socket) or from
  * a server process of test/e2e/server-process.ts is checked against that app's `/openapi.json`
  * (contract-validator.ts); the file fails in its last afterAll when any did not match (issue 13).
  * Importing this module registers that hook on the importing test file. PARLEY_CONTRACT_CHECK=off
@@ -45,26 +47,36 @@ export function recordedOf(res: LightMyRequestResponse): RecordedResponse {
   }
 }
 
-type Injectable = { inject: (...args: never[]) => unknown; swagger: () => unknown }
+type Watchable = {
+  inject: (...args: never[]) => unknown
+  swagger: () => unknown
+  /** Absent for a stand-in; a real app's HTTP server, which answers once it listens. */
+  server?: Pick<Server, 'prependListener'>
+}
 
 /**
  * Checks each answer of `app.inject(options)` as it comes (the chained form without options is
- * left alone). The document is the app's own, read once at the first answer.
+ * left alone), and each response its HTTP server sends once it listens. The document is the app's
+ * own, read once at the first answer.
  */
-export function watchInProcess(app: Injectable, into: ContractReport = report): void {
+export function watchInProcess(app: Watchable, into: ContractReport = report): void {
   if (!contractCheckEnabled) return
-  const inject = app.inject.bind(app) as (...args: unknown[]) => unknown
   let documentText: string | null = null
+  const documentOf = () => (documentText ??= JSON.stringify(app.swagger()))
+  const inject = app.inject.bind(app) as (...args: unknown[]) => unknown
   app.inject = ((...args: unknown[]) => {
     const answer = inject(...args)
     // Without options it is a chain still to be built; with a callback the caller takes the answer.
     if (args.length !== 1 || args[0] === undefined || typeof (answer as PromiseLike<unknown>)?.then !== 'function') return answer
     return Promise.resolve(answer as PromiseLike<LightMyRequestResponse>).then((res) => {
-      documentText ??= JSON.stringify(app.swagger())
-      take(documentText, recordedOf(res), 'in-process app', into)
+      take(documentOf(), recordedOf(res), 'in-process app', into)
       return res
     })
   }) as never
+  // First among the listeners, so the response is observed before the app writes to it.
+  app.server?.prependListener('request', (req: IncomingMessage, res: ServerResponse) =>
+    observeResponse(req, res, (response) => take(documentOf(), response, 'in-process app, over a socket', into)),
+  )
 }
 
 /** A fresh file for a server process to log its responses into (contract-recorder.ts). */

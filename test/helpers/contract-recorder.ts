@@ -1,75 +1,73 @@
 /**
- * Loaded with `--import` into a server process started by test/e2e/server-process.ts: appends
- * every response the process sends (method, URL, status, content type, body, whether it ended) to
- * the JSON-lines file PARLEY_CONTRACT_LOG, one line each when its connection is done with it, so
- * the test process can check them against the server's `/openapi.json` (test/helpers/contract-check.ts).
- * Written synchronously: a server killed afterwards has already logged what it answered.
+ * Observes the responses of an HTTP server for the contract check (contract-check.ts): method, URL,
+ * status, content type, body, and whether it ended, handed over once the connection is done with
+ * the response.
+ *
+ * Loaded with `--import` into a server process started by test/e2e/server-process.ts, it observes
+ * every server of the process and appends one JSON line per response to the file
+ * PARLEY_CONTRACT_LOG, synchronously: a server killed afterwards has already logged what it answered.
  */
 import { appendFileSync } from 'node:fs'
-import { ServerResponse } from 'node:http'
+import { Server, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { RecordedResponse } from './contract-validator.ts'
 
-const file = process.env.PARLEY_CONTRACT_LOG
+type Method = (...args: unknown[]) => unknown
 
-type Write = (this: ServerResponse, chunk?: unknown, encoding?: unknown, callback?: unknown) => unknown
-
-/** writeHead's flat array form: [name, value, name, value, ...]. */
-const chunkPairs = (flat: unknown[]): unknown[] => flat.flatMap((item, i) => (i % 2 === 0 ? [[item, flat[i + 1]]] : []))
-
-if (file) {
-  const bodies = new WeakMap<ServerResponse, Buffer[]>()
-
-  const bodyOf = (res: ServerResponse): Buffer[] => {
-    let chunks = bodies.get(res)
-    if (!chunks) {
-      const mine: Buffer[] = []
-      chunks = mine
-      bodies.set(res, mine)
-      res.once('close', () => logResponse(res, mine))
-    }
-    return chunks
-  }
-
-  const keep = (res: ServerResponse, chunk: unknown, encoding: unknown) => {
-    const chunks = bodyOf(res)
+/** Tees one response's head and body (its own methods are wrapped, nobody else's). */
+export function observeResponse(req: IncomingMessage, res: ServerResponse, onDone: (response: RecordedResponse) => void): void {
+  const chunks: Buffer[] = []
+  // Fastify and the SSE writer pass their headers to writeHead, which getHeader does not see.
+  let headedContentType: string | undefined
+  const keep = (chunk: unknown, encoding: unknown) => {
     if (typeof chunk === 'string') chunks.push(Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8'))
     else if (chunk instanceof Uint8Array) chunks.push(Buffer.from(chunk))
   }
-
-  const logResponse = (res: ServerResponse, chunks: Buffer[]) => {
-    const contentType = res.getHeader('content-type') ?? headedContentType.get(res)
-    const record = {
-      method: res.req?.method ?? 'GET',
-      url: res.req?.url ?? '/',
+  const writeHead = res.writeHead as unknown as Method
+  const write = res.write as unknown as Method
+  const end = res.end as unknown as Method
+  res.writeHead = ((...args: unknown[]) => {
+    headedContentType = contentTypeIn(args.find((arg) => typeof arg === 'object' && arg !== null)) ?? headedContentType
+    return writeHead.apply(res, args)
+  }) as never
+  res.write = ((...args: unknown[]) => {
+    keep(args[0], args[1])
+    return write.apply(res, args)
+  }) as never
+  res.end = ((...args: unknown[]) => {
+    if (typeof args[0] !== 'function') keep(args[0], args[1])
+    return end.apply(res, args)
+  }) as never
+  res.once('close', () => {
+    const contentType = res.getHeader('content-type') ?? headedContentType
+    onDone({
+      method: req.method ?? 'GET',
+      url: req.url ?? '/',
       status: res.statusCode,
       contentType: contentType === undefined ? null : String(contentType),
       body: Buffer.concat(chunks).toString('utf8'),
       complete: res.writableFinished,
-    }
-    appendFileSync(file, `${JSON.stringify(record)}\n`)
-  }
+    })
+  })
+}
 
-  // Fastify (and the SSE writer) pass their headers to writeHead, which getHeader does not see.
-  const headedContentType = new WeakMap<ServerResponse, string>()
-  const writeHead = ServerResponse.prototype.writeHead as unknown as (this: ServerResponse, ...args: unknown[]) => ServerResponse
-  ServerResponse.prototype.writeHead = function (this: ServerResponse, ...args: unknown[]) {
-    const headers = args.find((arg) => typeof arg === 'object' && arg !== null)
-    const pairs: unknown[] = Array.isArray(headers) ? headers : headers ? Object.entries(headers) : []
-    for (const pair of Array.isArray(headers) && !Array.isArray(headers[0]) ? chunkPairs(headers) : pairs) {
-      const [name, value] = pair as [unknown, unknown]
-      if (String(name).toLowerCase() === 'content-type' && value !== undefined) headedContentType.set(this, String(value))
-    }
-    return writeHead.apply(this, args)
-  } as never
+/** The content type among writeHead's headers: an object, or a flat [name, value, ...] array. */
+function contentTypeIn(headers: unknown): string | undefined {
+  if (!headers) return undefined
+  const pairs = Array.isArray(headers)
+    ? headers.flatMap((item, i) => (i % 2 === 0 && !Array.isArray(item) ? [[item, headers[i + 1]]] : Array.isArray(item) ? [item] : []))
+    : Object.entries(headers)
+  const found = pairs.find(([name]) => String(name).toLowerCase() === 'content-type')
+  return found === undefined || found[1] === undefined ? undefined : String(found[1])
+}
 
-  const write = ServerResponse.prototype.write as unknown as Write
-  const end = ServerResponse.prototype.end as unknown as Write
-  ServerResponse.prototype.write = function (this: ServerResponse, chunk: unknown, encoding?: unknown, callback?: unknown) {
-    keep(this, chunk, encoding)
-    return write.call(this, chunk, encoding, callback)
-  } as never
-  ServerResponse.prototype.end = function (this: ServerResponse, chunk?: unknown, encoding?: unknown, callback?: unknown) {
-    if (typeof chunk !== 'function') keep(this, chunk, encoding)
-    else bodyOf(this)
-    return end.call(this, chunk, encoding, callback)
+const file = process.env.PARLEY_CONTRACT_LOG
+
+if (file) {
+  const emit = Server.prototype.emit as Method
+  Server.prototype.emit = function (this: Server, event: unknown, ...args: unknown[]) {
+    if (event === 'request') {
+      observeResponse(args[0] as IncomingMessage, args[1] as ServerResponse, (response) => appendFileSync(file, `${JSON.stringify(response)}\n`))
+    }
+    return emit.call(this, event, ...args)
   } as never
 }

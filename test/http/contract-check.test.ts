@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process'
+import { createServer } from 'node:http'
 import { existsSync, readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { checkLogFiles, emptyReport, newLogFile, RECORDER_PATH, setLogDocument, watchInProcess } from '../helpers/contract-check.ts'
@@ -144,6 +145,24 @@ describe('the hooks', () => {
     await (app.inject as (options: unknown) => Promise<unknown>)({ url: '/api/v1/version' })
     expect(report.checked).toBe(1)
     expect(report.mismatches[0]).toMatch(/GET \/api\/v1\/version -> 200: the body does not match .*missingProperty":"commit"/)
+  })
+
+  it("reports a wrong answer sent over an in-process app's socket", async () => {
+    const report = emptyReport()
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end('{"version":"1","commit":"c"}')
+    })
+    watchInProcess({ inject: () => undefined, swagger: () => JSON.parse(documentText), server } as never, report)
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    try {
+      const { port } = server.address() as { port: number }
+      await (await fetch(`http://127.0.0.1:${port}/api/v1/version`)).text()
+      await waitFor('the response checked', () => report.checked === 1)
+    } finally {
+      server.close()
+    }
+    expect(report.mismatches).toHaveLength(1)
+    expect(report.mismatches[0]).toMatch(/over a socket: GET \/api\/v1\/version -> 200: the body does not match .*missingProperty":"api_version"/)
   })
 
   it('records every response of a server process and reports the wrong ones', async () => {

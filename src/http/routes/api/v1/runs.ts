@@ -64,7 +64,7 @@ export const runRoutes =
           summary: 'Stop a running run; its output so far is kept. A finished run is returned unchanged.',
           security: ApiKeySecurity,
           params: RunParams,
-          response: { 200: Type.Ref(RunInspection), ...errors(400, 401, 404, 500, 503) },
+          response: { 200: Type.Ref(RunInspection), ...errors(400, 401, 404, 422, 500, 503) },
         },
       },
       async (request) => {
