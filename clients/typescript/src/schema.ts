@@ -1073,10 +1073,17 @@ export interface components {
         ChatPage: {
             /** @description Newest first, whichever direction was paged. */
             data: components["schemas"]["ChatSummary"][];
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @description Send as before_id for the newer page.
+             */
             first_id: string | null;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @description Send as after_id for the older page.
+             */
             last_id: string | null;
+            /** @description More chats lie beyond this page in the direction paged. */
             has_more: boolean;
         };
         HistoryBody: {
@@ -1096,6 +1103,7 @@ export interface components {
             /** @enum {string} */
             type: "message";
             text: string;
+            /** @description What the model said instead of answering, when it refused. */
             refusal?: string | null;
         } | {
             /** @enum {string} */
@@ -1118,24 +1126,30 @@ export interface components {
             width?: number | null;
             height?: number | null;
             page_count?: number | null;
+            /** @description The bytes, base64; only with `include=full`. */
             data_base64?: string | null;
         };
         HistoryPart: {
             /** Format: uuid */
             id: string;
+            /** @description The part's place in the ledger: increasing, never renumbered, not contiguous. Page with first_ordinal / last_ordinal. */
             ordinal: number;
             /** Format: date-time */
             created_at: string;
             role: "user" | "assistant";
             part: components["schemas"]["HistoryBody"];
+            /** @description The user_metadata of the turn that wrote the part. */
             user_metadata: unknown;
             media?: components["schemas"]["HistoryMedia"][] | null;
         };
         HistoryPageResponse: {
             /** @description Oldest first, whichever direction was paged. */
             data: components["schemas"]["HistoryPart"][];
+            /** @description Send as before_ordinal for the older page. */
             first_ordinal: number | null;
+            /** @description Send as after_ordinal for the newer page. */
             last_ordinal: number | null;
+            /** @description More parts lie beyond this page in the direction paged. */
             has_more: boolean;
         };
         Discovery: {
@@ -1702,10 +1716,17 @@ export interface components {
             model: string;
             /** @description Slash-separated scope, e.g. `acme/support`. */
             namespace: string | null;
-            /** @enum {string} */
+            /**
+             * @description `compaction` runs summarise history; they are billed though no customer made them.
+             * @enum {string}
+             */
             origin: "customer" | "compaction";
-            /** @enum {string} */
+            /**
+             * @description The durable answer, e.g. after a dropped stream.
+             * @enum {string}
+             */
             status: "running" | "succeeded" | "failed" | "cancelled";
+            /** @description A running run whose owning node still renews its lease; a running run that is not live will be settled as interrupted. */
             is_live: boolean;
             /** Format: date-time */
             created_at: string;
@@ -1713,7 +1734,9 @@ export interface components {
             completed_at: string | null;
             /** Format: date-time */
             settled_at: string | null;
+            /** @description Money in USD, a decimal string; null while running or until settled. */
             cost: string | null;
+            /** @description Why a failed run failed, e.g. `interrupted`. */
             error: string | null;
             latency_ms: number | null;
             provider_request_id: string | null;
@@ -2577,6 +2600,7 @@ export interface operations {
                 after_ordinal?: number;
                 /** @description 1-100, or 1-20 with include=full; clamped. */
                 limit?: number;
+                /** @description `stubs` (default): media described without bytes; `none`: no media; `full`: media with their bytes. */
                 include?: "stubs" | "none" | "full";
             };
             header?: never;
@@ -5876,8 +5900,7 @@ export interface operations {
                  *           "type": "prompt",
                  *           "text": "/think about it\nhello"
                  *         }
-                 *       ],
-                 *       "idempotency_key": "turn-0001"
+                 *       ]
                  *     }
                  */
                 "application/json": components["schemas"]["CreateResponseRequest"];
@@ -6140,6 +6163,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["NotFoundError"];
+                };
+            };
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
             /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
