@@ -49,7 +49,7 @@ const endedWithoutResult = (admission: RunAdmission | null, status: 'cancelled' 
   latencyMs: admission ? Math.max(0, Date.now() - admission.startedAtMs) : 0,
   firstDeltaMs: null,
   streamOpened: true,
-  // What reached the vendor is unknown: no uptime sample (spec §2.7 excludes such runs).
+  // What reached the vendor is unknown: no uptime sample (docs/decisions/015-vendor-calls-deadlines-retries-uptime.md excludes such runs).
   vendorRequests: 0,
 })
 
@@ -75,7 +75,7 @@ const brokenRun = (admission: RunAdmission | null) =>
   endedWithoutResult(admission, 'failed', { code: 'internal', message: 'the run failed unexpectedly' }, admission?.estimatedInputTokens ?? 0)
 
 /**
- * decisions §4, one running run per chat, read from the ledger rather than from this actor's memory:
+ * docs/guide/runs.md, one running run per chat, read from the ledger rather than from this actor's memory:
  * after a restart under another node id (a new container, a LiteFS failover) the ledger may hold a
  * running run that no actor here holds. While its lease is live someone may still stream it, and the
  * turn is refused; once the lease has expired nobody does, and it is settled before the turn runs.
@@ -99,7 +99,7 @@ const refuse = (event: ChatEvent, rejection: AdmissionRejection) => {
 }
 
 /**
- * decisions §4, in order, for a submission to a chat at rest: refused while the ledger holds a live
+ * docs/guide/runs.md, in order, for a submission to a chat at rest: refused while the ledger holds a live
  * run; an orphan is reaped first (and the submission decided again on what the ledger then says);
  * then the retry, idempotency and tool-id rules. What passes them all is admitted: admission packs
  * it, decides the 402 and writes it.
@@ -165,22 +165,22 @@ export const chatMachine = setup({
     settleRetry: ({ context }) => SETTLE_RETRY_BASE_MS * 4 ** Math.max(0, context.settleAttempts - 1),
   },
   guards: {
-    /** decisions §4: the latest customer run left tool calls no submission has closed; the next one closes them. */
+    /** docs/guide/tool-calls.md: the latest customer run left tool calls no submission has closed; the next one closes them. */
     awaitsToolResults: ({ context }) => context.pendingCalls.length > 0,
-    /** decisions §4 Retry: the submission names a run to retry. */
+    /** docs/guide/runs.md Retry: the submission names a run to retry. */
     isRetry: ({ event }) => event.type === 'SUBMIT' && (event.submission.request.retry_of ?? null) !== null,
-    /** decisions §4 Retry: `retry_of` names no run of the organisation (404). */
+    /** docs/guide/runs.md Retry: `retry_of` names no run of the organisation (404). */
     retriesMissingRun: ({ event }) => event.type === 'SUBMIT' && retriesMissingRun({ retried: event.ledger?.retried ?? null }, event.submission),
-    /** decisions §4 Retry: `retry_of` names the latest customer run of this chat, and it failed. */
+    /** docs/guide/runs.md Retry: `retry_of` names the latest customer run of this chat, and it failed. */
     isRetryOfLatestFailedRun: ({ context, event }) => event.type === 'SUBMIT' && isRetryOfLatestFailedRun({ retried: event.ledger?.retried ?? null, latestCustomerRun: context.latestCustomerRun }, context.chatId),
-    /** decisions §4 Idempotency: the key was used within 24 h. */
+    /** docs/guide/runs.md Idempotency: the key was used within 24 h. */
     reusesIdempotencyKey: ({ event }) => event.type === 'SUBMIT' && !keyIsUnused({ keyUsedBy: event.ledger?.keyUsedBy ?? null }),
-    /** decisions §4: every tool_result of the submission answers a call pending in this chat. */
+    /** docs/guide/tool-calls.md: every tool_result of the submission answers a call pending in this chat. */
     answersOnlyPendingCalls: ({ context, event }) => event.type !== 'SUBMIT' || answersOnlyPendingCalls(context.pendingCalls, answeredIds(event.submission)),
-    /** decisions §4: the run that just settled left tool calls; they are pending until the next submission. */
+    /** docs/guide/tool-calls.md: the run that just settled left tool calls; they are pending until the next submission. */
     leftToolCalls: ({ context }) => (context.result?.pendingToolCalls.length ?? 0) > 0,
     needsCompaction: (_, admission: ChatAdmission) => (admission.compaction?.blocks.length ?? 0) > 0,
-    /** decisions §5.3 at_fill: the settled run left the history past its fill mark, and no eager work runs yet. */
+    /** docs/guide/context.md at_fill: the settled run left the history past its fill mark, and no eager work runs yet. */
     fillsEagerThreshold: ({ context }, output: SettleRunOutput) => (output.eager?.blocks.length ?? 0) > 0 && context.eagerCompaction === null,
     cancelsThisRun: ({ context, event }) => event.type === 'CANCEL' && context.admission?.runId === event.runId,
     /** The ledger holds a running run of this chat under a live lease, whoever owns it. */
@@ -222,7 +222,7 @@ export const chatMachine = setup({
       })
     },
     /**
-     * decisions §4: the submission closes every pending call, by its tool_result or by a tombstone
+     * docs/guide/tool-calls.md: the submission closes every pending call, by its tool_result or by a tombstone
      * (\`expired\` past 24 h, \`cancelled\` for a cancelled or failed run's call, \`abandoned\`
      * otherwise), which admission writes before its input. The calls stay pending here until the run
      * is admitted (startRun): a refused submission closes nothing.
@@ -243,7 +243,7 @@ export const chatMachine = setup({
           error: new RunInProgressError(context.admission?.runId ?? context.queued?.submission.runId ?? null),
         })
     },
-    /** 409 run_in_progress naming the run the ledger holds (decisions §3, §4). */
+    /** 409 run_in_progress naming the run the ledger holds (docs/guide/errors.md, §4). */
     rejectLedgerRun: ({ context, event }) => {
       if (event.type === 'SUBMIT') {
         event.respond({ kind: 'rejected', error: new RunInProgressError(event.ledger?.runningRun?.id ?? context.outstanding?.id ?? null) })
@@ -273,7 +273,7 @@ export const chatMachine = setup({
     },
     /**
      * The submission is admitted and written: it is this run now, and the calls it closed are closed
-     * (decisions §4: closePendingCalls decided how; admission wrote the tombstones with its input).
+     * (docs/guide/tool-calls.md: closePendingCalls decided how; admission wrote the tombstones with its input).
      */
     startRun: assign({
       admission: (_, admission: ChatAdmission) => admission,
@@ -349,7 +349,7 @@ export const chatMachine = setup({
     }),
     recordBrokenRun: assign({ result: ({ context }) => brokenRun(context.admission) }),
     /**
-     * decisions §4: the calls of the run that just ended are pending until the next submission closes
+     * docs/guide/tool-calls.md: the calls of the run that just ended are pending until the next submission closes
      * them, with the run's status (a cancelled or failed run's are tombstoned `cancelled`). When they
      * were made is the ledger's to say (their tool_call parts), read at admission as at hydration.
      */
@@ -386,7 +386,7 @@ export const chatMachine = setup({
     deleters: [],
     now: input.now ?? (() => new Date()),
   }),
-  // Eager compaction (decisions §5.3) runs beside the turns as a child actor: a turn that needs its
+  // Eager compaction (docs/guide/context.md) runs beside the turns as a child actor: a turn that needs its
   // blocks meanwhile waits for them in `running.compacting` instead of making them again.
   on: {
     'xstate.done.actor.eagerCompaction': { actions: ['forgetEagerCompaction', 'removeEagerCompaction'] },
@@ -405,7 +405,7 @@ export const chatMachine = setup({
     idle: {
       on: { SUBMIT: admitOrRefuse, DELETE: deleteAtRest, SWEEP: sweepAtRest },
     },
-    // At rest with the latest customer run's tool calls pending (decisions §4): the next admitted
+    // At rest with the latest customer run's tool calls pending (docs/guide/tool-calls.md): the next admitted
     // submission closes every one of them (closePendingCalls), by its tool_result or a tombstone.
     // A tool_result for any other id is refused 422 unknown_tool_use_id.
     awaitingToolResults: {

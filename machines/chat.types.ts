@@ -43,7 +43,7 @@ export type DeleteOutcome = { kind: 'deleted' } | { kind: 'gone' } | { kind: 'fa
 export type ChatContext = {
   chatId: string
   /**
-   * Tool calls of the latest customer run that no submission has closed yet (decisions §4): the next
+   * Tool calls of the latest customer run that no submission has closed yet (docs/guide/tool-calls.md): the next
    * admitted submission closes them all. Each is dated as its tool_call part is in the ledger.
    */
   pendingCalls: PendingCall[]
@@ -79,7 +79,7 @@ export type ChatContext = {
  * What the ledger holds when a submission arrives, read by the actor host just before it sends it
  * (src/actors/read-submission-facts.ts): the chat's running customer run, if any, whichever node's it
  * is (after a restart under another node id, an orphan), the time of the reading, and the ledger's
- * facts the rules read (decisions §4: the run `retry_of` names, an earlier use of the idempotency
+ * facts the rules read (docs/guide/runs.md: the run `retry_of` names, an earlier use of the idempotency
  * key; absent: none). The whole view is absent when the sender read nothing.
  */
 export type LedgerView = { runningRun: RunLease | null; at: string } & Partial<LedgerFacts>
@@ -121,6 +121,6 @@ export type SettleRunInput = { admission: ChatAdmission; result: RunOutcome }
 export type ReleaseRunInput = { admission: ChatAdmission; result: RunOutcome }
 /** Deletes the chat's rows in one transaction, settling first a run left outstanding whose lease lapsed. */
 export type DeleteChatInput = { chatId: string; outstanding: RunLease | null }
-/** Blocks to summarise in the background after a run settled (decisions §5.3 at_fill), and for whom. */
+/** Blocks to summarise in the background after a run settled (docs/guide/context.md at_fill), and for whom. */
 export type EagerCompaction = { job: CompactionJob; blocks: BlockToSummarise[] }
 export type SettleRunOutput = { cost: string | null; eager: EagerCompaction | null }

@@ -30,7 +30,7 @@ export type Composition = {
 }
 
 /**
- * decisions §4: a running run's lease lasts 30 s, renewed every third of that (decision 018).
+ * docs/guide/runs.md: a running run's lease lasts 30 s, renewed every third of that (decision 018).
  * LEASE_TTL_MS (whole milliseconds, at least 300) sets another, as the tests of a node change do.
  */
 function leaseTtlMs(env: NodeJS.ProcessEnv): number {

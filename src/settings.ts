@@ -1,6 +1,6 @@
 import { resolve } from 'node:path'
 
-/** Process settings from the environment, with the embedded defaults of decisions §1. */
+/** Process settings from the environment, with the embedded defaults of README.md. */
 export type Settings = {
   port: number
   host: string

@@ -20,7 +20,7 @@ import type { Admission, CompactionReport, PreparedPart, Submission } from './tu
 /**
  * Admits a turn the chat machine let through its rules (machines/chat.machine.ts: retry,
  * idempotency, tool ids, and how the pending calls close): packs it (configuration, budget, the
- * packed context), has the pure `decideMaxTokens` decide the 402 and max_tokens (decisions §4
+ * packed context), has the pure `decideMaxTokens` decide the 402 and max_tokens (docs/guide/billing-and-usage.md
  * Balance, which needs the packed size), and writes it: tombstones for unanswered calls, the input
  * parts, the run and the idempotency key, in one transaction, committed before it resolves, so before
  * any byte is streamed. Rejects with the domain error that refuses it; a refusal writes nothing.
@@ -39,7 +39,7 @@ export async function admitTurn(deps: RunDeps, compactor: Compactor, submission:
   const budget = deps.resolver.resolveBudget(orgId, submission.namespace, model.id)
   const tools = providerToolsOf(config)
 
-  // Packing (decisions §5): the fixed parts whole, then as much history as the budget and the
+  // Packing (docs/guide/context.md): the fixed parts whole, then as much history as the budget and the
   // retention rules allow. The current exchange: what this submission writes, the run it retries,
   // and the run whose calls it closes (its calls stay with their results).
   const currentRuns = [...(retryOf ? [retryOf] : []), ...(closing.closesCallsOf ? [closing.closesCallsOf] : [])]
@@ -169,7 +169,7 @@ export async function admitTurn(deps: RunDeps, compactor: Compactor, submission:
 }
 
 /**
- * The chat machine refuses a turn while the ledger holds a running run (decisions §4); migration
+ * The chat machine refuses a turn while the ledger holds a running run (docs/guide/runs.md); migration
  * 0009's index refuses it here too, should anything get past: the same 409, naming that run.
  */
 function insertRun(deps: RunDeps, chatId: string, run: Parameters<RunDeps['store']['runs']['insert']>[0]): void {
@@ -182,7 +182,7 @@ function insertRun(deps: RunDeps, chatId: string, run: Parameters<RunDeps['store
   }
 }
 
-/** done.compaction (decisions §5.3): null when no summary was packed. */
+/** done.compaction (docs/guide/context.md): null when no summary was packed. */
 export function compactionReport(context: ContextManifest, elsewhere: readonly string[]): CompactionReport | null {
   if (context.summaries.length === 0) return null
   const fromElsewhere = new Set(elsewhere)

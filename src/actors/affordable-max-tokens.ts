@@ -4,7 +4,7 @@ import type { RunDeps } from './run-deps.ts'
 import type { Submission } from './turn-types.ts'
 
 /**
- * decideMaxTokens (decisions §4, the one place of the 402/max_tokens rule) over the balance read now:
+ * decideMaxTokens (docs/guide/billing-and-usage.md, the one place of the 402/max_tokens rule) over the balance read now:
  * throws its refusal as InsufficientBalanceError; otherwise adds its warnings to `warnings` and
  * returns the max_tokens it allows.
  */

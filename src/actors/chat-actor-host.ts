@@ -97,7 +97,7 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
           deps.store.chats.deleteById(input.chatId)
         })
       }),
-      // decisions §4: an orphan whose lease expired is settled before the turn that found it.
+      // docs/guide/runs.md: an orphan whose lease expired is settled before the turn that found it.
       reapRun: fromPromise(async ({ input }) => {
         try {
           await deps.store.writes.write(() => reapExpiredRun(deps, input.run.id))
@@ -210,7 +210,7 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
       }
       return new Promise((resolve, reject) => {
         const actor = actorFor(submission.chatId)
-        // The ledger, not this node's memory, says whether the chat has a running run (decisions §4),
+        // The ledger, not this node's memory, says whether the chat has a running run (docs/guide/runs.md),
         // and what the rules read of it: read just before the event, which the actor handles at once.
         const ledger = readSubmissionFacts(deps.store, submission, deps.now())
         actor.send({

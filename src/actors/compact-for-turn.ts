@@ -24,7 +24,7 @@ export const compactionJobOf = (admission: Admission, forRunId: string | null): 
  * The I/O of the chat machine's `running.compacting` state: makes the summaries an admitted run
  * needs (or waits for those other work is making), then packs the turn again over them and records
  * the context it will send. A block left without a summary is dropped with `history_dropped`
- * (decisions §5.3); the turn goes on.
+ * (docs/guide/context.md); the turn goes on.
  */
 export async function compactForTurn(deps: RunDeps, compactor: Compactor, admission: Admission, signal: AbortSignal): Promise<Admission> {
   const request = admission.compaction!
@@ -56,7 +56,7 @@ export async function compactForTurn(deps: RunDeps, compactor: Compactor, admiss
   translationWarnings.push(...vendorTranslationWarnings(admission.model.provider, packed.parts, admission.tools))
   const manifest = repack.manifestOf(packed.context, packed.estimatedTokens, maxTokens, vendorReasoning, { config: configWarnings, translation: translationWarnings })
   await deps.store.writes.write(() => deps.store.runs.setManifest(admission.runId, manifest))
-  // decisions §6: config_warnings may repeat after compaction, when they changed.
+  // docs/guide/sandbox.md: config_warnings may repeat after compaction, when they changed.
   if (JSON.stringify(configWarnings) !== JSON.stringify(admission.configWarnings)) admission.channel.push('config_warnings', { warnings: configWarnings })
   return {
     ...admission,

@@ -8,7 +8,7 @@ import { summariseBlock } from './summarise-block.ts'
 /** What a request for summaries came to. */
 export type CompactionOutcome = {
   summaries: BlockSummary[]
-  /** Blocks left without a summary: their compaction run failed or was cancelled (decisions §5.3). */
+  /** Blocks left without a summary: their compaction run failed or was cancelled (docs/guide/context.md). */
   failed: BlockToSummarise[]
   /** Blocks this request summarised itself, and those it waited for other work to summarise. */
   generated: string[]
@@ -21,7 +21,7 @@ const PARALLEL_RUNS = 2
 /**
  * Compaction work of this node, by chat and block. A block being summarised is claimed before its
  * run starts; a request that needs it meanwhile (a turn arriving during eager compaction) waits for
- * that work instead of doing it twice (decisions §5.3 `in_progress_elsewhere`).
+ * that work instead of doing it twice (docs/guide/context.md `in_progress_elsewhere`).
  */
 export function createCompactor(deps: RunDeps) {
   const inFlight = new Map<string, Promise<BlockSummary | null>>()

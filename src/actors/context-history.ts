@@ -110,7 +110,7 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs' | 'summ
     }
     if (!found) for (const summary of chat.summaries.values()) chat.bytes += summaryBytes(summary)
     drop(chatId)
-    // A failed run's output is never packed (decisions §4); a run fails after its output was kept.
+    // A failed run's output is never packed (docs/guide/runs.md); a run fails after its output was kept.
     const failedNow = store.runs.failedRunIds(chatId).filter((id) => !chat.failed.has(id))
     const isFailedOutput = (e: { kind: PartKind; runId: string | null }) => OUTPUT_KINDS.has(e.kind) && e.runId !== null && chat.failed.has(e.runId)
     for (const id of failedNow) chat.failed.add(id)

@@ -72,7 +72,7 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
 
   const result = async (status: RunOutcome['status'], error: RunOutcome['error'], streamOpened: boolean): Promise<RunOutcome> => {
     if (!ledgerFailed) await apply(endOfStream(state))
-    // Our failure, not the provider's (decisions §3): whatever the stream did, the run failed.
+    // Our failure, not the provider's (docs/guide/errors.md): whatever the stream did, the run failed.
     if (ledgerFailed) {
       status = 'failed'
       error = { code: 'internal', message: LEDGER_WRITE_FAILED }
@@ -82,7 +82,7 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
       stopReason: status === 'succeeded' ? state.stopReason ?? 'end_turn' : state.stopReason,
       error,
       usage: state.usage ?? usageKnownSoFar(admission.estimatedInputTokens, state.emitted, streamOpened),
-      // Billed for the estimate, reported as lost (spec §2.8: missing counts are not zero).
+      // Billed for the estimate, reported as lost (docs/guide/runs.md: missing counts are not zero).
       usageLost: state.usage === null,
       providerResponseId: state.providerResponseId,
       providerRequestId: providerRequestId ?? state.providerResponseId,
@@ -115,7 +115,7 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
   } catch (error) {
     if (APICallError.isInstance(error)) providerRequestId = requestIdFrom(admission.model.provider, error.responseHeaders)
     if (signal.aborted) return result('cancelled', null, false)
-    // Nothing sent: the vendor library refused the prompt itself, which says nothing of the vendor (spec §2.7).
+    // Nothing sent: the vendor library refused the prompt itself, which says nothing of the vendor (docs/decisions/015-vendor-calls-deadlines-retries-uptime.md).
     const message =
       vendorCall.requests === 0 ? `the vendor library refused the request before sending it: ${describeVendorError(error)}` : `the provider failed before answering: ${describeVendorError(error)}`
     channel.failBeforeStream(new UpstreamError(message, { run_id: admission.runId }, `send input: [] with retry_of: "${admission.runId}" to try this turn again`))

@@ -6,7 +6,7 @@ import type { RunDeps } from './run-deps.ts'
 import type { Admission } from './turn-types.ts'
 
 /**
- * decisions §5.3 `eager_compaction.at_fill`: after a run settles, the chat's next context as it
+ * docs/guide/context.md `eager_compaction.at_fill`: after a run settles, the chat's next context as it
  * stands (the ledger with this run's output, nothing new) packed as if its history budget were the
  * fraction `at` of itself. The blocks that packing would summarise, and that nobody is summarising
  * already, are the background work; null when there is none.

@@ -14,7 +14,7 @@ export type Settlement = {
   namespace: string | null
   model: Pick<CatalogueEntry, 'id' | 'name' | 'rates' | 'tiers'>
   markupPercent: string
-  /** The balance entry: `usage` for a customer's run, `compaction` for a summary's (decisions §5.3). */
+  /** The balance entry: `usage` for a customer's run, `compaction` for a summary's (docs/guide/context.md). */
   entryType?: ChargeType
   /** When the provider call started: the uptime sample's time; null when nobody timed one (the sweep). */
   startedAt: string | null
@@ -43,7 +43,7 @@ export function settleRun(deps: RunDeps, s: Settlement): string | null {
         latencyMs: o.latencyMs,
         // The vendor's request id header, else its response id (decision 017).
         providerRequestId: o.providerRequestId ?? o.providerResponseId,
-        // Billed for the estimate, reported as null (spec §2.8).
+        // Billed for the estimate, reported as null (docs/guide/runs.md).
         usage: o.usageLost ? null : o.usage,
       },
       { costUnits: moneyToUnits(cost), settledAt: now },

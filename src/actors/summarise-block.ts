@@ -17,7 +17,7 @@ import { type StopReason, usageKnownSoFar } from '../domain/runs/run-outcome.ts'
 import { settleRun } from './settle-run.ts'
 
 /**
- * One compaction run (decisions §5.3): `origin: compaction`, the chat's model, our instruction and
+ * One compaction run (docs/guide/context.md): `origin: compaction`, the chat's model, our instruction and
  * the block's parts. Written `running` before the provider is called; settled, billed as a
  * `compaction` entry and its summary stored in one transaction, so a crash leaves either a settled
  * run with its summary or a running run the sweep fails, never half a summary. Resolves with the

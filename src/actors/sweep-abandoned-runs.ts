@@ -7,7 +7,7 @@ import { usageKnownSoFar } from '../domain/runs/run-outcome.ts'
 import { settleRun } from './settle-run.ts'
 
 /**
- * decisions §4: a `running` run whose lease expired (or that this node's previous life held) can
+ * docs/guide/runs.md: a `running` run whose lease expired (or that this node's previous life held) can
  * have nobody streaming it. It becomes `failed` with error `interrupted` and is settled for the
  * usage known: the packed input recorded in its manifest and the output it had written.
  * Returns the runs it settled here (not those handed over to their chat's actor).
@@ -35,7 +35,7 @@ export function sweepAbandonedRuns(
 }
 
 /**
- * Admission's reaping (decisions §4, issue 11): the chat's running run is settled as `interrupted`
+ * Admission's reaping (docs/guide/runs.md, issue 11): the chat's running run is settled as `interrupted`
  * if its lease has expired by now. Read again here, since the ledger is the authority: a lease
  * renewed since the chat looked (someone does stream it) refuses the turn with run_in_progress;
  * a run settled since (by the sweep) needs nothing more. True when this call settled it.
@@ -72,7 +72,7 @@ function settleAbandoned(deps: RunDeps, run: RunRow): boolean {
       stopReason: null,
       error: { code: 'interrupted', message: 'interrupted' },
       usage: usageKnownSoFar(manifest.estimated_input_tokens ?? 0, output, true),
-      // Its usage never arrived: billed for the estimate, reported as null (spec §2.8).
+      // Its usage never arrived: billed for the estimate, reported as null (docs/guide/billing-and-usage.md).
       usageLost: true,
       providerResponseId: null,
       modelServed: null,

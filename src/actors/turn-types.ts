@@ -38,7 +38,7 @@ export type Admission = {
   startedAtMs: number
   /** When the run was created, by the service's clock. */
   createdAt: string
-  /** Ledger blocks to summarise before this run can stream (decisions §5.3); null when none. */
+  /** Ledger blocks to summarise before this run can stream (docs/guide/context.md); null when none. */
   compaction: CompactionRequest | null
   /** done.compaction: the summaries this run's context sends; null when none. */
   compactionReport: CompactionReport | null

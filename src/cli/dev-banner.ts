@@ -11,7 +11,7 @@ export const devKeyFile = (dataDir: string) => resolve(dataDir, 'dev-api-key.txt
  */
 const pendingFile = (dataDir: string) => resolve(dataDir, 'dev-banner-pending')
 
-/** Before listening: the key where decisions §1 puts it, and a note that the banner is still owed. */
+/** Before listening: the key where README.md puts it, and a note that the banner is still owed. */
 export function keepDevCredentials(dataDir: string, dev: DevCredentials): void {
   // With LiteFS the database lives in the mount, and DATA_DIR may not exist yet.
   mkdirSync(dataDir, { recursive: true })
@@ -38,7 +38,7 @@ export function markDevBannerShown(dataDir: string): void {
   rmSync(pendingFile(dataDir), { force: true })
 }
 
-/** Printed once on purpose (decisions §1); the logger redacts keys, so main writes it to stdout itself. */
+/** Printed once on purpose (README.md); the logger redacts keys, so main writes it to stdout itself. */
 export function renderDevBanner(dev: DevCredentials, dataDir: string, address: string): string {
   return (
     `\nCreated organisation "dev" (id ${dev.orgId}) with 10.00 USD of promotional credit.\n` +

@@ -1,7 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 
 /**
- * API keys and console session tokens are 32 random bytes (decisions §2).
+ * API keys and console session tokens are 32 random bytes (docs/decisions/003-identity-and-money-storage.md).
  * Only their SHA-256 is stored: the secrets have full entropy, so a slow hash adds nothing.
  */
 export const API_KEY_PREFIX = 'pk_'

@@ -1,7 +1,7 @@
 import { Decimal } from 'decimal.js'
 
 /**
- * Money is exact (decisions §7): decimal strings with up to 10 fractional digits.
+ * Money is exact (docs/guide/billing-and-usage.md): decimal strings with up to 10 fractional digits.
  * Stored amounts are integers of 10^-10 currency units so SQLite sums them exactly.
  */
 export const MONEY_SCALE = 10

@@ -14,7 +14,7 @@ function pooledRandom(): Uint8Array {
 }
 
 /**
- * A new resource id: a UUID (spec §2.1) of version 7, whose leading bits are the time. Rows made one
+ * A new resource id: a UUID (docs/guide/chats-and-ledger.md) of version 7, whose leading bits are the time. Rows made one
  * after another then sit side by side in their unique indexes, so a commit of many turns' rows
  * writes one index page where random ids would scatter them over many.
  */

@@ -1,4 +1,4 @@
-/** Out-of-range page sizes are clamped, never rejected (spec §8). */
+/** Out-of-range page sizes are clamped, never rejected (docs/guide/chats-and-ledger.md). */
 export function clampLimit(requested: number | undefined, max: number, fallback = max): number {
   if (requested === undefined) return fallback
   return Math.min(max, Math.max(1, Math.trunc(requested)))

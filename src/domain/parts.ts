@@ -1,4 +1,4 @@
-/** The ledger's part kinds and the role each implies (spec §2.4). */
+/** The ledger's part kinds and the role each implies (docs/guide/chats-and-ledger.md). */
 export const PART_KINDS = ['prompt', 'tool_result', 'message', 'reasoning', 'tool_call'] as const
 export type PartKind = (typeof PART_KINDS)[number]
 export type Role = 'user' | 'assistant'
@@ -44,6 +44,6 @@ export type PartBody =
  * signature or redacted data, Google's thought signature, OpenAI's reasoning item id. `metadata` is
  * the AI SDK's providerMetadata of the reasoning block as the vendor's package emitted it, keyed by
  * that package's name; `provider` is the catalogue provider that produced it, the only one it is
- * ever sent back to. Stored with the part, never returned in history (spec §2.4).
+ * ever sent back to. Stored with the part, never returned in history (docs/guide/chats-and-ledger.md).
  */
 export type ReasoningReplay = { provider: string; metadata: Record<string, Record<string, unknown>> }

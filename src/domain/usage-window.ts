@@ -3,7 +3,7 @@ export type UsageRange = keyof typeof USAGE_RANGES
 
 const HOUR_MS = 3_600_000
 
-/** decisions §7: `to` is the start of the next whole hour after now; `from` is `to` minus the range. */
+/** docs/guide/billing-and-usage.md: `to` is the start of the next whole hour after now; `from` is `to` minus the range. */
 export function usageWindow(range: UsageRange, now: Date): { from: string; to: string } {
   const to = (Math.floor(now.getTime() / HOUR_MS) + 1) * HOUR_MS
   return { from: new Date(to - USAGE_RANGES[range] * HOUR_MS).toISOString(), to: new Date(to).toISOString() }

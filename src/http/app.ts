@@ -38,7 +38,7 @@ import { RESPONSE_SCHEMAS } from './schemas/responses.ts'
 import { HistoryBody, HistoryMedia, HistoryPageResponse, HistoryPart } from './schemas/history.ts'
 import { ApiVersion, Discovery, NamespacePage, PublicPlatformUpdate } from './schemas/public.ts'
 
-/** Bodies other than turns are capped at 1 MiB (decisions §3). */
+/** Bodies other than turns are capped at 1 MiB (docs/guide/errors.md). */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024
 
 const SHARED_SCHEMAS = [

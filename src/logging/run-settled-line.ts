@@ -9,14 +9,14 @@ export type RunSettledLine = {
   chat_id: string
   org_id: string
   model: string
-  /** `usage` for a customer's run, `compaction` for a summary's (decisions §5.3). */
+  /** `usage` for a customer's run, `compaction` for a summary's (docs/guide/context.md). */
   charge: 'usage' | 'compaction'
   status: RunOutcome['status']
   stop_reason: RunOutcome['stopReason']
   error_code: string | null
   input_tokens: number
   output_tokens: number
-  /** True when the vendor reported no usage and the counts are our estimate (spec §2.8). */
+  /** True when the vendor reported no usage and the counts are our estimate (docs/guide/billing-and-usage.md). */
   usage_estimated: boolean
   /** The customer's cost in USD, as charged to the balance. */
   cost: string

@@ -3,7 +3,7 @@ import { tombstoneText } from '../domain/context/render-part.ts'
 import { truncateText } from '../domain/context/truncate-text.ts'
 import type { PartBody } from '../domain/parts.ts'
 
-/** Our instruction for compaction runs (decisions §5.3): the summary replaces the parts it covers. */
+/** Our instruction for compaction runs (docs/guide/context.md): the summary replaces the parts it covers. */
 export const SUMMARISATION_INSTRUCTION = [
   'You summarise a stretch of a conversation between a user and an AI assistant, so that the assistant can continue the conversation with your summary in place of the original messages.',
   'Keep every fact, decision, name, number, constraint and open question; say which tools were called, with what, and what they returned.',

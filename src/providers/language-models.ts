@@ -27,7 +27,7 @@ const VENDORS: Record<string, VendorFactory> = {
 
 /**
  * One interface for every vendor and the sandbox: the AI SDK's LanguageModelV3. Keys and base URLs
- * come from `<VENDOR>_API_KEY` / `<VENDOR>_BASE_URL` (decisions §1). Every vendor calls through the
+ * come from `<VENDOR>_API_KEY` / `<VENDOR>_BASE_URL` (README.md). Every vendor calls through the
  * vendor fetch: deadlines and retries before the first byte (decision 015).
  */
 export function createLanguageModels(env: NodeJS.ProcessEnv): LanguageModelFor {

@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 
 /**
  * What one provider call did on the network, filled in by the vendor fetch while the call runs.
- * A call that sent no request failed locally (the vendor library refused the prompt): spec §2.7
+ * A call that sent no request failed locally (the vendor library refused the prompt): docs/decisions/015-vendor-calls-deadlines-retries-uptime.md
  * keeps such failures out of uptime.
  */
 export type VendorCallRecord = {

@@ -68,7 +68,7 @@ export function toolsForVendor(provider: string, tools: readonly LanguageModelV3
   return stripped
 }
 
-/** `strict` settings the vendor will not honour, as warnings (spec §2.6: dropped when the provider has no equivalent). */
+/** `strict` settings the vendor will not honour, as warnings (docs/guide/namespaces-and-configuration.md: dropped when the provider has no equivalent). */
 export function strictWarnings(provider: string, tools: readonly LanguageModelV3FunctionTool[]): TranslationWarning[] {
   const { strict } = fidelityOf(provider)
   if (strict === 'kept') return []
@@ -93,7 +93,7 @@ export function strictWarnings(provider: string, tools: readonly LanguageModelV3
   ]
 }
 
-/** Tool results whose error flag does not reach the vendor, as one warning (spec §2.5: is_error dropped without an equivalent). */
+/** Tool results whose error flag does not reach the vendor, as one warning (docs/guide/chats-and-ledger.md: is_error dropped without an equivalent). */
 export function isErrorWarnings(provider: string, parts: readonly PackedPart[]): TranslationWarning[] {
   const { isError } = fidelityOf(provider)
   const ids: string[] = []

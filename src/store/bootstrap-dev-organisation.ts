@@ -4,7 +4,7 @@ export const DEV_ORG_SLUG = 'dev'
 export const DEV_PROMOTIONAL_CREDIT = '10.00'
 
 /**
- * First start (decisions §1): with no organisation at all, create `dev`, a key and 10.00 USD of
+ * First start (README.md): with no organisation at all, create `dev`, a key and 10.00 USD of
  * promotional credit, atomically. Returns null when the database already has organisations.
  */
 export function bootstrapDevOrganisation(store: Store): { orgId: string; keyId: string; key: string } | null {

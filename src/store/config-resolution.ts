@@ -11,7 +11,7 @@ import type { Store } from './index.ts'
 
 export type ResolvedConfiguration = {
   estimated_tokens: number
-  /** The two shares of estimated_tokens, for the run manifest (decisions §5.4). */
+  /** The two shares of estimated_tokens, for the run manifest (docs/guide/context.md). */
   tokens: { instructions: number; tools: number }
   instructions: string | null
   namespace: string | null

@@ -2,7 +2,7 @@ import type { Db } from './database.ts'
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000
 
-/** Keys are organisation-scoped and honoured for 24 hours (spec §4.2 rule 4). */
+/** Keys are organisation-scoped and honoured for 24 hours (docs/guide/runs.md). */
 export function createIdempotencyKeyStore(db: Db) {
   const find = db.prepare<[string, string, string], { run_id: string }>(
     'SELECT run_id FROM idempotency_keys WHERE org_id = ? AND key = ? AND created_at > ?',

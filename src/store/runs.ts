@@ -119,7 +119,7 @@ export function createRunStore(db: Db) {
         costUnits: settlement?.costUnits ?? null,
         settledAt: settlement?.settledAt ?? null,
       }).changes > 0,
-    /** A running run's manifest once its context is final (after compaction, decisions §5.4). */
+    /** A running run's manifest once its context is final (after compaction, docs/guide/context.md). */
     setManifest: (id: string, manifest: unknown) => setManifest.run(JSON.stringify(manifest), id).changes > 0,
     /** Renews the leases of `owner`'s running runs, except the runs named in `except`. */
     renewLeases: (owner: string, expiresAt: string, except: readonly string[] = []) => renew.run(expiresAt, owner, JSON.stringify(except)).changes,

@@ -902,7 +902,7 @@ export interface components {
             /** @description What to do next, when there is one obvious step. */
             hint?: string | null;
         };
-        /** @description Every error answer (spec §7). */
+        /** @description Every error answer (docs/guide/errors.md). */
         ErrorEnvelope: {
             error: components["schemas"]["ErrorBody"];
         };

@@ -144,7 +144,7 @@ export function step(state: RunStreamState, part: LanguageModelV3StreamPart): St
       }
     }
     case 'error':
-      // decisions §3 has one code for a provider that failed: the SSE error carries it too.
+      // docs/guide/errors.md has one code for a provider that failed: the SSE error carries it too.
       return { state: { ...state, failure: { code: 'upstream_error', message: `the provider failed mid-stream: ${describeVendorError(part.error)}` } }, effects: [] }
     default:
       return { state, effects: [] }

@@ -3,7 +3,7 @@ import type { CatalogueEntry, Rates, Tier } from './catalogue-entry.ts'
 
 export const PLATFORM_MARKUP_PERCENT = '5'
 
-/** Customer price = provider cost × (1 + markup/100), exact (decisions §7). */
+/** Customer price = provider cost × (1 + markup/100), exact (docs/guide/billing-and-usage.md). */
 export function markUp(rate: string, markupPercent: string): string {
   return new Money(rate).mul(new Money(markupPercent).div(100).plus(1)).toFixed()
 }

@@ -4,7 +4,7 @@ const dash = (value: string | null | undefined) => (value === undefined || value
 const yesNo = (value: boolean) => (value ? 'yes' : 'no')
 const mediaCell = (policy: MediaPolicy) => (policy.mime_types.length === 0 ? 'none' : policy.mime_types.join(', '))
 
-/** The catalogue as the markdown document served at /v1/catalogue/models.md (spec §4.1). */
+/** The catalogue as the markdown document served at /v1/catalogue/models.md (docs/guide/billing-and-usage.md). */
 export function renderModelsMarkdown(entries: CatalogueEntry[], markupPercent: string, pricesAsOf: string): string {
   const lines = [
     '# Models',

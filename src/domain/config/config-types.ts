@@ -1,4 +1,4 @@
-/** Configuration documents and the warnings their resolution gives (spec §2.6). */
+/** Configuration documents and the warnings their resolution gives (docs/guide/namespaces-and-configuration.md). */
 export type ConfigMode = 'append' | 'replace'
 export type HistoryMode = 'summarize' | 'drop_oldest'
 

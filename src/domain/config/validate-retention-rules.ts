@@ -6,7 +6,7 @@ import { SUPPORTED_RETENTION_VERSION } from './platform-defaults.ts'
 export type DocumentProblem = { pointer: string; message: string }
 
 /**
- * The checks a schema cannot express (decisions §5): the supported version, rules an earlier
+ * The checks a schema cannot express (docs/guide/context.md): the supported version, rules an earlier
  * pattern makes unreachable, and truncations that are contradictions.
  */
 export function validateRetentionRules(rules: RetentionRules): DocumentProblem[] {

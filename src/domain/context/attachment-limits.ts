@@ -7,9 +7,9 @@ import type { HistoryEntry, Rendering } from './packing-history.ts'
 import { choiceCode, choicesOfCode, renderTreated, type AttachmentChoice } from './render-treated.ts'
 
 /*
- * What the model can take (spec §2.7 media capabilities): attachments it cannot take in a carrier,
+ * What the model can take (docs/guide/context.md media capabilities): attachments it cannot take in a carrier,
  * and `max_attachments_per_request` counted across the whole packed context, become markers with
- * translation warnings (spec §4.2 rule 10; decision 012).
+ * translation warnings (docs/guide/chats-and-ledger.md; decision 012).
  */
 
 /** A part on its way into the context: a history entry or a new part, with its choices and rendering. */

@@ -21,7 +21,7 @@ export function floorTimes(n: number, fraction: number): number {
   return remember(`${n}×${fraction}`, () => new Exact(n).mul(new Exact(String(fraction))).floor().toNumber())
 }
 
-/** decisions §5.1: input budget = floor(context_window × (1 − headroom)), exactly. */
+/** docs/guide/context.md: input budget = floor(context_window × (1 − headroom)), exactly. */
 export function inputBudget(contextWindow: number, budget: Pick<ContextBudget, 'headroom'>): number {
   return remember(`${contextWindow}×(1−${budget.headroom})`, () =>
     new Exact(contextWindow).mul(new Exact(1).minus(new Exact(String(budget.headroom)))).floor().toNumber(),
@@ -29,7 +29,7 @@ export function inputBudget(contextWindow: number, budget: Pick<ContextBudget, '
 }
 
 /**
- * decisions §5.1: what the history may take once the fixed parts are in, capped by
+ * docs/guide/context.md: what the history may take once the fixed parts are in, capped by
  * `max_history_tokens`. Negative when the fixed parts alone do not fit.
  */
 export function historyBudget(input: number, fixedTokens: number, budget: Pick<ContextBudget, 'max_history_tokens'>): number {

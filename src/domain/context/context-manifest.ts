@@ -3,7 +3,7 @@ import type { Treatment } from './context-types.ts'
 export type Segment = { first_ordinal: number; last_ordinal: number; parts: number; treatment: Treatment; tokens: number }
 export type DroppedRange = { dropped: number; start_ordinal: number; end_ordinal: number }
 
-/** decisions §5.4: the run manifest's `context`, what the model received. */
+/** docs/guide/context.md: the run manifest's `context`, what the model received. */
 export type ContextManifest = {
   input_budget: number
   history_budget: number

@@ -24,7 +24,7 @@ export type LedgerPart = {
 export type SentAttachment = { kind: 'file'; media: MediaRef } | { kind: 'marker'; media: MediaRef; text: string }
 
 /**
- * A part exactly as the model receives it (decisions §5.4: "what the model received"): the texts
+ * A part exactly as the model receives it (docs/guide/context.md: "what the model received"): the texts
  * that are sent, fences and markers included. Conversions to vendor prompts add no text of their own.
  */
 export type RenderedPart =
@@ -37,7 +37,7 @@ export type RenderedPart =
   /** A block of older history as a compaction run summarised it (src/domain/context/render-summary.ts). */
   | { type: 'summary'; text: string }
 
-/** decisions §5.4 `treatment` of a part. */
+/** docs/guide/context.md `treatment` of a part. */
 export type Treatment = 'verbatim' | 'truncated' | 'omitted' | 'summarised' | 'dropped'
 
 /** A part of the packed context: null content when it is left out (an omitted reasoning part). */

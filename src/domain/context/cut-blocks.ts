@@ -2,7 +2,7 @@ import type { PackingHistory } from './packing-history.ts'
 
 /**
  * A block closes at the first boundary after it holds this many estimated tokens. A constant, so
- * boundaries depend on the ledger alone (decisions §5.3): every turn, every node, and a rebuilt actor
+ * boundaries depend on the ledger alone (docs/guide/context.md): every turn, every node, and a rebuilt actor
  * cut the same blocks, and a block's summary is made once.
  */
 export const BLOCK_TOKENS = 1024

@@ -27,7 +27,7 @@ export function estimateMediaTokens(media: MediaShape): number {
 const attachmentTokens = (a: SentAttachment) => (a.kind === 'file' ? estimateMediaTokens(a.media) : estimateTokens(a.text))
 
 /**
- * The project's one estimate of what a part costs a model (decisions §5.1): the texts it is sent
+ * The project's one estimate of what a part costs a model (docs/guide/context.md): the texts it is sent
  * as, plus its attachments. The sandbox's usage (src/providers/estimate-prompt-tokens.ts) counts the
  * same texts in the vendor prompt, so the two agree.
  */

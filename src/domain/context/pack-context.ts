@@ -28,9 +28,9 @@ export type PackInput = {
   rules: RetentionRules
   budget: ContextBudget
   model: Pick<CatalogueEntry, 'context_window' | 'media'>
-  /** What `summarize` needs (decisions §5.3); without it the oldest history is dropped. */
+  /** What `summarize` needs (docs/guide/context.md); without it the oldest history is dropped. */
   compaction?: CompactionInput
-  /** Eager planning (decisions §5.3 `at_fill`): the history budget taken as this share of itself. */
+  /** Eager planning (docs/guide/context.md `at_fill`): the history budget taken as this share of itself. */
   fillFraction?: number
 }
 
@@ -82,7 +82,7 @@ const sumOf = (items: readonly PackItem[]) => {
 }
 
 /**
- * Packs a turn's context (decisions §5): the fixed parts (instructions, tools, anchors, the current
+ * Packs a turn's context (docs/guide/context.md): the fixed parts (instructions, tools, anchors, the current
  * exchange) whole, then as much of the newest history as fits the history budget under the
  * retention rules, the oldest dropped. Work is proportional to the parts sent, not the ledger:
  * recency comes from running sums, each entry keeps its renderings by choice code between turns,
@@ -168,7 +168,7 @@ export function packContext(input: PackInput): PackResult {
   if (window - fixed < 0) throw contextTooLarge(window, tokens, fixed)
   if (input.fillFraction !== undefined) allowance = floorTimes(allowance, input.fillFraction)
 
-  // Recency (decisions §5.2): the estimates of the history parts newer than a part, against the budget.
+  // Recency (docs/guide/context.md): the estimates of the history parts newer than a part, against the budget.
   const newestSum = history.prefix[currentStart]!
   const limitOf = (t: number) => (t === Number.POSITIVE_INFINITY || t === Number.NEGATIVE_INFINITY ? t : floorTimes(Math.max(0, allowance), t))
   const verbatimLimit = limitOf(thresholdOrNone(rules.verbatim_within))
@@ -271,7 +271,7 @@ export function packContext(input: PackInput): PackResult {
     tokens.anchors = sumOf(anchors)
     tokens.current = sumOf(current)
   }
-  // summarize (decisions §5.3): the oldest history as summaries of sealed blocks, verbatim from a block boundary.
+  // summarize (docs/guide/context.md): the oldest history as summaries of sealed blocks, verbatim from a block boundary.
   let plan: SummaryPlan | null = null
   const compaction = input.compaction
   if (compaction && (budget.history_mode ?? 'summarize') === 'summarize' && keptFrom > anchorEnd) {
@@ -429,7 +429,7 @@ const packedOf = (ordinal: number, kind: PartKind, rendering: Rendering, treatme
   content: rendering.content,
   tokens: rendering.tokens,
 })
-/** Anchors and the current exchange are listed as verbatim (decisions §5.4). */
+/** Anchors and the current exchange are listed as verbatim (docs/guide/context.md). */
 const packedWhole = (item: PackItem): PackedPart => packedOf(item.ordinal, item.entry?.kind ?? item.body!.type, item.rendering, 'verbatim')
 
 function historyDropped(dropped: NonNullable<ContextManifest['dropped']>, mode: HistoryMode, summarised: boolean): ConfigWarning {

@@ -31,7 +31,7 @@ export type HistoryEntry = {
   runId: string | null
   /** The call a tool_call makes or a tool_result answers. */
   toolUseId: string | null
-  /** Its estimate sent whole (decisions §5.1): what recency counts. */
+  /** Its estimate sent whole (docs/guide/context.md): what recency counts. */
   tokens: number
   media: readonly MediaRef[]
   /** Null once the part is far behind what packing sends; the keeper reads it again when asked. */
@@ -45,7 +45,7 @@ export type HistoryEntry = {
 /**
  * A chat's packable parts, oldest first, with what packing needs to decide a turn without reading
  * them all: running sums of their estimates (recency by binary search) and where a kept range may
- * begin (decisions §5.3: never between a tool call and its result, nor a reasoning part and the call
+ * begin (docs/guide/context.md: never between a tool call and its result, nor a reasoning part and the call
  * it led to). Appending costs the new part; nothing here grows with the turn count but the lists.
  */
 export class PackingHistory {

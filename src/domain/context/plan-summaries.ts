@@ -60,7 +60,7 @@ export type PlanInput = {
 }
 
 /**
- * decisions §5.3 `summarize`: the oldest history goes as summaries of whole sealed blocks, the rest
+ * docs/guide/context.md `summarize`: the oldest history goes as summaries of whole sealed blocks, the rest
  * verbatim from a block boundary. The boundary is the earliest that fits at or after the previous
  * turn's; when it must move, it moves until the history fills at most JUMP_FILL of the budget.
  * When the summaries do not all fit, they keep SUMMARY_SHARE of the budget and the oldest are

@@ -7,7 +7,7 @@ export const SUMMARY_MAX_TOKENS = 400
 /** What packing sets aside for a summary not made yet: the most a compaction run writes, framed. */
 export const SUMMARY_ESTIMATE_TOKENS = SUMMARY_MAX_TOKENS + 24
 
-/** A stored summary of a block of the ledger (decisions §5.3). */
+/** A stored summary of a block of the ledger (docs/guide/context.md). */
 export type BlockSummary = {
   firstOrdinal: number
   lastOrdinal: number

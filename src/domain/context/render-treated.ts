@@ -55,7 +55,7 @@ export function choicesOfCode(code: number, count: number, modelRefusals: readon
 }
 
 /**
- * A part under the retention rules' choices (decisions §5.2): its payload cut when `cut`, its
+ * A part under the retention rules' choices (docs/guide/context.md): its payload cut when `cut`, its
  * attachments sent or replaced by markers. `truncated` says something was cut or replaced.
  */
 export function renderTreated(body: PartBody, media: readonly MediaRef[], choices: PartChoices, rules: RetentionRules): Rendering {

@@ -5,7 +5,7 @@ import { globMatches, mimeMatches } from './match-pattern.ts'
 const KEEP: Truncation = { mode: 'keep' }
 
 /**
- * A recency threshold as packing uses it: a left-out threshold does nothing (decisions §5.2), so
+ * A recency threshold as packing uses it: a left-out threshold does nothing (docs/guide/context.md), so
  * everything is within it where the rule keeps (reasoning, media) and nothing is where it protects
  * (`verbatim_within`).
  */

@@ -3,7 +3,7 @@ import type { Truncation, TruncationShape } from '../config/config-types.ts'
 import { encodeBounded, estimateTokens, EXACT_MAX_CHARS } from '../tokens/estimate-tokens.ts'
 import { isHighSurrogate, isLowSurrogate } from '../utf16.ts'
 
-/** The visible marker a cut payload carries (decisions §5.2). */
+/** The visible marker a cut payload carries (docs/guide/context.md). */
 export const truncationMarker = (cutTokens: number) => `[… ${cutTokens} tokens truncated …]`
 
 export type CutText = { text: string; cut: boolean }

@@ -5,7 +5,7 @@ import type { Usage } from './usage.ts'
 
 /**
  * What the customer pays for one call: provider cost × (1 + markup/100), rounded once, half to
- * even, to the 10 fractional digits money carries (decisions §7). Returned as a plain decimal string.
+ * even, to the 10 fractional digits money carries (docs/guide/billing-and-usage.md). Returned as a plain decimal string.
  */
 export function customerCost(usage: Usage, model: Pick<CatalogueEntry, 'rates' | 'tiers'>, markupPercent: string): string {
   const provider = priceUsage(usage, model.rates, model.tiers)

@@ -32,7 +32,7 @@ const charge = (tokens: number, rate: InstanceType<typeof Money>) => (tokens ===
 const inTier = (tier: Tier, context: number) => context > tier.min && (tier.max === null || tier.max === undefined || context <= tier.max)
 
 /**
- * Provider cost of one call, exact and unrounded (decisions §7).
+ * Provider cost of one call, exact and unrounded (docs/guide/billing-and-usage.md).
  * - A `cliff` tier whose threshold the context exceeds reprices the whole request.
  * - `graduated` tiers price each band of context positions at that band's rate; cached tokens come
  *   first in the prompt, then fresh input, and output is priced at the band the context ended in.

@@ -1,4 +1,4 @@
-/** Token counts of one model call (spec §2.8). Reasoning is a subset of output, never added to it. */
+/** Token counts of one model call (docs/guide/billing-and-usage.md). Reasoning is a subset of output, never added to it. */
 export type Usage = {
   input_tokens: number
   output_tokens: number

@@ -1,7 +1,7 @@
 import type { Usage } from '../pricing/usage.ts'
 import { estimateTokens } from '../tokens/estimate-tokens.ts'
 
-/** A tool call the run wrote, dated as its tool_call part is in the ledger (the 24 h rule reads it, decisions §4). */
+/** A tool call the run wrote, dated as its tool_call part is in the ledger (the 24 h rule reads it, docs/guide/tool-calls.md). */
 export type PendingToolCall = { tool_name: string; tool_use_id: string; created_at: string }
 
 export type StopReason = 'end_turn' | 'max_tokens' | 'tool_use' | 'stop_sequence' | 'refusal'
@@ -16,7 +16,7 @@ export type RunOutcome = {
   error: { code: string; message: string } | null
   /** What is billed: the provider's usage, or the usage known so far (usageKnownSoFar) when it was lost. */
   usage: Usage
-  /** True when the provider reported no usage: `usage` is then an estimate, billed but reported as null (spec §2.8). */
+  /** True when the provider reported no usage: `usage` is then an estimate, billed but reported as null (docs/guide/billing-and-usage.md). */
   usageLost?: boolean
   providerResponseId: string | null
   /** The vendor's request id header, else the response id (decision 017). */
@@ -35,7 +35,7 @@ export type RunOutcome = {
 /**
  * The usage known so far, for a run whose provider reported none (a failure, a cancel, a run the
  * sweep settles): the packed input when the call reached the provider, and the output it wrote.
- * Billed, and reported as lost (spec §2.8: missing counts are not zero).
+ * Billed, and reported as lost (docs/guide/runs.md: missing counts are not zero).
  */
 export function usageKnownSoFar(inputTokens: number, output: string, reachedProvider: boolean): Usage {
   return {
@@ -48,7 +48,7 @@ export function usageKnownSoFar(inputTokens: number, output: string, reachedProv
 }
 
 /**
- * Whether an outcome is a sample of the provider's health (spec §2.7): cancels, calls that never
+ * Whether an outcome is a sample of the provider's health (docs/decisions/015-vendor-calls-deadlines-retries-uptime.md): cancels, calls that never
  * reached the vendor (refused locally, or unknown) and our own failures (`internal`: the ledger
  * write failed) say nothing of it.
  */

@@ -2,7 +2,7 @@ import { countTokens, encode } from 'gpt-tokenizer'
 import { O200K_TOKEN_SPLIT_REGEX } from 'gpt-tokenizer/esm/encodingParams/constants'
 import { isHighSurrogate, isLowSurrogate } from '../utf16.ts'
 
-/** TokenEstimate is a saturating int32 (spec §2.1). */
+/** TokenEstimate is a saturating int32 (docs/guide/chats-and-ledger.md). */
 export const TOKEN_ESTIMATE_MAX = 2_147_483_647
 
 /** UTF-8 bytes (a lone surrogate as the 3 bytes of U+FFFD), natively: about 0.3 ms a MiB. */
@@ -11,7 +11,7 @@ const utf8Length = (text: string) => Buffer.byteLength(text, 'utf8')
 const NO_SPECIAL_TOKENS = { disallowedSpecial: new Set<string>() }
 
 /**
- * The project's one token estimator (decisions §5): o200k_base BPE counts, used alike for
+ * The project's one token estimator (docs/guide/context.md): o200k_base BPE counts, used alike for
  * budgets, `estimated_tokens` and the sandbox's usage. Special-token text counts as plain text.
  *
  * Up to `EXACT_MAX_CHARS` UTF-16 units this is the exact count of `encodeBounded(text)`; past it,

@@ -13,7 +13,7 @@ export type PendingCall = {
 export type Closure = { tool_use_id: string; tool_name: string; tombstone: TombstoneReason | null }
 
 /**
- * decisions §4: a submission closes every pending call, by its own tool_result or else with a
+ * docs/guide/tool-calls.md: a submission closes every pending call, by its own tool_result or else with a
  * tombstone: `expired` past the TTL, `cancelled` when the calling run was cancelled or failed,
  * `abandoned` otherwise. Results for ids that are not pending are reported as unknown.
  */

@@ -15,7 +15,7 @@ import { closePendingCalls, type Closure, type PendingCall } from './close-pendi
 import type { TranslationWarning } from './coerce-reasoning-effort.ts'
 
 /**
- * decisions §4 as a pure decision: whether a submission may run, over the facts the chat actor holds
+ * docs/guide/runs.md as a pure decision: whether a submission may run, over the facts the chat actor holds
  * and those admission reads from the ledger. No I/O, no clock of its own (`now` is passed in), no
  * throw: a refusal is a value (`AdmissionRejection`), turned into the domain error by `rejectionError`.
  */
@@ -70,7 +70,7 @@ export type AdmissionVerdict =
   | { kind: 'reject'; rejection: AdmissionRejection }
 
 /**
- * decisions §4 Retry: `retry_of` must name the latest failed customer run of this chat. The run's
+ * docs/guide/runs.md Retry: `retry_of` must name the latest failed customer run of this chat. The run's
  * status is the chat's latest (the actor's, current after an orphan was reaped), not the one read
  * before the submission reached the actor.
  */
@@ -79,12 +79,12 @@ export function isRetryOfLatestFailedRun(facts: Pick<AdmissionFacts, 'latestCust
   return retried !== null && retried.chatId === chatId && latest?.id === retried.id && latest.status === 'failed'
 }
 
-/** decisions §4 Retry: `retry_of` names no run of the organisation (404, not 409). */
+/** docs/guide/runs.md Retry: `retry_of` names no run of the organisation (404, not 409). */
 export function retriesMissingRun(facts: Pick<AdmissionFacts, 'retried'>, submission: Pick<SubmissionForAdmission, 'request'>): boolean {
   return (submission.request.retry_of ?? null) !== null && facts.retried === null
 }
 
-/** decisions §4 Idempotency: a key used within 24 h names the first run, whatever its outcome. */
+/** docs/guide/runs.md Idempotency: a key used within 24 h names the first run, whatever its outcome. */
 export function keyIsUnused(facts: Pick<AdmissionFacts, 'keyUsedBy'>): boolean {
   return facts.keyUsedBy === null
 }
@@ -94,7 +94,7 @@ export function answeredIds(submission: Pick<SubmissionForAdmission, 'input'>): 
   return submission.input.flatMap((p) => (p.body.type === 'tool_result' ? [p.body.tool_use_id] : []))
 }
 
-/** decisions §4: a `tool_result` for an id that is not pending in this chat is refused (422). */
+/** docs/guide/tool-calls.md: a `tool_result` for an id that is not pending in this chat is refused (422). */
 export function answersOnlyPendingCalls(pending: readonly Pick<PendingCall, 'tool_use_id'>[], answered: readonly string[]): boolean {
   return unknownToolUseIds(pending, answered).length === 0
 }
@@ -104,7 +104,7 @@ export function unknownToolUseIds(pending: readonly Pick<PendingCall, 'tool_use_
   return answered.filter((id) => !ids.has(id))
 }
 
-/** decisions §4: every pending call the submission did not answer gets a tombstone tool_result, written before the input. */
+/** docs/guide/tool-calls.md: every pending call the submission did not answer gets a tombstone tool_result, written before the input. */
 export function tombstoneUnanswered(closures: readonly Closure[]): TombstoneBody[] {
   return closures.flatMap((c) =>
     c.tombstone === null
@@ -114,7 +114,7 @@ export function tombstoneUnanswered(closures: readonly Closure[]): TombstoneBody
 }
 
 /**
- * decisions §4, in the order the rules are checked: retry, idempotency, unknown tool ids; then every
+ * docs/guide/tool-calls.md, in the order the rules are checked: retry, idempotency, unknown tool ids; then every
  * pending call is closed, by result or tombstone (`expired` past 24 h by `now`, `cancelled` for a
  * cancelled or failed run's call, `abandoned` otherwise).
  */
@@ -137,7 +137,7 @@ export function decideAdmission(facts: AdmissionFacts, submission: SubmissionFor
   return { value: { kind: 'admit', ...closeCalls(facts, submission, now), retryOf }, warnings: [] }
 }
 
-/** How an admitted submission closes the chat's pending calls (decisions §4). */
+/** How an admitted submission closes the chat's pending calls (docs/guide/tool-calls.md). */
 export type CallClosing = {
   /** Every pending call, closed by the submission's result or by a tombstone. */
   closures: Closure[]
@@ -151,7 +151,7 @@ export type CallClosing = {
 export const NOTHING_TO_CLOSE: CallClosing = { closures: [], tombstones: [], closesCallsOf: null }
 
 /**
- * decisions §4: every pending call is closed, by the submission's tool_result or by a tombstone
+ * docs/guide/tool-calls.md: every pending call is closed, by the submission's tool_result or by a tombstone
  * (`expired` past 24 h by `now`, `cancelled` for a cancelled or failed run's call, `abandoned` otherwise).
  */
 export function closeCalls(facts: ChatFacts, submission: Pick<SubmissionForAdmission, 'input'>, now: Date): CallClosing {
@@ -173,7 +173,7 @@ export type BudgetFacts = {
 export type MaxTokensVerdict = { kind: 'admit'; maxTokens: number } | { kind: 'reject'; rejection: AdmissionRejection }
 
 /**
- * decisions §4 Balance: refused (402) when the balance cannot pay the estimated input plus one output
+ * docs/guide/billing-and-usage.md Balance: refused (402) when the balance cannot pay the estimated input plus one output
  * token; otherwise max_tokens is only ever lowered, by the model's ceiling and by what the balance
  * pays for, with a `max_tokens_lowered` warning when a requested value was.
  */

@@ -19,7 +19,7 @@ export type SubmittedPart =
       media?: SubmittedMedia[]
     }
 
-/** CreateResponseRequest (spec §2.5). */
+/** CreateResponseRequest (docs/guide/chats-and-ledger.md). */
 export type TurnRequest = {
   model: string
   input: SubmittedPart[]

@@ -8,7 +8,7 @@ const CONTROL_CHARACTERS = /[\x00-\x08\x0B-\x1F\x7F]/g
 
 export type HygieneResult = { ok: true; text: string } | { ok: false; message: string }
 
-/** decisions §4: tool result text as stored, by trust level. */
+/** docs/guide/tool-calls.md: tool result text as stored, by trust level. */
 export function applyToolResultHygiene(text: string, trust: TrustLevel): HygieneResult {
   switch (trust) {
     case 'trusted':

@@ -10,7 +10,7 @@ import {
 import { allowedMethods } from '../edge-errors.ts'
 import { problemsFromAjv } from './validation.ts'
 
-/** decisions §3: the one place where a domain error code becomes an HTTP status. */
+/** docs/guide/errors.md: the one place where a domain error code becomes an HTTP status. */
 export function statusOf(error: DomainError): number {
   switch (error.code) {
     case 'invalid_request':
@@ -58,7 +58,7 @@ function translate(error: FastifyError): DomainError | null {
   if (error.validation) {
     const where = contextToWhere[error.validationContext ?? 'body'] ?? 'body'
     const problems = problemsFromAjv(error.validation as never, where)
-    // A malformed identifier in the path is a 400 (decisions §3); everything else is 422.
+    // A malformed identifier in the path is a 400 (docs/guide/errors.md); everything else is 422.
     if (where === 'path') return new InvalidRequestError(`invalid path parameter: ${problems.map((p) => p.pointer).join(', ')}`, { problems })
     return new ValidationError(problems)
   }

@@ -84,7 +84,7 @@ export function installPrimaryRouting(app: FastifyInstance, role: ReplicationRol
     reply.hijack()
     const res = reply.raw
     res.writeHead(answer.statusCode, endToEnd(answer.headers))
-    // A client that goes away stops the relay only: on the primary the turn runs on (spec §4.2).
+    // A client that goes away stops the relay only: on the primary the turn runs on (docs/guide/turn-stream.md).
     res.on('close', () => answer.body.destroy())
     const streamsPosition = String(answer.headers.trailer ?? '').toLowerCase().includes(TXID)
     let held: Buffer[] = []

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import { RateLimitedError } from '../../domain/errors.ts'
 
 /**
- * decisions §3's 429: at most `perMinute` requests a minute per API key (decision 011), counted by
+ * docs/guide/errors.md's 429: at most `perMinute` requests a minute per API key (decision 011), counted by
  * this node. Registered inside the keyed scope after authentication, so a request without a valid
  * key is a 401 and counts for nothing. `Retry-After` says when the window frees a request.
  */

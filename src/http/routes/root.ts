@@ -58,7 +58,7 @@ export const rootRoutes =
       async () => version(),
     )
 
-    // Discovery advertises `versions.v1 = /api/v1`, and every advertised path must be served (decisions §7).
+    // Discovery advertises `versions.v1 = /api/v1`, and every advertised path must be served (docs/guide/billing-and-usage.md).
     app.get(
       '/api/v1',
       {

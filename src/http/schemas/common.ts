@@ -49,7 +49,7 @@ export const ErrorBody = Type.Object(
   },
   { $id: 'ErrorBody' },
 )
-export const ErrorEnvelope = Type.Object({ error: Type.Ref(ErrorBody) }, { $id: 'ErrorEnvelope', description: 'Every error answer (spec §7).' })
+export const ErrorEnvelope = Type.Object({ error: Type.Ref(ErrorBody) }, { $id: 'ErrorEnvelope', description: 'Every error answer (docs/guide/errors.md).' })
 
 /** An error envelope whose `code` is one of `codes`: what an operation answers with one status. */
 function errorEnvelope(name: string, codes: readonly string[], description: string) {
@@ -66,7 +66,7 @@ function errorEnvelope(name: string, codes: readonly string[], description: stri
   )
 }
 
-/** The codes decisions §3 maps to each status (src/http/plugins/error-handler.ts statusOf). */
+/** The codes docs/guide/errors.md maps to each status (src/http/plugins/error-handler.ts statusOf). */
 export const ERROR_RESPONSES = {
   400: errorEnvelope('BadRequestError', ['invalid_request'], 'A malformed path identifier, malformed JSON, or a content type other than application/json.'),
   401: errorEnvelope('UnauthorizedError', ['unauthorized'], 'No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`.'),

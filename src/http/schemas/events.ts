@@ -3,7 +3,7 @@ import { Nullable, StringEnum, TaggedUnion, Uuid } from './common.ts'
 import { ConfigWarning } from './config.ts'
 
 /**
- * The server-sent events of a turn (spec §6), one schema per event's `data`. OpenAPI 3.1 has no
+ * The server-sent events of a turn (docs/guide/turn-stream.md), one schema per event's `data`. OpenAPI 3.1 has no
  * notation for an event stream, so the 200 of the turn endpoint is documented as a `oneOf` of
  * `{event, data}` objects discriminated by `event` (decision 021): a generator gets one typed union,
  * and a client parsing frames with any SSE parser validates `{event, data: JSON.parse(data)}`.

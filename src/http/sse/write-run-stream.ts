@@ -21,7 +21,7 @@ export async function endOpenStreams(streams: OpenStreams): Promise<void> {
 /**
  * Streams a run as server-sent events: `run`, `config_warnings`, `translation_warnings`, then the
  * run's frames as they come, one write per frame. Closing the connection only unsubscribes: the
- * run goes on, persists and settles (spec §4.2 rule 2).
+ * run goes on, persists and settles (docs/guide/turn-stream.md).
  */
 export function writeRunStream(reply: FastifyReply, admission: Admission, streams?: OpenStreams, position?: ReplicationPosition): void {
   reply.hijack()
@@ -63,7 +63,7 @@ export function writeRunStream(reply: FastifyReply, admission: Admission, stream
   const heartbeat = setInterval(() => write(': heartbeat\n\n'), HEARTBEAT_MS)
   let unsubscribe = () => {}
   // Shutdown: the run stops with the server and is settled as interrupted by the next start
-  // (decisions §4); spec §4.2 rule 1 makes that an `error` event on an open stream.
+  // (docs/guide/runs.md); docs/guide/turn-stream.md makes that an `error` event on an open stream.
   const shutDown = () =>
     new Promise<void>((resolve) => {
       if (res.writableEnded || res.destroyed) return resolve()

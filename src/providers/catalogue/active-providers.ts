@@ -1,4 +1,4 @@
-/** The environment variable whose presence activates each vendor's models (decisions §1). */
+/** The environment variable whose presence activates each vendor's models (README.md). */
 export const VENDOR_KEY_VARIABLES: Record<string, string> = {
   anthropic: 'ANTHROPIC_API_KEY',
   openai: 'OPENAI_API_KEY',

@@ -23,7 +23,7 @@ export type CatalogueService = {
 
 /**
  * Serves the active part of the catalogue. Latency and uptime are recomputed from the last 24
- * hours of provider calls (spec §2.7): at start, every 15 minutes (which brings in other nodes'
+ * hours of provider calls (docs/decisions/015-vendor-calls-deadlines-retries-uptime.md): at start, every 15 minutes (which brings in other nodes'
  * calls), and within a second of a call settled here, never per request.
  */
 export function createCatalogueService(

@@ -7,7 +7,7 @@ const describeBytes = (mediaType: string, data: unknown) => {
 }
 
 /**
- * The `/context` answer (decisions §6): the context the model received as JSON, the system message,
+ * The `/context` answer (docs/guide/sandbox.md): the context the model received as JSON, the system message,
  * the tools and the messages in the AI SDK's prompt form, so a user can see what packing sent.
  */
 export function describeContext(prompt: LanguageModelV3Prompt, tools: readonly LanguageModelV3FunctionTool[]): string {

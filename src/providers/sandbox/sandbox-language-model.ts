@@ -54,7 +54,7 @@ function textDeltas(turn: ReturnType<typeof newestTurn>, script: SandboxScript, 
 }
 
 /**
- * The offline model of decisions §6, behind the same AI SDK interface as every vendor. It answers
+ * The offline model of docs/guide/sandbox.md, behind the same AI SDK interface as every vendor. It answers
  * deterministically, steered by magic lines of the newest prompt.
  */
 export function createSandboxLanguageModel(modelId: string): LanguageModelV3 {
@@ -84,7 +84,7 @@ export function createSandboxLanguageModel(modelId: string): LanguageModelV3 {
 
       const tools = (options.tools ?? []).filter((t): t is LanguageModelV3FunctionTool => t.type === 'function')
       // Counted item by item, in one pass, so the cached share is a leading run of the same counts
-      // whose sum is estimatePromptTokens (decisions §6). A request failed before its first byte
+      // whose sum is estimatePromptTokens (docs/guide/sandbox.md). A request failed before its first byte
       // (above) never reached the cache.
       const items = prefixItems(options.prompt, tools)
       let inputTokens = 0

@@ -92,7 +92,7 @@ export type SandboxPrefixCacheLimits = {
 const DEFAULT_LIMITS: SandboxPrefixCacheLimits = { maxKeys: 10_000, maxItems: 2_000_000 }
 
 /**
- * The sandbox's simulation of a vendor's prompt cache (decisions §6): per key (the chat), the
+ * The sandbox's simulation of a vendor's prompt cache (docs/guide/sandbox.md): per key (the chat), the
  * previous request's item identities. Only identities are kept: equal identity means equal content,
  * so the cached tokens are counted on the new request's items.
  */

@@ -1,6 +1,6 @@
 import type { LanguageModelV3Prompt } from '@ai-sdk/provider'
 
-/** What the newest prompt asks the sandbox to do (decisions §6). */
+/** What the newest prompt asks the sandbox to do (docs/guide/sandbox.md). */
 export type SandboxScript = {
   text: string
   think: string[]
@@ -11,7 +11,7 @@ export type SandboxScript = {
   fail: boolean
   flaky: boolean
   failMid: boolean
-  /** Answer with the context received (decisions §6 `/context`). */
+  /** Answer with the context received (docs/guide/sandbox.md `/context`). */
   context: boolean
 }
 

@@ -12,7 +12,7 @@ const WORDS_PER_PART = 6
 const ITEM = /^\[#(\d+) (\w+)\]\n([\s\S]*)$/
 
 /**
- * decisions §6: the sandbox summarises a block deterministically, `Summary of ordinals A-B:` then
+ * docs/guide/sandbox.md: the sandbox summarises a block deterministically, `Summary of ordinals A-B:` then
  * the first words of each part; a block holding a prompt with the line `/fail-summary` cannot be
  * summarised (the compaction run fails before its first byte).
  */

@@ -1,7 +1,7 @@
 import type { Database } from 'better-sqlite3'
 
 /**
- * Summaries of sealed ledger blocks (decisions §5.3), one per block, made by a compaction run and
+ * Summaries of sealed ledger blocks (docs/guide/context.md), one per block, made by a compaction run and
  * reused by every later turn. Deleted with their chat; the compaction runs stay for billing.
  */
 export function up(db: Database): void {

@@ -1,7 +1,7 @@
 import type { Database } from 'better-sqlite3'
 
 /**
- * decisions §4, one running run per chat (issue 12): the chat actor enforces it, and this index makes
+ * docs/guide/runs.md, one running run per chat (issue 12): the chat actor enforces it, and this index makes
  * a second running customer run of a chat impossible to write, whatever went wrong above it.
  * Compaction runs are left out: they run during a customer turn, and several at once.
  *

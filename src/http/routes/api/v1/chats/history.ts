@@ -35,7 +35,7 @@ function historyPartJson(row: PartRow, media: MediaRow[] | undefined): string {
   return `${head},"part":${servedBody(row)},"user_metadata":${row.user_metadata}${attachments}}`
 }
 
-/** A stored body as served: a reasoning part's replay data (a thinking signature) is never returned (spec §2.4, decision 017). */
+/** A stored body as served: a reasoning part's replay data (a thinking signature) is never returned (docs/guide/chats-and-ledger.md, decision 017). */
 function servedBody(row: PartRow): string {
   if (row.kind !== 'reasoning' || !row.body.includes('"replay"')) return row.body
   const { replay: _replay, ...body } = JSON.parse(row.body) as Record<string, unknown>

@@ -12,7 +12,7 @@ import { RUN_EVENT_ORDER, RunEvent } from '../../../../schemas/events.ts'
 import { CreateResponseRequest } from '../../../../schemas/responses.ts'
 import { findChat } from './index.ts'
 
-/** Turn bodies may carry attachments: up to 32 MiB, base64 overhead included (decisions §3). */
+/** Turn bodies may carry attachments: up to 32 MiB, base64 overhead included (docs/guide/errors.md). */
 export const TURN_BODY_LIMIT = 32 * 1024 * 1024
 
 const TURN_DESCRIPTION = [
@@ -67,7 +67,7 @@ export const responseRoutes =
           namespace: chat.namespace,
         })
         const admission = await deps.host.submit(submission)
-        // A provider that fails before its first byte is an HTTP error, not a stream (spec §4.2 rule 1).
+        // A provider that fails before its first byte is an HTTP error, not a stream (docs/guide/turn-stream.md).
         const opening = await admission.channel.opening
         if (!opening.ok) {
           // Answered once the run's failure is committed: a GET of the run then reads it failed.

@@ -97,7 +97,7 @@ export const configRoutes =
         byModel: false,
         toVersions: (body, orgId) => {
           rejectProblems(validateRetentionRules(body.rules as RetentionRules), '/rules')
-          // Retention shapes what is replayed; it costs no tokens of its own (spec §2.6).
+          // Retention shapes what is replayed; it costs no tokens of its own (docs/guide/namespaces-and-configuration.md).
           return [
             { orgId, kind: 'retention', namespace: body.namespace ?? null, mode: null, document: body.rules, estimatedTokens: 0 },
           ]
