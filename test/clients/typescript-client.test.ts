@@ -61,7 +61,7 @@ describe('the TypeScript client against the real server', () => {
     expect(() => unwrap(refused)).toThrow(expect.objectContaining({ status: 401, code: 'unauthorized' }))
   })
 
-  test('a turn streams typed events in the order of spec §6, and every turn carries an idempotency key', async () => {
+  test('a turn streams typed events in the order docs/guide/turn-stream.md states, and every turn carries an idempotency key', async () => {
     const chatId = await newChat()
     const turn = await parley.turns.submit(chatId, { model: MODEL, input: [prompt('/think first\nhello client')] })
     expect(turn.idempotencyKey).toMatch(/^[0-9a-f-]{36}$/)
@@ -73,7 +73,7 @@ describe('the TypeScript client against the real server', () => {
     if (run.event !== 'run') throw new Error('the first event is not run')
     expect(run.data.chat_id).toBe(chatId)
 
-    // The key was sent: the same key again is refused naming this run (spec §4.2 rule 4).
+    // The key was sent: the same key again is refused naming this run (docs/guide/runs.md).
     const again = parley.turns.submit(chatId, { model: MODEL, input: [prompt('hello client')], idempotency_key: turn.idempotencyKey })
     await expect(again).rejects.toMatchObject({ status: 409, code: 'idempotency_key_reused', runId: run.data.run_id })
   })

@@ -38,7 +38,7 @@ export class ParleyApiError extends Error {
 /**
  * A turn whose first answer was lost (the connection broke before a status line arrived) and that,
  * sent again with the same idempotency key, turned out to have been accepted the first time (409
- * `idempotency_key_reused`). Its stream is not replayed (spec §4.2 rule 4): read the run with
+ * `idempotency_key_reused`). Its stream is not replayed (docs/guide/runs.md): read the run with
  * GET /api/v1/runs/{run_id} and its output with the chat's history.
  */
 export class TurnAlreadyAccepted extends ParleyApiError {

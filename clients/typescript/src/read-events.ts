@@ -25,7 +25,7 @@ export async function* readTurnEvents(body: ReadableStream<Uint8Array>): AsyncGe
       if (event.event === 'done' || event.event === 'error') return
     }
   } finally {
-    // Leaving early (break, throw, return) drops the connection; the run goes on (spec §4.2 rule 2).
+    // Leaving early (break, throw, return) drops the connection; the run goes on (docs/guide/turn-stream.md).
     await reader.cancel().catch(() => {})
   }
 }

@@ -1,7 +1,7 @@
 import type { components, paths } from './schema.ts'
 
 /**
- * The events of a turn's stream (spec §6) as /openapi.json describes them: the turn's 200
+ * The events of a turn's stream (docs/guide/turn-stream.md) as /openapi.json describes them: the turn's 200
  * `text/event-stream` is a oneOf of `{event, data}` by event name, generated into src/schema.ts.
  */
 export type TurnEvent = paths['/api/v1/chats/{chat_id}/responses']['post']['responses'][200]['content']['text/event-stream']

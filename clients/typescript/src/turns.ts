@@ -6,14 +6,14 @@ import type { TurnEvent } from './turn-events.ts'
 
 export type TurnRequest = components['schemas']['CreateResponseRequest']
 
-/** A retry (spec §4.2 rule 5): the failed run, the model and any request-level tools again; no input. */
+/** A retry (docs/guide/runs.md): the failed run, the model and any request-level tools again; no input. */
 export type RetryRequest = Omit<TurnRequest, 'input' | 'retry_of'> & { retry_of: string }
 
 export type TurnOptions = { signal?: AbortSignal }
 
 /**
  * A turn the server accepted: its events, read once, as they arrive. Leaving the loop early drops
- * the connection; the run goes on and settles (spec §4.2 rule 2).
+ * the connection; the run goes on and settles (docs/guide/turn-stream.md).
  */
 export type Turn = AsyncIterable<TurnEvent> & {
   /** The key the turn was sent with: the one to send again if the answer is ever in doubt. */
@@ -60,11 +60,11 @@ export function turnsOf(api: Client<paths>, resend: ResendPolicy) {
 
   /**
    * Sends a turn and returns its stream once the server accepted it; a refusal (any 4xx/5xx before
-   * the stream opened, spec §4.2 rule 1) throws a ParleyApiError.
+   * the stream opened, docs/guide/turn-stream.md) throws a ParleyApiError.
    *
    * Every turn carries an idempotency key: the request's, or a new random one (`null` sends none).
    * When the connection breaks before the answer arrives, the submission is uncertain: it is sent
-   * again with the same key, never a new one (rule 4). If the first one was accepted, the server
+   * again with the same key, never a new one. If the first one was accepted, the server
    * answers 409 `idempotency_key_reused` naming its run, which throws TurnAlreadyAccepted; while
    * that run is still going the answer would be `run_in_progress`, so the client waits for the run
    * to end before asking again.
@@ -105,7 +105,7 @@ export function turnsOf(api: Client<paths>, resend: ResendPolicy) {
   }
 
   /**
-   * Retries the chat's latest failed run (spec §4.2 rule 5): `input: []`, `retry_of` naming it,
+   * Retries the chat's latest failed run (docs/guide/runs.md): `input: []`, `retry_of` naming it,
    * and a new idempotency key, since the failed submission's key already names the failed run.
    */
   function retry(chatId: string, request: RetryRequest, options: TurnOptions = {}): Promise<Turn> {
