@@ -22,7 +22,7 @@ const ROUTES: Array<{ method: string; path: string; keyed: boolean; statuses: st
   { method: 'get', path: '/api/v1/version', keyed: false, statuses: ['200'] },
   { method: 'get', path: '/api/v1/updates', keyed: false, statuses: ['200', '500'] },
   { method: 'get', path: '/v1/catalogue', keyed: false, statuses: ['200', '404', '500', '503'] },
-  { method: 'get', path: '/v1/catalogue/{name}', keyed: false, statuses: ['200', '404', '500', '503'] },
+  { method: 'get', path: '/v1/catalogue/{name}', keyed: false, statuses: ['200', '400', '404', '500', '503'] },
   { method: 'get', path: '/v1/catalogue/models.md', keyed: false, statuses: ['200', '404', '500', '503'] },
   { method: 'get', path: '/api/v1/chats', keyed: true, statuses: ['200', '401', '422', '500', '503'] },
   { method: 'post', path: '/api/v1/chats', keyed: true, statuses: ['201', '400', '401', '413', '422', '500', '503'] },

@@ -2192,6 +2192,15 @@ export interface operations {
                     "application/json": components["schemas"]["CatalogueModelResponse"];
                 };
             };
+            /** @description A path parameter that is not valid percent-encoding. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {

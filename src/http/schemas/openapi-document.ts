@@ -92,12 +92,20 @@ const rateLimited = {
   content: { 'application/json': { schema: { $ref: '#/components/schemas/RateLimitedError' } } },
 }
 
+const badPathEncoding = {
+  description: 'A path parameter that is not valid percent-encoding.',
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/BadRequestError' } } },
+}
+
 /** The whole document, once built: what each operation needs beyond its route's schema. */
 function completeDocument(document: OpenApiDocument): OpenApiDocument {
   for (const [path, methods] of Object.entries(document.paths ?? {})) {
     for (const [method, operation] of Object.entries(methods)) {
       // Operations behind an API key are the rate-limited ones (decision 011).
       if (operation.security === undefined || operation.security.length > 0) operation.responses['429'] = rateLimited
+      // A path whose parameter is not valid percent-encoding (`%ZZ`) is refused by the router, 400, before
+      // any route runs: every operation with a path parameter can answer it (the fuzz suite sends it).
+      if (path.includes('{') && operation.responses['400'] === undefined) operation.responses['400'] = badPathEncoding
       const doc = operation.operationId ? operationDocs[operation.operationId] : undefined
       if (doc) applyDoc(operation, doc, method, path)
     }
