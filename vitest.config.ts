@@ -7,19 +7,31 @@ import { configDefaults, defineConfig } from 'vitest/config'
  */
 const DOMAIN = 'test/domain/**/*.test.ts'
 const DOMAIN_MOCKING = ['test/domain/config/estimate-tokens-saturation.test.ts']
+/**
+ * In-process files (apps through inject or a loopback socket, the store, the actors, the machine)
+ * share one module graph per worker too: importing Fastify, the vendor packages and the app anew for
+ * each file was a third of the suite's CPU. Each file still builds its own app, store and actors.
+ */
+const SHARED = ['test/{http,actors,store,providers,machines,logging}/**/*.test.ts']
+const SHARED_ISOLATED = ['test/store/config-token-estimates.test.ts']
 
 export default defineConfig({
   test: {
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    // Two files at a time: most of the suite's wall time is end-to-end files waiting on server
-    // processes, leases and deadlines, which overlap well on 2 cores (decision 019).
-    maxWorkers: 2,
+    // Three files at a time on 2 cores: much of the suite's wall time is end-to-end files waiting on
+    // server processes, leases and deadlines, which overlap with the in-process files (decision 019).
+    maxWorkers: 3,
     projects: [
       { extends: true, test: { name: 'domain', include: [DOMAIN], exclude: [...configDefaults.exclude, ...DOMAIN_MOCKING], isolate: false } },
       { extends: true, test: { name: 'domain-mocking', include: DOMAIN_MOCKING } },
-      { extends: true, test: { name: 'isolated', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, DOMAIN] } },
+      {
+        extends: true,
+        test: { name: 'shared', include: SHARED, exclude: [...configDefaults.exclude, ...SHARED_ISOLATED], isolate: false, setupFiles: ['test/helpers/contract-after-each-file.ts'] },
+      },
+      { extends: true, test: { name: 'isolated', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, DOMAIN, ...SHARED] } },
+      { extends: true, test: { name: 'shared-isolated', include: SHARED_ISOLATED } },
     ],
   },
 })

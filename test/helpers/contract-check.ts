@@ -121,7 +121,7 @@ export function assertNoMismatches(found: ContractReport): void {
 /** Outside vitest (a script importing the test helpers) there is no test file to fail. */
 if (contractCheckEnabled) afterAll(verifyAfterFile)
 
-function verifyAfterFile(): void {
+export function verifyAfterFile(): void {
   checkLogFiles()
   if (logDir !== null) rmSync(logDir, { recursive: true, force: true })
   logDir = null
