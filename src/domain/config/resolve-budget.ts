@@ -12,7 +12,7 @@ export type BudgetSource =
 export type ResolvedBudget = { budget: ContextBudget; source: BudgetSource }
 
 /**
- * Spec §4.3 rule 4: the nearest level with a candidate answers; at that level a tag for the model
+ * docs/guide/namespaces-and-configuration.md: the nearest level with a candidate answers; at that level a tag for the model
  * beats the untagged policy. The plainest place is the organisation-global scope default: an answer
  * from anywhere else (a namespace, or a model tag) carries `context_budget_resolved_at`.
  */

@@ -6,7 +6,7 @@ export type ResolvedInstructions = { text: string | null; versionIds: string[] }
 export const INSTRUCTION_SEPARATOR = '\n\n'
 
 /**
- * Spec §4.3 rule 1: `append` levels concatenate root first; a `replace` level discards the levels
+ * docs/guide/namespaces-and-configuration.md: `append` levels concatenate root first; a `replace` level discards the levels
  * above it. The global level's mode is ignored (it has nothing above it).
  */
 export function resolveInstructions(levels: Level<InstructionVersion>[]): {

@@ -5,7 +5,7 @@ export type RetentionVersion = { id: string; rules: RetentionRules }
 export type ResolvedRetention = { rules: RetentionRules; policyId: string | null }
 
 /**
- * Spec §4.3 rule 3: the nearest level with a policy is taken whole; the next level out that also
+ * docs/guide/namespaces-and-configuration.md: the nearest level with a policy is taken whole; the next level out that also
  * has one is reported as displaced. Nothing published means the platform default.
  */
 export function resolveRetention(levels: Level<RetentionVersion>[]): {

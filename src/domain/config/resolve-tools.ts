@@ -4,7 +4,7 @@ export type ToolBundleVersion = { id: string; definitions: ToolDefinition[]; mod
 export type ResolvedTools = { tools: ToolDefinition[]; versionIds: string[] }
 
 /**
- * Spec §4.3 rule 2: bundles merge by tool name and the nearer level wins (`tool_shadowed`, naming
+ * docs/guide/namespaces-and-configuration.md: bundles merge by tool name and the nearer level wins (`tool_shadowed`, naming
  * the level whose tool won); a `replace` bundle drops everything farther (`global_tools_replaced`
  * with the number of tools dropped). Request-level tools are nearest of all and are reported at
  * the chat's namespace.

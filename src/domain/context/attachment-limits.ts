@@ -64,7 +64,7 @@ export function overAttachmentLimit(groups: readonly (readonly PackItem[])[], hi
 }
 
 /**
- * Spec §2.7: `max_attachments_per_request` counts a carrier's attachments across the whole context.
+ * docs/guide/context.md (attachments): `max_attachments_per_request` counts a carrier's attachments across the whole context.
  * The oldest over it become markers, each with a translation warning.
  */
 export function applyAttachmentLimits(

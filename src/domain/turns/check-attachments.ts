@@ -70,7 +70,7 @@ const policyOf = (model: Pick<CatalogueEntry, 'media'>, carrier: Carrier): Media
 }
 
 /**
- * Spec §4.2 rule 10: new attachments are checked against the selected model's media capabilities
+ * docs/guide/chats-and-ledger.md (attachments): new attachments are checked against the selected model's media capabilities
  * before anything is written, and against their own bytes: a type with a signature must have it. `alreadyInContext` counts attachments per carrier the history brings.
  */
 export function checkAttachments(

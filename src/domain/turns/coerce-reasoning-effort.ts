@@ -3,7 +3,7 @@ import { REASONING_EFFORTS, type ReasoningEffort } from './submission.ts'
 export type TranslationWarning = { code: string; message: string; details?: Record<string, unknown> }
 
 /**
- * Spec §4.2 rule 8: an effort the model cannot honour is coerced with a warning, never rejected.
+ * docs/guide/turn-stream.md (translation warnings): an effort the model cannot honour is coerced with a warning, never rejected.
  * A model without reasoning runs with effort off; one above the model's maximum runs at the maximum.
  */
 export function coerceReasoningEffort(
