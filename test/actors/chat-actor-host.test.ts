@@ -7,11 +7,10 @@ import type { Admission } from '../../src/actors/turn-types.ts'
 import { RunInProgressError, UnavailableError } from '../../src/domain/errors.ts'
 import { estimateTokens } from '../../src/domain/tokens/estimate-tokens.ts'
 import type { TurnRequest } from '../../src/domain/turns/submission.ts'
-import { prepareSubmission } from '../../src/http/prepare-submission.ts'
 import { createConfigResolver } from '../../src/store/config-resolution.ts'
 import type { ReplicationRoleSource } from '../../src/store/replication-role.ts'
 import { openTempStore } from '../helpers/temp-store.ts'
-import { deferred, echo, sandboxCatalogue, scriptedModel, untilAborted, usageEntries, withFakes } from '../helpers/turns.ts'
+import { deferred, echo, insertRun, prepareTurn, sandboxCatalogue, scriptedModel, untilAborted, usageEntries, withFakes } from '../helpers/turns.ts'
 
 const NODE = 'node-a'
 let temp: ReturnType<typeof openTempStore>
@@ -67,33 +66,11 @@ afterEach(() => {
 
 const newChat = () => temp.store.chats.create({ orgId, namespace: null, title: null, description: null, userMetadata: {} }).id
 
-function submission(chatId: string, request: Partial<TurnRequest> = {}, model = echo()) {
-  return prepareSubmission({ model: model.name, input: [{ type: 'prompt', text: 'hello' }], ...request }, model, {
-    orgId,
-    apiKeyId: null,
-    chatId,
-    namespace: null,
-  })
-}
+const submission = (chatId: string, request: Partial<TurnRequest> = {}, model = echo()) => prepareTurn(orgId, chatId, request, model)
 
 /** A run left `running` by some node, as a crash leaves it: with its input and some output written. */
 function strandedRun(chatId: string, leaseOwner: string, leaseExpiresAt: string) {
-  const runId = randomUUID()
-  temp.store.runs.insert({
-    id: runId,
-    org_id: orgId,
-    chat_id: chatId,
-    origin: 'customer',
-    model_id: echo().id,
-    model_name: echo().name,
-    namespace: null,
-    api_key_id: null,
-    retry_of: null,
-    created_at: new Date().toISOString(),
-    lease_owner: leaseOwner,
-    lease_expires_at: leaseExpiresAt,
-    manifest: { estimated_input_tokens: 1000, markup_percent: '5' },
-  })
+  const runId = insertRun(temp.store, { org_id: orgId, chat_id: chatId, lease_owner: leaseOwner, lease_expires_at: leaseExpiresAt, manifest: { estimated_input_tokens: 1000, markup_percent: '5' } })
   temp.store.parts.append(chatId, [
     { body: { type: 'prompt', text: 'question' }, runId },
     { body: { type: 'message', text: 'half an answ' }, runId },

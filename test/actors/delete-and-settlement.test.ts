@@ -6,11 +6,10 @@ import type { RunDeps } from '../../src/actors/run-deps.ts'
 import type { RunFrame } from '../../src/actors/run-channel.ts'
 import { RunInProgressError } from '../../src/domain/errors.ts'
 import type { TurnRequest } from '../../src/domain/turns/submission.ts'
-import { prepareSubmission } from '../../src/http/prepare-submission.ts'
 import { createConfigResolver } from '../../src/store/config-resolution.ts'
 import type { Store } from '../../src/store/index.ts'
 import { openTempStore } from '../helpers/temp-store.ts'
-import { deferred, echo, sandboxCatalogue, scriptedModel, untilAborted, usageEntries, withFakes } from '../helpers/turns.ts'
+import { deferred, echo, insertRun, prepareTurn, sandboxCatalogue, scriptedModel, untilAborted, usageEntries, withFakes } from '../helpers/turns.ts'
 
 /**
  * Issue 12 at the actor host, over a real ledger (decision 020): a chat deleted while its run
@@ -98,14 +97,7 @@ afterEach(() => {
 
 const newChat = () => temp.store.chats.create({ orgId, namespace: null, title: null, description: null, userMetadata: {} }).id
 
-function submission(chatId: string, request: Partial<TurnRequest> = {}, model = echo()) {
-  return prepareSubmission({ model: model.name, input: [{ type: 'prompt', text: 'hello' }], ...request }, model, {
-    orgId,
-    apiKeyId: null,
-    chatId,
-    namespace: null,
-  })
-}
+const submission = (chatId: string, request: Partial<TurnRequest> = {}, model = echo()) => prepareTurn(orgId, chatId, request, model)
 
 const framesOf = (channel: { subscribe: (l: (f: RunFrame) => void) => () => void }) => {
   const frames: RunFrame[] = []
@@ -249,22 +241,7 @@ describe('a settlement that fails', () => {
 describe('hydration of a chat whose ledger shows a running run', () => {
   /** A run of this node left running with a live lease: the actor that held it is gone (evicted, or a stalled release). */
   function runningRun(chatId: string, leaseExpiresAt: string) {
-    const runId = randomUUID()
-    temp.store.runs.insert({
-      id: runId,
-      org_id: orgId,
-      chat_id: chatId,
-      origin: 'customer',
-      model_id: echo().id,
-      model_name: echo().name,
-      namespace: null,
-      api_key_id: null,
-      retry_of: null,
-      created_at: new Date().toISOString(),
-      lease_owner: NODE,
-      lease_expires_at: leaseExpiresAt,
-      manifest: { estimated_input_tokens: 100, markup_percent: '5' },
-    })
+    const runId = insertRun(temp.store, { org_id: orgId, chat_id: chatId, lease_owner: NODE, lease_expires_at: leaseExpiresAt, manifest: { estimated_input_tokens: 100, markup_percent: '5' } })
     temp.store.parts.append(chatId, [
       { body: { type: 'prompt', text: 'question' }, runId },
       { body: { type: 'tool_call', arguments: '{}', tool_name: 'lookup', tool_use_id: 'call_1' }, runId },

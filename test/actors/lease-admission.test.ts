@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createActor, fromPromise } from 'xstate'
 import { createChatActorHost, type ChatActorHost } from '../../src/actors/chat-actor-host.ts'
@@ -8,14 +7,13 @@ import type { Admission } from '../../src/actors/turn-types.ts'
 import type { ChatFacts } from '../../src/domain/turns/decide-admission.ts'
 import { RunInProgressError } from '../../src/domain/errors.ts'
 import type { TurnRequest } from '../../src/domain/turns/submission.ts'
-import { prepareSubmission } from '../../src/http/prepare-submission.ts'
 import { createConfigResolver } from '../../src/store/config-resolution.ts'
 import { openDatabase } from '../../src/store/database.ts'
 import { migrations } from '../../src/store/migrations/index.ts'
 import { chatMachine, ledgerVerdict } from '../../machines/chat.machine.ts'
 import type { AdmitTurnInput, ReapRunInput, SubmitOutcome } from '../../machines/chat.types.ts'
 import { openTempStore } from '../helpers/temp-store.ts'
-import { deferred, echo, sandboxCatalogue, usageEntries, withFakes } from '../helpers/turns.ts'
+import { deferred, insertRun, prepareTurn, sandboxCatalogue, usageEntries, withFakes } from '../helpers/turns.ts'
 
 /**
  * Issue 11: after a restart under another node id, the ledger holds a `running` run that no actor
@@ -68,33 +66,11 @@ afterEach(() => {
 
 const newChat = () => temp.store.chats.create({ orgId, namespace: null, title: null, description: null, userMetadata: {} }).id
 
-function submission(chatId: string, request: Partial<TurnRequest> = {}) {
-  return prepareSubmission({ model: echo().name, input: [{ type: 'prompt', text: 'hello' }], ...request }, echo(), {
-    orgId,
-    apiKeyId: null,
-    chatId,
-    namespace: null,
-  })
-}
+const submission = (chatId: string, request: Partial<TurnRequest> = {}) => prepareTurn(orgId, chatId, request)
 
 /** A run another node was streaming when it went away: its input and part of its answer written. */
 function orphan(chatId: string, leaseExpiresAt: string, { origin = 'customer' as 'customer' | 'compaction', toolCall = false } = {}) {
-  const runId = randomUUID()
-  temp.store.runs.insert({
-    id: runId,
-    org_id: orgId,
-    chat_id: chatId,
-    origin,
-    model_id: echo().id,
-    model_name: echo().name,
-    namespace: null,
-    api_key_id: null,
-    retry_of: null,
-    created_at: new Date().toISOString(),
-    lease_owner: OTHER,
-    lease_expires_at: leaseExpiresAt,
-    manifest: { estimated_input_tokens: 100, markup_percent: '5' },
-  })
+  const runId = insertRun(temp.store, { org_id: orgId, chat_id: chatId, origin, lease_owner: OTHER, lease_expires_at: leaseExpiresAt, manifest: { estimated_input_tokens: 100, markup_percent: '5' } })
   temp.store.parts.append(chatId, [
     ...(origin === 'customer' ? [{ body: { type: 'prompt' as const, text: 'question' }, runId }] : []),
     { body: { type: 'message', text: 'half an answ' }, runId },

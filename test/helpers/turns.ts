@@ -1,10 +1,13 @@
 import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3StreamPart } from '@ai-sdk/provider'
+import { randomUUID } from 'node:crypto'
 import { createParser } from 'eventsource-parser'
 import type { LightMyRequestResponse } from 'fastify'
 import { expect, vi } from 'vitest'
 import type { CatalogueEntry } from '../../src/domain/catalogue/catalogue-entry.ts'
 import { loadCatalogue } from '../../src/providers/catalogue/load-catalogue.ts'
 import type { LanguageModelFor } from '../../src/providers/language-models.ts'
+import type { TurnRequest } from '../../src/domain/turns/submission.ts'
+import { prepareSubmission } from '../../src/http/prepare-submission.ts'
 import { createSandboxLanguageModel } from '../../src/providers/sandbox/sandbox-language-model.ts'
 import type { Store } from '../../src/store/index.ts'
 import { createChat, type Auth } from './http.ts'
@@ -222,3 +225,33 @@ export const PNG_1X1 = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==',
   'base64',
 )
+
+type RunRow = Parameters<Store['runs']['insert']>[0]
+
+/**
+ * A run row as admission writes it, for tests that start from a state of the ledger: by default a
+ * customer run of sandbox/echo created now, leased for 30 s to `node`. Returns its id.
+ */
+export function insertRun(store: Store, row: Pick<RunRow, 'org_id' | 'chat_id'> & Partial<RunRow>): string {
+  const id = row.id ?? randomUUID()
+  store.runs.insert({
+    origin: 'customer',
+    model_id: echo().id,
+    model_name: echo().name,
+    namespace: null,
+    api_key_id: null,
+    retry_of: null,
+    created_at: new Date().toISOString(),
+    lease_owner: 'node',
+    lease_expires_at: new Date(Date.now() + 30_000).toISOString(),
+    manifest: {},
+    ...row,
+    id,
+  })
+  return id
+}
+
+/** A turn as the HTTP layer prepares it (a prompt "hello" unless told), for tests that drive the actor host directly. */
+export function prepareTurn(orgId: string, chatId: string, request: Partial<TurnRequest> = {}, model: CatalogueEntry = echo()) {
+  return prepareSubmission({ model: model.name, input: [{ type: 'prompt', text: 'hello' }], ...request }, model, { orgId, apiKeyId: null, chatId, namespace: null })
+}

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createContextHistory } from '../../../src/actors/context-history.ts'
 import type { RunDeps } from '../../../src/actors/run-deps.ts'
@@ -6,7 +5,7 @@ import { type RunOutcome, usageKnownSoFar } from '../../../src/domain/runs/run-o
 import { settleRun } from '../../../src/actors/settle-run.ts'
 import { createConfigResolver } from '../../../src/store/config-resolution.ts'
 import { openTempStore } from '../../helpers/temp-store.ts'
-import { echo, sandboxCatalogue, usageEntries, withFakes } from '../../helpers/turns.ts'
+import { echo, insertRun, sandboxCatalogue, usageEntries, withFakes } from '../../helpers/turns.ts'
 
 /** One outcome type from the stream to the store: settleRun writes it as the run row, the charge and the uptime sample. */
 
@@ -56,22 +55,7 @@ const outcome = (over: Partial<RunOutcome> = {}): RunOutcome => ({
 })
 
 function settle(o: RunOutcome, startedAt: string | null = new Date().toISOString(), entryType?: 'usage' | 'compaction') {
-  const runId = randomUUID()
-  temp.store.runs.insert({
-    id: runId,
-    org_id: orgId,
-    chat_id: chatId,
-    origin: 'customer',
-    model_id: echo().id,
-    model_name: echo().name,
-    namespace: null,
-    api_key_id: null,
-    retry_of: null,
-    created_at: new Date().toISOString(),
-    lease_owner: 'node',
-    lease_expires_at: new Date(Date.now() + 30_000).toISOString(),
-    manifest: {},
-  })
+  const runId = insertRun(temp.store, { org_id: orgId, chat_id: chatId })
   const cost = settleRun(deps(), { runId, orgId, chatId, apiKeyId: null, namespace: null, model: echo(), markupPercent: '5', startedAt, outcome: o, ...(entryType ? { entryType } : {}) })
   const row = temp.db.prepare('SELECT status, error, stop_reason, latency_ms, provider_request_id, usage FROM runs WHERE id = ?').get(runId) as Record<string, unknown>
   return { runId, cost, row }
@@ -135,11 +119,7 @@ describe('settleRun tells of each run it settled, once committed (the operator\'
     expect(reported).toHaveLength(1)
     // Settled again: nothing charged, nothing reported.
     expect(settleRun(deps(), { runId, orgId, chatId, apiKeyId: null, namespace: null, model: echo(), markupPercent: '5', startedAt: null, outcome: outcome() })).toBeNull()
-    const rolledBack = randomUUID()
-    temp.store.runs.insert({
-      id: rolledBack, org_id: orgId, chat_id: chatId, origin: 'customer', model_id: echo().id, model_name: echo().name, namespace: null, api_key_id: null,
-      retry_of: null, created_at: new Date().toISOString(), lease_owner: 'node', lease_expires_at: new Date(Date.now() + 30_000).toISOString(), manifest: {},
-    })
+    const rolledBack = insertRun(temp.store, { org_id: orgId, chat_id: chatId })
     expect(() =>
       temp.db.transaction(() => {
         settleRun(deps(), { runId: rolledBack, orgId, chatId, apiKeyId: null, namespace: null, model: echo(), markupPercent: '5', startedAt: null, outcome: outcome() })
