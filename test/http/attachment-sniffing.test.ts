@@ -1,10 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { countRows, expectError } from '../helpers/http.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
-import { fundedOrg, newChat, postTurn, prompt, sandboxCatalogue, turn } from '../helpers/turns.ts'
+import { fundedOrg, newChat, postTurn, prompt, sandboxCatalogue, totalRows, turn } from '../helpers/turns.ts'
 
 /** Issue 13: PNG bytes declared image/jpeg were accepted and stored as image/jpeg. */
-const runCount = () => (ctx.store.db.prepare('SELECT count(*) AS n FROM runs').get() as { n: number }).n
 const PNG_3X2 = 'iVBORw0KGgoAAAANSUhEUgAAAAMAAAACCAIAAAASFvFNAAAAG0lEQVR4nAXBAQEAAACCIDe5qbHOCgCHIeSyPCtwBd1HI03nAAAAAElFTkSuQmCC'
 
 let ctx: TestContext
@@ -21,7 +20,7 @@ afterEach(async () => {
 
 describe('attachments whose bytes disagree with their declared type', () => {
   it('PNG bytes declared image/jpeg: 422 unsupported_attachment with a pointer, and nothing written', async () => {
-    const before = { parts: countRows(ctx.store, 'parts'), runs: runCount() }
+    const before = { parts: countRows(ctx.store, 'parts'), runs: totalRows(ctx.store, 'runs') }
     const res = await postTurn(ctx, org.auth, chatId, {
       model: 'sandbox/echo',
       input: [prompt('a caption'), prompt('look', { media: [{ mime: 'image/png', data_base64: PNG_3X2 }, { mime: 'image/jpeg', data_base64: PNG_3X2, filename: 'photo.jpg' }] })],
@@ -31,7 +30,7 @@ describe('attachments whose bytes disagree with their declared type', () => {
       { in: 'body', pointer: '/input/1/media/1/mime', message: 'is declared image/jpeg but its bytes are PNG (image/png): declare the type the bytes are' },
     ])
     expect(error.message).toContain('image/jpeg')
-    expect({ parts: countRows(ctx.store, 'parts'), runs: runCount() }).toEqual(before)
+    expect({ parts: countRows(ctx.store, 'parts'), runs: totalRows(ctx.store, 'runs') }).toEqual(before)
   })
 
   it('text declared application/pdf: 422 at its pointer', async () => {
