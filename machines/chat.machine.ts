@@ -11,8 +11,8 @@ import {
   NOTHING_TO_CLOSE,
   rejectionError,
   retriesMissingRun,
-  unknownToolUseIds,
-  type AdmissionRejection,
+  decideAdmission,
+  type AdmissionFacts,
   type ChatFacts,
 } from '../src/domain/turns/decide-admission.ts'
 import type {
@@ -93,10 +93,13 @@ const verdictOf = (context: ChatContext, event: ChatEvent): LedgerVerdict => {
   return context.outstanding ? ledgerVerdict({ runningRun: context.outstanding, at: context.now().toISOString() }) : 'free'
 }
 
-/** Answers a submission with the refusal of the rule it broke (the HTTP layer maps the error to its status). */
-const refuse = (event: ChatEvent, rejection: AdmissionRejection) => {
-  if (event.type === 'SUBMIT') event.respond({ kind: 'rejected', error: rejectionError(rejection) })
-}
+/** The facts a submission is decided on: the chat's, as this actor holds them, and the ledger's the sender read. */
+const factsOf = (context: ChatContext, ledger: LedgerView | undefined): AdmissionFacts => ({
+  pendingCalls: context.pendingCalls,
+  latestCustomerRun: context.latestCustomerRun,
+  retried: ledger?.retried ?? null,
+  keyUsedBy: ledger?.keyUsedBy ?? null,
+})
 
 /**
  * docs/guide/runs.md, in order, for a submission to a chat at rest: refused while the ledger holds a live
@@ -107,10 +110,10 @@ const refuse = (event: ChatEvent, rejection: AdmissionRejection) => {
 const decideSubmission = [
   { guard: 'ledgerRunIsLive', actions: 'rejectLedgerRun' },
   { guard: 'ledgerRunIsOrphaned', target: '#chat.running.reaping', actions: ['queueSubmission', 'noteOrphan'] },
-  { guard: 'retriesMissingRun', actions: 'rejectMissingRetry' },
-  { guard: and(['isRetry', not('isRetryOfLatestFailedRun')]), actions: 'rejectRetryNotAllowed' },
-  { guard: 'reusesIdempotencyKey', actions: 'rejectReusedKey' },
-  { guard: not('answersOnlyPendingCalls'), actions: 'rejectUnknownToolUseIds' },
+  { guard: 'retriesMissingRun', actions: 'rejectBrokenRule' },
+  { guard: and(['isRetry', not('isRetryOfLatestFailedRun')]), actions: 'rejectBrokenRule' },
+  { guard: 'reusesIdempotencyKey', actions: 'rejectBrokenRule' },
+  { guard: not('answersOnlyPendingCalls'), actions: 'rejectBrokenRule' },
 ] as const
 
 /** At rest with nothing pending: a submission that passes the rules is admitted. */
@@ -170,11 +173,11 @@ export const chatMachine = setup({
     /** docs/guide/runs.md Retry: the submission names a run to retry. */
     isRetry: ({ event }) => event.type === 'SUBMIT' && (event.submission.request.retry_of ?? null) !== null,
     /** docs/guide/runs.md Retry: `retry_of` names no run of the organisation (404). */
-    retriesMissingRun: ({ event }) => event.type === 'SUBMIT' && retriesMissingRun({ retried: event.ledger?.retried ?? null }, event.submission),
+    retriesMissingRun: ({ context, event }) => event.type === 'SUBMIT' && retriesMissingRun(factsOf(context, event.ledger), event.submission),
     /** docs/guide/runs.md Retry: `retry_of` names the latest customer run of this chat, and it failed. */
-    isRetryOfLatestFailedRun: ({ context, event }) => event.type === 'SUBMIT' && isRetryOfLatestFailedRun({ retried: event.ledger?.retried ?? null, latestCustomerRun: context.latestCustomerRun }, context.chatId),
+    isRetryOfLatestFailedRun: ({ context, event }) => event.type === 'SUBMIT' && isRetryOfLatestFailedRun(factsOf(context, event.ledger), context.chatId),
     /** docs/guide/runs.md Idempotency: the key was used within 24 h. */
-    reusesIdempotencyKey: ({ event }) => event.type === 'SUBMIT' && !keyIsUnused({ keyUsedBy: event.ledger?.keyUsedBy ?? null }),
+    reusesIdempotencyKey: ({ context, event }) => event.type === 'SUBMIT' && !keyIsUnused(factsOf(context, event.ledger)),
     /** docs/guide/tool-calls.md: every tool_result of the submission answers a call pending in this chat. */
     answersOnlyPendingCalls: ({ context, event }) => event.type !== 'SUBMIT' || answersOnlyPendingCalls(context.pendingCalls, answeredIds(event.submission)),
     /** docs/guide/tool-calls.md: the run that just settled left tool calls; they are pending until the next submission. */
@@ -199,26 +202,16 @@ export const chatMachine = setup({
       queued: ({ event }) =>
         event.type === 'SUBMIT' ? { submission: event.submission, respond: event.respond, ledger: event.ledger, closing: NOTHING_TO_CLOSE } : null,
     }),
-    /** 404: `retry_of` names no run of the organisation. */
-    rejectMissingRetry: ({ event }) => {
-      if (event.type === 'SUBMIT') refuse(event, { rule: 'retry_of_not_found', retryOf: event.submission.request.retry_of! })
-    },
-    /** 409 retry_not_allowed: only the latest failed customer run of the chat can be retried. */
-    rejectRetryNotAllowed: ({ context, event }) => {
-      if (event.type === 'SUBMIT') refuse(event, { rule: 'retry_not_allowed', retryOf: event.submission.request.retry_of!, latest: context.latestCustomerRun })
-    },
-    /** 409 idempotency_key_reused, naming the first run, whatever its outcome. */
-    rejectReusedKey: ({ event }) => {
-      if (event.type === 'SUBMIT') refuse(event, { rule: 'idempotency_key_reused', runId: event.ledger!.keyUsedBy! })
-    },
-    /** 422 unknown_tool_use_id, naming the ids and the calls that are pending. */
-    rejectUnknownToolUseIds: ({ context, event }) => {
+    /**
+     * The submission broke the rule its guard names: decideAdmission (the same rule functions, in the
+     * same order) says which, and with what details; the HTTP layer maps the error to its status.
+     */
+    rejectBrokenRule: ({ context, event }) => {
       if (event.type !== 'SUBMIT') return
-      const pending = context.pendingCalls
-      refuse(event, {
-        rule: 'unknown_tool_use_id',
-        unknownIds: unknownToolUseIds(pending, answeredIds(event.submission)),
-        pendingIds: pending.map((c) => c.tool_use_id),
+      const verdict = decideAdmission(factsOf(context, event.ledger), event.submission, context.now()).value
+      event.respond({
+        kind: 'rejected',
+        error: verdict.kind === 'reject' ? rejectionError(verdict.rejection) : new Error('the chat machine refused a submission decideAdmission admits'),
       })
     },
     /**
