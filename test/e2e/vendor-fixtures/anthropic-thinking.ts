@@ -98,3 +98,46 @@ export const ANTHROPIC_THINKING_ANSWER = {
     ],
   } satisfies ReplayResponse,
 }
+
+/**
+ * Extended thinking as the API streams it today: the thinking block's last thinking_delta
+ * is empty (`"thinking": ""`), then its signature_delta, then content_block_stop; the answer
+ * follows as a text block, and message_delta repeats the whole usage. The empty delta must neither
+ * end the block nor cost it its signature: the next request replays the block, signed.
+ */
+const summarised = pieces('The user asks for the capital of Norway.', ' That is Oslo; one sentence is enough.')
+const signedAnswer = pieces('The capital of Norway', ' is Oslo.')
+export const ANTHROPIC_THINKING_EMPTY_LAST_DELTA_SIGNATURE =
+  'ErUBCkYICBgCIkB7n3Qm0xVr2Kc8Lp5Tw1Yd9Hs4Gf6Ja3Ze7Nb2Xq0Uv8Ri5Oc1Mk9Pl4Wt6Ey3Ss7Dg2Fh5Jj8Ka1EgxD4hQw9Rt2Yu7Io3PaGgzV6bN1mC8xZ4lK0jHiMJ5tR2wQ8eY1uI4oP7aS3dF6gH9jK2lZ5xC8vB1nM4qW7eR0tY3uI6oP9aS2dF5gH8jK1lZ4xC7vB0nM3qW6eR9tY2uI5oP8aS1dF4gH7jK0lZ3xC6vB9nM2qW5eR8tY1uI4oP7aS0dF3gH6jK9lZ2xC5vB8nM1qW4eR7tYGAE='
+export const ANTHROPIC_THINKING_EMPTY_LAST_DELTA = {
+  thinking: summarised.text,
+  signature: ANTHROPIC_THINKING_EMPTY_LAST_DELTA_SIGNATURE,
+  text: signedAnswer.text,
+  usage: { input_tokens: 58, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 143 },
+  response: {
+    kind: 'stream',
+    headers: headers('req_011CUAcV2kT8nR5wP1xQ7bLm'),
+    events: [
+      messageStart('msg_01Rw4Kd8Tn2Vb6Xc0Ym5Lq3S', 58),
+      namedEvent('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } }),
+      ...[...summarised.parts, ''].map((text) =>
+        namedEvent('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: text } }),
+      ),
+      namedEvent('content_block_delta', {
+        type: 'content_block_delta',
+        index: 0,
+        delta: { type: 'signature_delta', signature: ANTHROPIC_THINKING_EMPTY_LAST_DELTA_SIGNATURE },
+      }),
+      namedEvent('content_block_stop', { type: 'content_block_stop', index: 0 }),
+      namedEvent('content_block_start', { type: 'content_block_start', index: 1, content_block: { type: 'text', text: '' } }),
+      ...signedAnswer.parts.map((text) => namedEvent('content_block_delta', { type: 'content_block_delta', index: 1, delta: { type: 'text_delta', text } })),
+      namedEvent('content_block_stop', { type: 'content_block_stop', index: 1 }),
+      namedEvent('message_delta', {
+        type: 'message_delta',
+        delta: { stop_reason: 'end_turn', stop_sequence: null },
+        usage: { input_tokens: 58, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 143 },
+      }),
+      namedEvent('message_stop', { type: 'message_stop' }),
+    ],
+  } satisfies ReplayResponse,
+}

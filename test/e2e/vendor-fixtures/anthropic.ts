@@ -135,3 +135,38 @@ export const ANTHROPIC_OVERLOADED_MID = {
     ],
   } satisfies ReplayResponse,
 }
+
+/**
+ * Today's message_delta: the API repeats the whole usage there (input_tokens and both cache counts
+ * beside output_tokens), cumulative and final, where older streams sent output_tokens alone.
+ * message_start's usage is only what was known when the message opened; here it differs in every
+ * count (server tools, for one, add input after the start), so a run billed from message_start
+ * would show. The run must be billed for message_delta's counts.
+ */
+const finalUsageAnswer = pieces('Oslo is the capital', ' of Norway.')
+export const ANTHROPIC_USAGE_IN_MESSAGE_DELTA = {
+  text: finalUsageAnswer.text,
+  responseId: 'msg_01Gq7Vd3Rk9Lm2Xw5Tb8Nc4P',
+  requestId: 'req_011CUAbdK2wQ9nVf6pLx3RtZ',
+  /** What message_start said: provisional, to be overridden. */
+  startUsage: { input_tokens: 25, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 1 },
+  /** What message_delta said: the counts the run is billed for. */
+  finalUsage: { input_tokens: 31, cache_creation_input_tokens: 1240, cache_read_input_tokens: 2816, output_tokens: 17 },
+  response: {
+    kind: 'stream',
+    headers: headers('req_011CUAbdK2wQ9nVf6pLx3RtZ'),
+    events: [
+      messageStart('msg_01Gq7Vd3Rk9Lm2Xw5Tb8Nc4P', {
+        input_tokens: 25,
+        cache_creation_input_tokens: 0,
+        cache_read_input_tokens: 0,
+        cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
+        output_tokens: 1,
+        service_tier: 'standard',
+      }),
+      ...textBlock(0, finalUsageAnswer.parts),
+      ping,
+      ...end('end_turn', { input_tokens: 31, cache_creation_input_tokens: 1240, cache_read_input_tokens: 2816, output_tokens: 17 }),
+    ],
+  } satisfies ReplayResponse,
+}

@@ -139,3 +139,36 @@ export const DEEPSEEK_PARALLEL_CALLS = (() => {
   }
   return { response, reasoning: 'Both cities, one call each.', calls: calls.map((c) => ({ id: c.id, arguments: c.fragments.join('') })) }
 })()
+
+/**
+ * `"usage": null` on every chunk but the last, as DeepSeek documents include_usage: the reasoning,
+ * the answer and the chunk with finish_reason all say null, and one more chunk, its choices empty,
+ * carries the counts before `data: [DONE]`. A null is no usage: it must neither count as reported
+ * nor wipe a count already read.
+ */
+const nullUsageThinking = pieces('Norway’s capital', ' is Oslo.')
+const nullUsageAnswer = pieces('Oslo is', ' the capital of Norway.')
+export const DEEPSEEK_USAGE_NULL_UNTIL_LAST_ID = 'd7a6f5e4-1b0c-4ade-f2c8-4b6d8f0a2c57'
+export const DEEPSEEK_USAGE_NULL_UNTIL_LAST = (() => {
+  const id = DEEPSEEK_USAGE_NULL_UNTIL_LAST_ID
+  const created = 1760547560
+  const counts = { prompt: 1046, hit: 960, completion: 57, reasoning: 41 }
+  return {
+    reasoning: nullUsageThinking.text,
+    text: nullUsageAnswer.text,
+    counts,
+    response: {
+      kind: 'stream',
+      headers: headers('e7d9f1a3c5b74d0e2a4c6e8b0d2f4a5c'),
+      events: [
+        KEEP_ALIVE,
+        chunk(id, created, { role: 'assistant', content: null, reasoning_content: '' }, null, null),
+        ...nullUsageThinking.parts.map((reasoning_content) => chunk(id, created, { content: null, reasoning_content }, null, null)),
+        ...nullUsageAnswer.parts.map((content) => chunk(id, created, { content, reasoning_content: null }, null, null)),
+        chunk(id, created, { content: '', reasoning_content: null }, 'stop', null),
+        dataEvent({ id, object: 'chat.completion.chunk', created, model: MODEL, system_fingerprint: FINGERPRINT, choices: [], usage: usage(counts) }),
+        DONE,
+      ],
+    } satisfies ReplayResponse,
+  }
+})()

@@ -80,3 +80,30 @@ export const mistral: VendorFixture = {
     body: { object: 'error', message: 'Internal server error', type: 'internal_server_error', param: null, code: '1000' },
   },
 }
+
+/**
+ * Parallel tool calls with no `index` on the tool_calls entries (optional in Mistral's schema, and
+ * left out): two whole calls in one chunk, told apart by their ids alone, with finish_reason and
+ * usage. A reader that keyed calls by index would merge the two into one call.
+ */
+export const MISTRAL_TOOL_CALLS_WITHOUT_INDEX = (() => {
+  const id = '9a1c3e5b7d9f4a2c6e8b0d2f4a6c8e0b'
+  const calls = [
+    { id: 'Xq7Lm2Tp9', city: 'Oslo', arguments: '{"city": "Oslo"}' },
+    { id: 'Rk4Vn8Ws1', city: 'Bergen', arguments: '{"city": "Bergen"}' },
+  ]
+  const usage = { prompt_tokens: 104, total_tokens: 148, completion_tokens: 44 }
+  return {
+    calls: calls.map((c) => ({ id: c.id, arguments: c.arguments })),
+    usage,
+    response: {
+      kind: 'stream',
+      headers: headers('01992f6a-9cbe-7a7d-b8a0-0c2e4a6c8e1f'),
+      events: [
+        chunk(id, 1760547330, { role: 'assistant', content: '' }, null),
+        chunk(id, 1760547330, { tool_calls: calls.map((c) => ({ id: c.id, function: { name: 'get_weather', arguments: c.arguments } })) }, 'tool_calls', usage),
+        DONE,
+      ],
+    } satisfies ReplayResponse,
+  }
+})()

@@ -90,3 +90,27 @@ export const xai: VendorFixture = {
     body: { code: 'Internal error', error: 'Service temporarily unavailable. The model is at capacity and currently cannot serve this request. Please try again later.' },
   },
 }
+
+/**
+ * Usage in a chunk of its own, as stream_options.include_usage documents it: the chunk with
+ * finish_reason carries no usage, and one more chunk follows with `choices: []` and the usage,
+ * then `data: [DONE]`. The run's usage is that last chunk's.
+ */
+const lateUsageAnswer = pieces('Oslo', ' is the capital of Norway.')
+export const XAI_USAGE_AFTER_FINISH_ID = '8c2e4a6f-1b3d-4f5a-9c7e-0d2f4b6a8c15'
+export const XAI_USAGE_AFTER_FINISH = {
+  text: lateUsageAnswer.text,
+  counts: { prompt: 164, cached: 0, completion: 7, reasoning: 188 },
+  response: {
+    kind: 'stream',
+    headers: headers('2a4c6e8f-0b1d-4a3c-8e5f-7b9d1f3a5c26'),
+    events: [
+      ...lateUsageAnswer.parts.map((content, i) =>
+        chunk(XAI_USAGE_AFTER_FINISH_ID, 1760547430, { delta: i === 0 ? { content, role: 'assistant' } : { content } }),
+      ),
+      chunk(XAI_USAGE_AFTER_FINISH_ID, 1760547430, { delta: {}, finish_reason: 'stop' }),
+      chunk(XAI_USAGE_AFTER_FINISH_ID, 1760547430, null, usage({ prompt: 164, cached: 0, completion: 7, reasoning: 188 })),
+      DONE,
+    ],
+  } satisfies ReplayResponse,
+}
