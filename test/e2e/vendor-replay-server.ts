@@ -1,6 +1,11 @@
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { estimateTokens } from '../../src/domain/tokens/estimate-tokens.ts'
+import { documentedLimits, windowFor, type DocumentedLimits } from './vendor-documented-limits.ts'
+import { countedUsageAnswer } from './vendor-fixtures/counted-usage.ts'
 import { FIXTURES, type ReplayResponse, type Vendor } from './vendor-fixtures/index.ts'
+import { limitError, type LimitBreach } from './vendor-fixtures/limit-errors.ts'
+import { requestFacts } from './vendor-fixtures/request-texts.ts'
 
 /**
  * A loopback stand-in for the six vendor APIs. Each vendor lives under its own prefix (its
@@ -8,6 +13,12 @@ import { FIXTURES, type ReplayResponse, type Vendor } from './vendor-fixtures/in
  * A POST to a vendor's streaming endpoint is answered with the next queued response for that
  * vendor, else its plain text fixture; events are written one network write at a time, some split
  * in two, with small gaps, so the SDK parses a real stream as it arrives. Every request is recorded.
+ *
+ * Every streaming request's input tokens are counted (see `countInputTokens`). Started with
+ * `enforceLimits`, the server also holds each streaming request to its model's documented limits
+ * (test/e2e/vendor-documented-limits.ts) as the vendor does, and refuses one over them with the
+ * vendor's error before any stream. Started with `reportCountedUsage`, an unqueued streaming call
+ * is answered with a short text whose usage reports the counted input tokens.
  */
 
 export type RecordedRequest = {
@@ -18,6 +29,35 @@ export type RecordedRequest = {
   headers: IncomingHttpHeaders
   /** The JSON body, parsed (undefined when there was none or it was not JSON). */
   body: any
+  /** For a streaming request: its input tokens as this double's vendor counts them (`countInputTokens`); else null. */
+  countedInputTokens: number | null
+  /** For a streaming request: the output ceiling it asked for (max_tokens by its vendor's name), or null when it set none. */
+  outputCeiling: number | null
+  /** For a streaming request: the documented limits of its model, or null when the table has none for it. */
+  limits: DocumentedLimits | null
+  /** For a streaming request to a model with limits: the window it was held to (the long-context one only with the opt-in header). */
+  window: number | null
+  /** The limit the request broke, when the server enforced limits and refused it. */
+  breach: LimitBreach | null
+  /** The HTTP status answered (null while unanswered, or for a response that never answers). */
+  status: number | null
+}
+
+export type ReplayServerOptions = {
+  /** Hold every streaming request to its model's documented limits; refuse it as the vendor does when over. */
+  enforceLimits?: boolean
+  /**
+   * How many tokens the double's vendor counts for each token of the project's estimator, by vendor
+   * (default 1 for every vendor). Changeable later with `setTokenFactor`.
+   */
+  tokenFactors?: Partial<Record<Vendor, number>>
+  /**
+   * Answer a streaming call with no queued response by a short text whose usage reports the counted
+   * input tokens (instead of the plain text fixture and its recorded usage). `cacheReadShare` and
+   * `cacheWriteShare` say which share of them the usage puts in the cache-read and (Anthropic)
+   * cache-write counts; the rest is fresh input.
+   */
+  reportCountedUsage?: boolean | { cacheReadShare?: number; cacheWriteShare?: number }
 }
 
 export type ReplayServer = {
@@ -31,6 +71,8 @@ export type ReplayServer = {
   respondNext: (vendor: Vendor, response: ReplayResponse) => void
   /** Drops every queued response (so a test that failed early leaves nothing for the next). */
   clearQueues: () => void
+  /** Sets how many tokens `vendor`'s counter counts per estimated token, for requests from now on. */
+  setTokenFactor: (vendor: Vendor, factor: number) => void
   close: () => Promise<void>
 }
 
@@ -65,9 +107,33 @@ async function answer(res: ServerResponse, response: ReplayResponse): Promise<vo
   await writeStream(res, response.events, response.end)
 }
 
-export async function startReplayServer(): Promise<ReplayServer> {
+/**
+ * The double's stand-in for a vendor's tokenizer: the project's estimator (o200k BPE) over every
+ * text of the request (system or instructions, message texts, reasoning sent back, tool call
+ * arguments, tool results, tool definitions; test/e2e/vendor-fixtures/request-texts.ts), times the
+ * vendor's factor, rounded up. Real vendors count with their own tokenizers and add a few tokens of
+ * framing per message; a factor other than 1 stands in for such a difference.
+ */
+export function countInputTokens(texts: readonly string[], factor = 1): number {
+  let estimated = 0
+  for (const text of texts) estimated += estimateTokens(text)
+  return factor === 1 ? estimated : Math.ceil(estimated * factor)
+}
+
+/** The first documented limit a request breaks, checked in the order vendors check them; null when within all. */
+export function breachOf(limits: DocumentedLimits, window: number | null, input: number, output: number | null): LimitBreach | null {
+  if (output !== null && limits.outputLimit !== null && output > limits.outputLimit) return { limit: 'output', requested: output, max: limits.outputLimit }
+  const inputMax = Math.min(limits.inputLimit ?? Number.POSITIVE_INFINITY, window ?? Number.POSITIVE_INFINITY)
+  if (input > inputMax) return { limit: 'input', input, max: inputMax }
+  if (window !== null && input + (output ?? 0) > window) return { limit: 'window', input, output: output ?? 0, max: window }
+  return null
+}
+
+export async function startReplayServer(options: ReplayServerOptions = {}): Promise<ReplayServer> {
   const requests: RecordedRequest[] = []
   const queues = new Map<Vendor, ReplayResponse[]>()
+  const factors = new Map<Vendor, number>(Object.entries(options.tokenFactors ?? {}) as [Vendor, number][])
+  const counted = options.reportCountedUsage ? (options.reportCountedUsage === true ? {} : options.reportCountedUsage) : null
 
   const server = createServer((req, res) => {
     const chunks: Buffer[] = []
@@ -82,13 +148,48 @@ export async function startReplayServer(): Promise<ReplayServer> {
       } catch {
         body = undefined
       }
-      requests.push({ vendor, method: req.method ?? '', path, headers: req.headers, body })
+      const recorded: RecordedRequest = {
+        vendor,
+        method: req.method ?? '',
+        path,
+        headers: req.headers,
+        body,
+        countedInputTokens: null,
+        outputCeiling: null,
+        limits: null,
+        window: null,
+        breach: null,
+        status: null,
+      }
+      requests.push(recorded)
 
       if (vendor === null || req.method !== 'POST' || !FIXTURES[vendor].isStreamPath(path)) {
+        recorded.status = 404
         res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `replay server: no route for ${req.method} ${path}` } }))
         return
       }
-      const response = queues.get(vendor)?.shift() ?? FIXTURES[vendor].text.response
+      const facts = requestFacts(vendor, body, path)
+      const input = countInputTokens(facts.texts, factors.get(vendor) ?? 1)
+      recorded.countedInputTokens = input
+      recorded.outputCeiling = facts.outputCeiling
+      const limits = facts.model === null ? undefined : documentedLimits(vendor, facts.model)
+      if (limits) {
+        recorded.limits = limits
+        recorded.window = windowFor(limits, req.headers)
+        if (options.enforceLimits) recorded.breach = breachOf(limits, recorded.window, input, facts.outputCeiling)
+      }
+      // A refused request leaves the queue as it was: the queued answer is for the next request taken.
+      const response = recorded.breach
+        ? limitError(vendor, recorded.breach, facts.model ?? '')
+        : queues.get(vendor)?.shift() ??
+          (counted
+            ? countedUsageAnswer(vendor, facts.model ?? '', {
+                total: input,
+                cacheRead: Math.floor(input * (counted.cacheReadShare ?? 0)),
+                cacheWrite: Math.floor(input * (counted.cacheWriteShare ?? 0)),
+              })
+            : FIXTURES[vendor].text.response)
+      recorded.status = response.kind === 'hang' ? null : response.kind === 'json' ? response.status : 200
       answer(res, response).catch(() => res.destroy())
     })
   })
@@ -109,6 +210,9 @@ export async function startReplayServer(): Promise<ReplayServer> {
       queues.set(vendor, queue)
     },
     clearQueues: () => queues.clear(),
+    setTokenFactor: (vendor, factor) => {
+      factors.set(vendor, factor)
+    },
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.closeAllConnections()
