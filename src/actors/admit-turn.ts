@@ -5,12 +5,13 @@ import { estimatePartTokens } from '../domain/context/estimate-part-tokens.ts'
 import { IdempotencyKeyReusedError, RunInProgressError } from '../domain/errors.ts'
 import type { PartBody } from '../domain/parts.ts'
 import { coerceReasoningEffort, type TranslationWarning } from '../domain/turns/coerce-reasoning-effort.ts'
-import { decideMaxTokens, rejectionError, type CallClosing } from '../domain/turns/decide-admission.ts'
+import type { CallClosing } from '../domain/turns/decide-admission.ts'
 import { convertToProviderPrompt } from '../providers/convert-to-provider-prompt.ts'
 import { mapReasoningEffort, type VendorReasoning } from '../providers/map-reasoning-effort.ts'
 import { vendorTranslationWarnings } from '../providers/vendor-fidelity.ts'
 import type { NewPart } from '../store/parts.ts'
 import type { ResolvedConfiguration } from '../store/config-resolution.ts'
+import { affordableMaxTokens, type MaxTokensFit } from './affordable-max-tokens.ts'
 import { RunChannel } from './run-channel.ts'
 import type { RunDeps } from './run-deps.ts'
 import { newPartMedia, type PackedTurn, type PackRequest } from './context-history.ts'
@@ -38,6 +39,8 @@ export async function admitTurn(deps: RunDeps, compactor: Compactor, submission:
   const config = deps.resolver.resolveConfig(orgId, submission.namespace, request.tools ?? null)
   const budget = deps.resolver.resolveBudget(orgId, submission.namespace, model.id)
   const tools = providerToolsOf(config)
+  // Our estimate as this model's vendor counts it (docs/decisions/027-model-limits.md): packing and max_tokens use it.
+  const correction = store.tokenCorrections.correctionFor(model.id)
 
   // Packing (docs/guide/context.md): the fixed parts whole, then as much history as the budget and the
   // retention rules allow. The current exchange: what this submission writes, the run it retries,
@@ -55,6 +58,7 @@ export async function admitTurn(deps: RunDeps, compactor: Compactor, submission:
     rules: config.retention,
     budget: budget.budget,
     model,
+    tokenCorrection: correction.correction,
   }
   const packed = deps.history.pack(submission.chatId, packRequest)
   // Summaries still to make: the prompt is built once they are (src/actors/compact-for-turn.ts).
@@ -65,23 +69,15 @@ export async function admitTurn(deps: RunDeps, compactor: Compactor, submission:
   const effort = coerceReasoningEffort(request.reasoning_effort, model)
   const translationWarnings: TranslationWarning[] = [...effort.warnings, ...packed.warnings.translation]
   const markupPercent = store.organisations.get(orgId)?.markup_percent ?? PLATFORM_MARKUP_PERCENT
-  const budgeted = decideMaxTokens({
-    balance: store.balance.balanceOf(orgId),
-    model,
-    markupPercent,
-    inputTokens: estimatedInputTokens,
-    requestedMaxTokens: request.max_tokens,
-  })
-  if (budgeted.value.kind === 'reject') throw rejectionError(budgeted.value.rejection)
-  translationWarnings.push(...budgeted.warnings)
-  const maxTokens = budgeted.value.maxTokens
+  const fit = affordableMaxTokens(deps, submission, estimatedInputTokens, markupPercent, translationWarnings, correction.correction)
+  const maxTokens = fit.maxTokens
   const vendorReasoning = mapReasoningEffort(model, effort.value, maxTokens)
   translationWarnings.push(...vendorReasoning.warnings)
   // What the vendor will not keep: strict, is_error (decision 017).
   translationWarnings.push(...vendorTranslationWarnings(model.provider, packed.parts, tools))
 
   const runId = submission.runId
-  const manifestOf = (context: ContextManifest, estimated: number, max: number, reasoning: { value: VendorReasoning }, warnings: { config: unknown[]; translation: unknown[] }) => ({
+  const manifestOf = (context: ContextManifest, estimated: number, sent: MaxTokensFit, reasoning: { value: VendorReasoning }, warnings: { config: unknown[]; translation: unknown[] }) => ({
     model: model.name,
     model_id: model.id,
     vendor_model_id: model.vendor_model_id,
@@ -89,7 +85,11 @@ export async function admitTurn(deps: RunDeps, compactor: Compactor, submission:
     budget: { ...budget, input_budget: context.input_budget },
     context,
     estimated_input_tokens: estimated,
-    max_tokens: max,
+    // The estimate as the vendor is expected to count it, and the correction learned for this model.
+    token_estimate: { estimated, correction: correction.correction, corrected: sent.correctedInputTokens, runs: correction.runs },
+    max_tokens: sent.maxTokens,
+    // What the request had to fit (docs/decisions/027-model-limits.md).
+    limits: { window: sent.window.window, input_limit: model.max_input_tokens ?? null, long_context: sent.window.longContext },
     reasoning_effort: effort.value,
     vendor_reasoning: reasoning.value.providerOptions,
     markup_percent: markupPercent,
@@ -120,7 +120,7 @@ export async function admitTurn(deps: RunDeps, compactor: Compactor, submission:
       created_at: createdAt,
       lease_owner: deps.nodeId,
       lease_expires_at: new Date(now.getTime() + deps.leaseTtlMs).toISOString(),
-      manifest: manifestOf(withWrittenParts(packed.context, packed, written.map((row) => row.ordinal)), estimatedInputTokens, maxTokens, vendorReasoning, {
+      manifest: manifestOf(withWrittenParts(packed.context, packed, written.map((row) => row.ordinal)), estimatedInputTokens, fit, vendorReasoning, {
         config: configWarnings,
         translation: translationWarnings,
       }),
@@ -142,6 +142,7 @@ export async function admitTurn(deps: RunDeps, compactor: Compactor, submission:
     prompt,
     tools,
     maxTokens,
+    window: fit.window,
     reasoningEffort: effort.value,
     vendorReasoning: vendorReasoning.value,
     estimatedInputTokens,

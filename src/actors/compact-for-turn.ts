@@ -1,9 +1,10 @@
 import { blockKey } from '../domain/context/cut-blocks.ts'
+import { correctedTokens, windowInForce } from '../domain/context/model-limits.ts'
 import { InsufficientBalanceError } from '../domain/errors.ts'
 import { convertToProviderPrompt } from '../providers/convert-to-provider-prompt.ts'
 import { mapReasoningEffort } from '../providers/map-reasoning-effort.ts'
 import { vendorTranslationWarnings } from '../providers/vendor-fidelity.ts'
-import { affordableMaxTokens } from './affordable-max-tokens.ts'
+import { affordableMaxTokens, type MaxTokensFit } from './affordable-max-tokens.ts'
 import { compactionReport } from './admit-turn.ts'
 import type { Compactor } from './compactor.ts'
 import type { RunDeps } from './run-deps.ts'
@@ -44,17 +45,23 @@ export async function compactForTurn(deps: RunDeps, compactor: Compactor, admiss
   const prompt = convertToProviderPrompt(repack.instructions, packed.parts, packed.bytesOf, { cacheBreakpointsAfter: packed.stablePrefixEnds, provider: admission.model.provider })
   const configWarnings = [...repack.baseConfigWarnings, ...packed.warnings.config]
   const translationWarnings = [...repack.effortWarnings, ...packed.warnings.translation]
-  let maxTokens = admission.maxTokens
+  const correction = repack.request.tokenCorrection ?? 1
+  let sent: MaxTokensFit
   try {
-    maxTokens = affordableMaxTokens(deps, repack.submission, packed.estimatedTokens, admission.markupPercent, translationWarnings)
+    sent = affordableMaxTokens(deps, repack.submission, packed.estimatedTokens, admission.markupPercent, translationWarnings, correction)
   } catch (error) {
-    // The turn was admitted and its summaries are paid for: it keeps the max_tokens it was admitted with.
     if (!(error instanceof InsufficientBalanceError)) throw error
+    // The turn was admitted and its summaries are paid for: it keeps the max_tokens it was admitted
+    // with, within what the window leaves after the input packed now.
+    const correctedInputTokens = correctedTokens(packed.estimatedTokens, correction)
+    const window = windowInForce(admission.model, correctedInputTokens)
+    sent = { maxTokens: Math.max(1, Math.min(admission.maxTokens, window.window - correctedInputTokens)), window, correctedInputTokens }
   }
+  const maxTokens = sent.maxTokens
   const vendorReasoning = mapReasoningEffort(admission.model, admission.reasoningEffort, maxTokens)
   translationWarnings.push(...vendorReasoning.warnings)
   translationWarnings.push(...vendorTranslationWarnings(admission.model.provider, packed.parts, admission.tools))
-  const manifest = repack.manifestOf(packed.context, packed.estimatedTokens, maxTokens, vendorReasoning, { config: configWarnings, translation: translationWarnings })
+  const manifest = repack.manifestOf(packed.context, packed.estimatedTokens, sent, vendorReasoning, { config: configWarnings, translation: translationWarnings })
   await deps.store.writes.write(() => deps.store.runs.setManifest(admission.runId, manifest))
   // docs/guide/sandbox.md: config_warnings may repeat after compaction, when they changed.
   if (JSON.stringify(configWarnings) !== JSON.stringify(admission.configWarnings)) admission.channel.push('config_warnings', { warnings: configWarnings })
@@ -64,6 +71,7 @@ export async function compactForTurn(deps: RunDeps, compactor: Compactor, admiss
     configWarnings,
     translationWarnings,
     maxTokens,
+    window: sent.window,
     vendorReasoning: vendorReasoning.value,
     estimatedInputTokens: packed.estimatedTokens,
     compaction: { ...request, elsewhere: outcome.elsewhere },

@@ -4,6 +4,7 @@ import { PackingHistory, type HistoryEntry } from '../domain/context/packing-his
 import { BlockIndex, blockKey } from '../domain/context/cut-blocks.ts'
 import type { BlockToSummarise } from '../domain/context/block-to-summarise.ts'
 import { SUMMARY_ESTIMATE_TOKENS, type BlockSummary } from '../domain/context/render-summary.ts'
+import { estimateBudget, vendorInputBudget } from '../domain/context/model-limits.ts'
 import type { PartBody, PartKind } from '../domain/parts.ts'
 import type { DecodedMedia } from '../domain/turns/submission.ts'
 import type { MediaRow, PackingMetaRow } from '../store/parts.ts'
@@ -212,7 +213,8 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs' | 'summ
     pack(chatId: string, request: PackRequest): PackedTurn {
       const chat = refresh(chatId)
       try {
-        const window = request.model.context_window
+        // The budget packing measures against: a new correction moves the previous turn's start too.
+        const window = estimateBudget(vendorInputBudget(request.model, request.budget), request.tokenCorrection ?? 1)
         const previous = chat.previous?.window === window && chat.previous.budget === request.budget ? chat.previous : null
         const input: PackInput = {
           ...request,

@@ -3,6 +3,7 @@ import { estimatePartTokens } from '../domain/context/estimate-part-tokens.ts'
 import { UpstreamError } from '../domain/errors.ts'
 import { requestIdFrom, toolsForVendor } from '../providers/vendor-fidelity.ts'
 import { describeVendorError } from '../providers/describe-vendor-error.ts'
+import { longContextHeaders } from '../providers/long-context-headers.ts'
 import { newVendorCallRecord, withVendorCallRecord } from '../providers/vendor-call-record.ts'
 import { recordVendorWarnings } from './record-vendor-warnings.ts'
 import { usageKnownSoFar } from '../domain/runs/run-outcome.ts'
@@ -102,11 +103,13 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
       prompt: admission.prompt,
       tools: admission.tools.length > 0 ? toolsForVendor(admission.model.provider, admission.tools) : undefined,
       maxOutputTokens: admission.vendorReasoning.maxOutputTokens,
+      headers: longContextHeaders(admission.model, admission.window),
       abortSignal: signal,
       providerOptions: {
         ...admission.vendorReasoning.providerOptions,
         // The chat keys the vendor's prompt cache (OpenAI's routing, the sandbox's simulation).
-        openai: { ...admission.vendorReasoning.providerOptions.openai, promptCacheKey: admission.chatId },
+        // Parley keeps the history: OpenAI keeps nothing and returns its reasoning encrypted (decision 026).
+        openai: { ...admission.vendorReasoning.providerOptions.openai, promptCacheKey: admission.chatId, store: false },
         sandbox: { retry: admission.isRetry, cacheKey: admission.chatId },
       },
     }))

@@ -16,6 +16,7 @@ export function writeSettlement(deps: RunDeps, admission: Admission, result: Run
       markupPercent: admission.markupPercent,
       // The service clock's time of admission (startedAtMs, the wall clock's, times the latency).
       startedAt: admission.createdAt,
+      estimatedInputTokens: admission.estimatedInputTokens,
       outcome: result,
     }),
   )

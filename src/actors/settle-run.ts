@@ -1,6 +1,8 @@
 import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
 import { moneyToUnits } from '../domain/money.ts'
+import { sampleRatio } from '../domain/context/token-correction.ts'
 import { customerCost } from '../domain/pricing/customer-cost.ts'
+import { contextTokens } from '../domain/pricing/usage.ts'
 import type { ChargeType } from '../store/balance.ts'
 import type { RunDeps } from './run-deps.ts'
 import { isUptimeSample, type RunOutcome } from '../domain/runs/run-outcome.ts'
@@ -18,6 +20,8 @@ export type Settlement = {
   entryType?: ChargeType
   /** When the provider call started: the uptime sample's time; null when nobody timed one (the sweep). */
   startedAt: string | null
+  /** Our estimate of the call's input: with the vendor's count, it teaches the model's token correction. */
+  estimatedInputTokens?: number
   outcome: RunOutcome
 }
 
@@ -61,6 +65,9 @@ export function settleRun(deps: RunDeps, s: Settlement): string | null {
       cost,
       occurredAt: now,
     })
+    // The vendor's count against our estimate (src/domain/context/token-correction.ts), with the settlement.
+    const ratio = o.usageLost || s.estimatedInputTokens === undefined ? null : sampleRatio(s.estimatedInputTokens, contextTokens(o.usage))
+    if (ratio !== null) store.tokenCorrections.record(s.model.id, ratio)
     // The provider call as a catalogue statistic, written with the settlement.
     if (s.startedAt !== null && isUptimeSample(o)) {
       store.providerCalls.record({ modelId: s.model.id, startedAt: s.startedAt, succeeded: o.status === 'succeeded', firstDeltaMs: o.firstDeltaMs })

@@ -121,6 +121,7 @@ export async function summariseBlock(deps: RunDeps, job: CompactionJob, block: B
       markupPercent: job.markupPercent,
       entryType: 'compaction',
       startedAt: now.toISOString(),
+      estimatedInputTokens: inputTokens,
       outcome: {
         status,
         stopReason,

@@ -8,6 +8,8 @@ import type { RunChannel } from './run-channel.ts'
 import type { BlockToSummarise } from '../domain/context/block-to-summarise.ts'
 import type { PackRequest } from './context-history.ts'
 import type { ContextManifest } from '../domain/context/context-manifest.ts'
+import type { WindowInForce } from '../domain/context/model-limits.ts'
+import type { MaxTokensFit } from './affordable-max-tokens.ts'
 
 // What the HTTP layer hands the chat actor lives in src/domain (the machine imports it from there).
 export type { PreparedPart, Submission } from '../domain/turns/submission.ts'
@@ -28,6 +30,8 @@ export type Admission = {
   tools: LanguageModelV3FunctionTool[]
   /** The effective max_tokens: what the answer and any thinking may spend together. */
   maxTokens: number
+  /** The window the request fits, and whether it opts in to the model's long context (docs/decisions/027-model-limits.md). */
+  window: WindowInForce
   reasoningEffort: ReasoningEffort | null
   /** The effort as the vendor's package takes it, and the answer's share of maxTokens (decision 010). */
   vendorReasoning: VendorReasoning
@@ -59,7 +63,7 @@ export type Repack = {
   manifestOf: (
     context: ContextManifest,
     estimatedInputTokens: number,
-    maxTokens: number,
+    sent: MaxTokensFit,
     vendorReasoning: { value: VendorReasoning },
     warnings: { config: unknown[]; translation: unknown[] },
   ) => unknown

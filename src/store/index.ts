@@ -12,6 +12,7 @@ import { createUsageReportStore } from './usage-report.ts'
 import { createRunStore } from './runs.ts'
 import { createSummaryStore } from './summaries.ts'
 import { createIdempotencyKeyStore } from './idempotency-keys.ts'
+import { createTokenCorrectionStore } from './token-corrections.ts'
 import { createWriteQueue } from './write-queue.ts'
 
 export type StoreOptions = {
@@ -43,6 +44,7 @@ export function createStore(db: Db, options: StoreOptions = {}) {
     runs: createRunStore(db),
     summaries: createSummaryStore(db),
     idempotencyKeys: createIdempotencyKeyStore(db),
+    tokenCorrections: createTokenCorrectionStore(db, now),
     /** Group commit for the turn path: admissions, closed blocks and settlements. */
     writes: createWriteQueue(db),
   }

@@ -45,9 +45,9 @@ describe('affordableMaxTokens is decideMaxTokens over the balance read now', () 
     temp.store.balance.add(orgId, 'topup', '0.0001')
     const given: TranslationWarning = { code: 'reasoning_effort_coerced', message: 'before', details: {} } as TranslationWarning
     const warnings = [given]
-    const applied = affordableMaxTokens(deps(), submission(1000), 10, PLATFORM_MARKUP_PERCENT, warnings)
+    const { maxTokens: applied, window } = affordableMaxTokens(deps(), submission(1000), 10, PLATFORM_MARKUP_PERCENT, warnings)
     const decided = decideMaxTokens({ balance: '0.0001', model: echo(), markupPercent: PLATFORM_MARKUP_PERCENT, inputTokens: 10, requestedMaxTokens: 1000 })
-    expect(decided.value).toEqual({ kind: 'admit', maxTokens: applied })
+    expect(decided.value).toEqual({ kind: 'admit', maxTokens: applied, window })
     expect(applied).toBeLessThan(1000)
     expect(warnings).toEqual([given, ...decided.warnings])
     expect(warnings[1]).toMatchObject({ code: 'max_tokens_lowered', details: { requested: 1000, applied } })
@@ -56,7 +56,15 @@ describe('affordableMaxTokens is decideMaxTokens over the balance read now', () 
   it("without a requested max_tokens: the model's ceiling when the balance pays for it, and no warning", () => {
     temp.store.balance.add(orgId, 'topup', '1000')
     const warnings: TranslationWarning[] = []
-    expect(affordableMaxTokens(deps(), submission(), 10, PLATFORM_MARKUP_PERCENT, warnings)).toBe(echo().max_output_tokens)
+    expect(affordableMaxTokens(deps(), submission(), 10, PLATFORM_MARKUP_PERCENT, warnings).maxTokens).toBe(echo().max_output_tokens)
     expect(warnings).toEqual([])
+  })
+
+  it('measures the input as the vendor counts it: with a correction of 1.25, 100,000 estimated tokens leave 128,000 − 125,000 of the window', () => {
+    temp.store.balance.add(orgId, 'topup', '1000')
+    const warnings: TranslationWarning[] = []
+    const fit = affordableMaxTokens(deps(), submission(), 100_000, PLATFORM_MARKUP_PERCENT, warnings, 1.25)
+    expect(echo().context_window).toBe(128_000)
+    expect(fit).toEqual({ maxTokens: 3_000, window: { window: 128_000, longContext: false }, correctedInputTokens: 125_000 })
   })
 })

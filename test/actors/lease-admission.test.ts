@@ -203,7 +203,7 @@ describe('one running customer run per chat in the ledger (migration 0009)', () 
   it('a ledger that already holds two keeps the newest running and ends the older as interrupted', () => {
     const file = `${temp.dir}/old.db`
     // The schema before 0009, and two running customer runs of one chat in it (as issue 11 could leave).
-    const before = openDatabase(file, { migrations: migrations.filter((m) => m.name !== '0009-one-running-customer-run') })
+    const before = openDatabase(file, { migrations: migrations.slice(0, migrations.findIndex((m) => m.name === '0009-one-running-customer-run')) })
     const insert = (id: string, createdAt: string) =>
       before
         .prepare(

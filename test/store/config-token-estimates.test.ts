@@ -8,8 +8,9 @@ import { estimateConfigDocumentTokens } from '../../src/domain/tokens/estimate-c
 import { estimateTokens, saturatingAdd } from '../../src/domain/tokens/estimate-tokens.ts'
 import { estimateToolTokens } from '../../src/domain/tokens/estimate-tool-tokens.ts'
 import { createConfigResolver } from '../../src/store/config-resolution.ts'
-import type { NewConfigVersion } from '../../src/store/config-versions.ts'
-import { openDatabase } from '../../src/store/database.ts'
+import { createConfigVersionStore, type NewConfigVersion } from '../../src/store/config-versions.ts'
+import { openDatabase, wallClock } from '../../src/store/database.ts'
+import { createOrganisationStore } from '../../src/store/organisations.ts'
 import { createStore } from '../../src/store/index.ts'
 import { migrations } from '../../src/store/migrations/index.ts'
 
@@ -62,7 +63,8 @@ describe('migration 0008 (config token estimates)', () => {
 
   it('estimates again every stored instruction and tool bundle, leaving retention policies and budgets alone', () => {
     const old = openDatabase(file, { migrations: migrations.slice(0, 7) })
-    const store = createStore(old)
+    // The stores this schema already has: the whole store wants tables of later migrations.
+    const store = { organisations: createOrganisationStore(old, wallClock), config: createConfigVersionStore(old, wallClock) }
     const orgId = store.organisations.create('Acme', 'acme').id
     const long = letters(50_000, 3)
     const bundle = [tool('search'), tool('calc')]

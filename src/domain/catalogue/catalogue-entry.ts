@@ -25,6 +25,9 @@ export type Tier = {
   cache_write?: string | null
 }
 
+/** The header that opens a model's long context, and the window that holds without it. */
+export type LongContextOptIn = { standard_window: number; header: string; value: string }
+
 export type CatalogueEntry = {
   id: string
   name: string
@@ -34,8 +37,13 @@ export type CatalogueEntry = {
   provider: string
   provider_label: string
   model_family: string
+  /** The most tokens of input and output together, with the long-context opt-in when there is one. */
   context_window: number
   max_output_tokens: number
+  /** The vendor's own cap on input tokens, where it is below the window; null or absent: the window alone. */
+  max_input_tokens?: number | null
+  /** A larger window the vendor opens only on request (docs/decisions/027-model-limits.md). */
+  long_context?: LongContextOptIn | null
   supports_reasoning: boolean
   supports_tools: boolean
   thinking: string

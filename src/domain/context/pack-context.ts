@@ -4,7 +4,8 @@ import { ContextTooLargeError } from '../errors.ts'
 import type { PartBody, PartKind } from '../parts.ts'
 import { saturatingAdd } from '../tokens/estimate-tokens.ts'
 import type { TranslationWarning } from '../turns/coerce-reasoning-effort.ts'
-import { floorTimes, historyBudget, inputBudget } from './budget.ts'
+import { floorTimes, historyBudget } from './budget.ts'
+import { estimateBudget, vendorInputBudget, type ModelLimits } from './model-limits.ts'
 import { addSegment, type ContextManifest, type Segment } from './context-manifest.ts'
 import type { MediaRef, PackedPart } from './context-types.ts'
 import type { EntryCache, HistoryEntry, PackingHistory, Rendering } from './packing-history.ts'
@@ -27,7 +28,12 @@ export type PackInput = {
   toolsTokens: number
   rules: RetentionRules
   budget: ContextBudget
-  model: Pick<CatalogueEntry, 'context_window' | 'media'>
+  model: Pick<CatalogueEntry, 'media'> & ModelLimits
+  /**
+   * The model's correction of our estimate to its vendor's count (src/domain/context/token-correction.ts):
+   * packing measures estimates against the input budget over it. 1 when not given.
+   */
+  tokenCorrection?: number
   /** What `summarize` needs (docs/guide/context.md); without it the oldest history is dropped. */
   compaction?: CompactionInput
   /** Eager planning (docs/guide/context.md `at_fill`): the history budget taken as this share of itself. */
@@ -162,7 +168,8 @@ export function packContext(input: PackInput): PackResult {
   })
 
   const tokens = { instructions: input.instructionsTokens, tools: input.toolsTokens, anchors: sumOf(anchors), current: sumOf(current) }
-  const window = inputBudget(model.context_window, budget)
+  // The input budget in our estimate's units: the vendor's budget (docs/decisions/027-model-limits.md) over the correction.
+  const window = estimateBudget(vendorInputBudget(model, budget), input.tokenCorrection ?? 1)
   const fixed = saturatingAdd(tokens.instructions, tokens.tools, tokens.anchors, tokens.current)
   let allowance = historyBudget(window, fixed, budget)
   if (window - fixed < 0) throw contextTooLarge(window, tokens, fixed)

@@ -7,6 +7,7 @@ import {
   UnknownToolUseIdError,
   type DomainError,
 } from '../errors.ts'
+import { windowInForce, type ModelLimits, type WindowInForce } from '../context/model-limits.ts'
 import { Money } from '../money.ts'
 import type { PartBody } from '../parts.ts'
 import { customerCost } from '../pricing/customer-cost.ts'
@@ -163,43 +164,63 @@ export function closeCalls(facts: ChatFacts, submission: Pick<SubmissionForAdmis
 export type BudgetFacts = {
   /** The organisation's balance, in USD (a decimal string). */
   balance: string
-  model: Pick<CatalogueEntry, 'rates' | 'tiers' | 'max_output_tokens'>
+  model: Pick<CatalogueEntry, 'rates' | 'tiers' | 'max_output_tokens'> & ModelLimits
   markupPercent: string
   /** The packed context's estimated input tokens. */
   inputTokens: number
+  /** The same input as the vendor is expected to count it (the estimate times the model's correction); the estimate when not given. */
+  correctedInputTokens?: number
   requestedMaxTokens: number | null | undefined
 }
 
-export type MaxTokensVerdict = { kind: 'admit'; maxTokens: number } | { kind: 'reject'; rejection: AdmissionRejection }
+export type MaxTokensVerdict =
+  | {
+      kind: 'admit'
+      maxTokens: number
+      /** The window the request is sent under, and whether it needs the model's long-context opt-in. */
+      window: WindowInForce
+    }
+  | { kind: 'reject'; rejection: AdmissionRejection }
 
 /**
- * docs/guide/billing-and-usage.md Balance: refused (402) when the balance cannot pay the estimated input plus one output
- * token; otherwise max_tokens is only ever lowered, by the model's ceiling and by what the balance
- * pays for, with a `max_tokens_lowered` warning when a requested value was.
+ * docs/guide/billing-and-usage.md Balance: refused (402) when the balance cannot pay the input (as the
+ * vendor will count it) plus one output token; otherwise max_tokens is only ever lowered: by the
+ * model's ceiling, by what the window leaves after the input (docs/decisions/027-model-limits.md), and
+ * by what the balance pays for, with a `max_tokens_lowered` warning when a requested value was.
  */
 export function decideMaxTokens(facts: BudgetFacts): Decision<MaxTokensVerdict> {
   const { model, inputTokens, markupPercent } = facts
+  const input = facts.correctedInputTokens ?? inputTokens
   const balance = new Money(facts.balance)
-  const cost = (output: number) => new Money(customerCost({ ...ZERO_USAGE, input_tokens: inputTokens, output_tokens: output }, model, markupPercent))
+  const cost = (output: number) => new Money(customerCost({ ...ZERO_USAGE, input_tokens: input, output_tokens: output }, model, markupPercent))
   const inputCost = cost(0)
   if (balance.lt(cost(1))) {
     return { value: { kind: 'reject', rejection: { rule: 'insufficient_balance', balance: facts.balance, estimatedInputTokens: inputTokens } }, warnings: [] }
   }
   const perMillion = cost(1_000_000).minus(inputCost)
   const affordable = perMillion.isZero() ? Number.MAX_SAFE_INTEGER : balance.minus(inputCost).mul(1_000_000).div(perMillion).floor().toNumber()
+  const window = windowInForce(model, input)
+  const room = window.window - input
   const requested = facts.requestedMaxTokens ?? model.max_output_tokens
-  const applied = Math.max(1, Math.min(requested, model.max_output_tokens, affordable))
+  const applied = Math.max(1, Math.min(requested, model.max_output_tokens, room, affordable))
   const warnings: TranslationWarning[] =
     facts.requestedMaxTokens != null && applied < facts.requestedMaxTokens
       ? [
           {
             code: 'max_tokens_lowered',
-            message: `max_tokens was lowered from ${facts.requestedMaxTokens} to ${applied} (model ceiling or balance)`,
+            message: `max_tokens was lowered from ${facts.requestedMaxTokens} to ${applied} (${loweredBy(applied, { ceiling: model.max_output_tokens, room, affordable })})`,
             details: { requested: facts.requestedMaxTokens, applied },
           },
         ]
       : []
-  return { value: { kind: 'admit', maxTokens: applied }, warnings }
+  return { value: { kind: 'admit', maxTokens: applied, window }, warnings }
+}
+
+/** What set the applied max_tokens, in words: the smallest of the limits. */
+function loweredBy(applied: number, limits: { ceiling: number; room: number; affordable: number }): string {
+  if (applied === limits.ceiling) return 'the model ceiling'
+  if (applied === limits.room) return 'what the context window leaves after the input'
+  return 'what the balance pays for'
 }
 
 /** The domain error a refusal answers with (the HTTP layer maps its code to a status). */

@@ -100,6 +100,17 @@ export const RunInspection = Type.Object(
     provider_request_id: Nullable(Type.String()),
     usage: Nullable({ ...Usage, description: 'Null while in flight, or when the vendor reported none (missing counts are not zero).' }),
     manifest: Type.Record(Type.String(), Type.Unknown(), { description: 'Context and configuration the run used.' }),
+    token_estimate: Nullable(
+      Type.Object(
+        {
+          estimated: Type.Integer({ minimum: 0, description: "Parley's estimate of the input, by its one estimator." }),
+          correction: Type.Number({ minimum: 0, description: "The model's learned ratio of the vendor's count to that estimate, when the run was packed." }),
+          corrected: Type.Integer({ minimum: 0, description: 'The estimate times the correction: the input the request was fitted to the window as.' }),
+          reported: Nullable(Type.Integer({ minimum: 0, description: "The vendor's own count (input, cache reads and cache writes); null until it reports one, or when it reported none." })),
+        },
+        { description: 'Estimated input against what the vendor reported; null for a run recorded without an estimate.' },
+      ),
+    ),
   },
   { $id: 'RunInspection' },
 )

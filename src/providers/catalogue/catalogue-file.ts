@@ -28,6 +28,15 @@ const Tier = Type.Object(
   closed,
 )
 
+/**
+ * A window beyond the standard one that the vendor opens only when asked (Claude's 1M context): the
+ * header to send, and the window that holds without it (docs/decisions/027-model-limits.md).
+ */
+const LongContext = Type.Object(
+  { standard_window: Type.Integer({ minimum: 1 }), header: Type.String({ minLength: 1 }), value: Type.String({ minLength: 1 }) },
+  closed,
+)
+
 export const CatalogueModelSource = Type.Object(
   {
     id: Type.String({ format: 'uuid' }),
@@ -39,8 +48,16 @@ export const CatalogueModelSource = Type.Object(
     ),
     provider_label: Type.String({ minLength: 1 }),
     model_family: Type.String({ minLength: 1 }),
-    context_window: Type.Integer({ minimum: 1 }),
+    context_window: Type.Integer({ minimum: 1, description: 'the most tokens of input and output together, with any long-context opt-in' }),
+    max_input_tokens: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], {
+      description: "the vendor's own cap on input tokens where it is below the window (gpt-5: 272000); null: the window alone",
+    }),
     max_output_tokens: Type.Integer({ minimum: 1 }),
+    long_context: Type.Union([LongContext, Type.Null()]),
+    limits_source: Type.Object(
+      { context_window: Type.String({ minLength: 1 }), max_input_tokens: Type.Optional(Type.String({ minLength: 1 })), max_output_tokens: Type.String({ minLength: 1 }) },
+      { ...closed, description: 'where each limit was read: the vendor page, or why it is ours' },
+    ),
     supports_reasoning: Type.Boolean(),
     max_reasoning_effort: Type.Union(
       [...['low', 'medium', 'high', 'x_high', 'max'].map((e) => Type.Literal(e)), Type.Null()],

@@ -37,6 +37,9 @@ export function loadCatalogue(file = DEFAULT_CATALOGUE_FILE): LoadedCatalogue {
       seen.add(key)
     }
     if (!model.name.startsWith(`${model.provider}/`)) problems.push(`/models/${i}/name must start with "${model.provider}/"`)
+    if (model.max_input_tokens !== null && model.max_input_tokens > model.context_window) problems.push(`/models/${i}/max_input_tokens exceeds context_window`)
+    if (model.long_context && model.long_context.standard_window >= model.context_window) problems.push(`/models/${i}/long_context/standard_window must be below context_window`)
+    if ((model.max_input_tokens === null) !== (model.limits_source.max_input_tokens === undefined)) problems.push(`/models/${i}/limits_source/max_input_tokens names the source of max_input_tokens, and only then`)
   })
   if (problems.length > 0) throw new CatalogueFileError(`catalogue ${file}: ${problems.join('; ')}`)
 
@@ -45,7 +48,7 @@ export function loadCatalogue(file = DEFAULT_CATALOGUE_FILE): LoadedCatalogue {
     ...policy,
     max_bytes_per_attachment: Math.min(policy.max_bytes_per_attachment, data.platform_inline_limit_bytes),
   })
-  const entries = data.models.map(({ media, rates, ...model }): CatalogueEntry => {
+  const entries = data.models.map(({ media, rates, limits_source: _sources, ...model }): CatalogueEntry => {
     const profile = data.media_profiles[media]!
     return {
       ...model,

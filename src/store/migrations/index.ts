@@ -8,6 +8,7 @@ import * as failedRunsIndex from './0006-failed-runs-index.ts'
 import * as summaries from './0007-summaries.ts'
 import * as configTokenEstimates from './0008-config-token-estimates.ts'
 import * as oneRunningCustomerRun from './0009-one-running-customer-run.ts'
+import * as tokenCorrections from './0010-token-corrections.ts'
 
 export type Migration = { name: string; up: (db: Database) => void }
 
@@ -22,4 +23,5 @@ export const migrations: Migration[] = [
   { name: '0007-summaries', up: summaries.up },
   { name: '0008-config-token-estimates', up: configTokenEstimates.up },
   { name: '0009-one-running-customer-run', up: oneRunningCustomerRun.up },
+  { name: '0010-token-corrections', up: tokenCorrections.up },
 ]

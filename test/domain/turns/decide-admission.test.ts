@@ -247,7 +247,8 @@ describe('decideAdmission: tool calls (decisions §4)', () => {
 
 describe('decideMaxTokens (decisions §4 Balance)', () => {
   // $1 per million input tokens, $2 per million output tokens: 1e-6 and 2e-6 USD a token.
-  const model: BudgetFacts['model'] = { rates: { input: '1', output: '2', currency: 'USD' }, tiers: [], max_output_tokens: 8_000 }
+  const model: BudgetFacts['model'] = { rates: { input: '1', output: '2', currency: 'USD' }, tiers: [], max_output_tokens: 8_000, context_window: 1_000_000 }
+  const WHOLE_WINDOW = { window: 1_000_000, longContext: false }
   const budget = (over: Partial<BudgetFacts> = {}): BudgetFacts => ({
     balance: '100',
     model,
@@ -269,31 +270,31 @@ describe('decideMaxTokens (decisions §4 Balance)', () => {
   })
 
   test('exactly the input plus one output token is enough, and max_tokens is then 1', () => {
-    expect(decideMaxTokens(budget({ balance: '0.001002' })).value).toEqual({ kind: 'admit', maxTokens: 1 })
+    expect(decideMaxTokens(budget({ balance: '0.001002' })).value).toEqual({ kind: 'admit', maxTokens: 1, window: WHOLE_WINDOW })
   })
 
   test('max_tokens is the model ceiling when none is requested and the balance pays it, without a warning', () => {
-    expect(decideMaxTokens(budget())).toEqual({ value: { kind: 'admit', maxTokens: 8_000 }, warnings: [] })
+    expect(decideMaxTokens(budget())).toEqual({ value: { kind: 'admit', maxTokens: 8_000, window: WHOLE_WINDOW }, warnings: [] })
   })
 
   test('a requested max_tokens is lowered to what the balance pays for, with max_tokens_lowered', () => {
     // After the input, 0.001 pays 500 output tokens.
     const d = decideMaxTokens(budget({ balance: '0.002', requestedMaxTokens: 4_000 }))
-    expect(d.value).toEqual({ kind: 'admit', maxTokens: 500 })
+    expect(d.value).toEqual({ kind: 'admit', maxTokens: 500, window: WHOLE_WINDOW })
     expect(d.warnings).toEqual([
-      { code: 'max_tokens_lowered', message: 'max_tokens was lowered from 4000 to 500 (model ceiling or balance)', details: { requested: 4_000, applied: 500 } },
+      { code: 'max_tokens_lowered', message: 'max_tokens was lowered from 4000 to 500 (what the balance pays for)', details: { requested: 4_000, applied: 500 } },
     ])
   })
 
   test('a requested max_tokens over the model ceiling is lowered to it, with the warning', () => {
     const d = decideMaxTokens(budget({ requestedMaxTokens: 10_000 }))
-    expect(d.value).toEqual({ kind: 'admit', maxTokens: 8_000 })
-    expect(d.warnings.map((w) => w.code)).toEqual(['max_tokens_lowered'])
+    expect(d.value).toEqual({ kind: 'admit', maxTokens: 8_000, window: WHOLE_WINDOW })
+    expect(d.warnings.map((w) => [w.code, w.message])).toEqual([['max_tokens_lowered', 'max_tokens was lowered from 10000 to 8000 (the model ceiling)']])
   })
 
   test('a free model is never refused and never lowered by the balance', () => {
     const free = { ...model, rates: { input: '0', output: '0', currency: 'USD' } }
-    expect(decideMaxTokens(budget({ model: free, balance: '0', requestedMaxTokens: 100 }))).toEqual({ value: { kind: 'admit', maxTokens: 100 }, warnings: [] })
+    expect(decideMaxTokens(budget({ model: free, balance: '0', requestedMaxTokens: 100 }))).toEqual({ value: { kind: 'admit', maxTokens: 100, window: WHOLE_WINDOW }, warnings: [] })
   })
 
   test('property: max_tokens is only ever lowered, never below 1, and what it allows is affordable', () => {
@@ -319,5 +320,61 @@ describe('decideMaxTokens (decisions §4 Balance)', () => {
         },
       ),
     )
+  })
+
+  describe('the output ceiling fits the window (docs/decisions/027-model-limits.md)', () => {
+    // Claude Haiku 4.5's limits: a 200,000-token window, 64,000 output tokens.
+    const haiku: BudgetFacts['model'] = { ...model, context_window: 200_000, max_output_tokens: 64_000 }
+    // Claude Sonnet 4.5's: 200,000 standard, 1,000,000 with the context-1m beta.
+    const sonnet: BudgetFacts['model'] = {
+      ...model,
+      context_window: 1_000_000,
+      max_output_tokens: 64_000,
+      long_context: { standard_window: 200_000, header: 'anthropic-beta', value: 'context-1m-2025-08-07' },
+    }
+
+    test('input plus the output ceiling never exceeds the window: 178,959 input tokens leave 21,041 of 64,000', () => {
+      const d = decideMaxTokens(budget({ model: haiku, inputTokens: 178_959 }))
+      expect(d).toEqual({ value: { kind: 'admit', maxTokens: 21_041, window: { window: 200_000, longContext: false } }, warnings: [] })
+    })
+
+    test('a requested max_tokens the window cannot hold is lowered, naming the window', () => {
+      const d = decideMaxTokens(budget({ model: haiku, inputTokens: 190_000, requestedMaxTokens: 20_000 }))
+      expect(d.value).toMatchObject({ kind: 'admit', maxTokens: 10_000 })
+      expect(d.warnings).toEqual([
+        {
+          code: 'max_tokens_lowered',
+          message: 'max_tokens was lowered from 20000 to 10000 (what the context window leaves after the input)',
+          details: { requested: 20_000, applied: 10_000 },
+        },
+      ])
+    })
+
+    test('the window is measured in the vendor count: the corrected input, not the estimate', () => {
+      const d = decideMaxTokens(budget({ model: haiku, inputTokens: 150_000, correctedInputTokens: 187_500 }))
+      expect(d.value).toMatchObject({ kind: 'admit', maxTokens: 12_500 })
+    })
+
+    test('below the standard window, a long-context model is sent without the opt-in and its output fits the standard window', () => {
+      const d = decideMaxTokens(budget({ model: sonnet, inputTokens: 150_000 }))
+      expect(d.value).toEqual({ kind: 'admit', maxTokens: 50_000, window: { window: 200_000, longContext: false } })
+    })
+
+    test('past the standard window (less the least useful output), the opt-in is needed and the whole window holds', () => {
+      const d = decideMaxTokens(budget({ model: sonnet, inputTokens: 199_600 }))
+      expect(d.value).toEqual({ kind: 'admit', maxTokens: 64_000, window: { window: 1_000_000, longContext: true } })
+      expect(decideMaxTokens(budget({ model: sonnet, inputTokens: 199_488 })).value).toMatchObject({ window: { longContext: false }, maxTokens: 512 })
+    })
+
+    test('property: input plus max_tokens stays within the window in force whenever the input leaves the least useful output', () => {
+      fc.assert(
+        fc.property(fc.integer({ min: 0, max: 999_488 }), fc.option(fc.integer({ min: 1, max: 200_000 })), (inputTokens, requested) => {
+          const d = decideMaxTokens(budget({ model: sonnet, balance: '1000000', inputTokens, requestedMaxTokens: requested }))
+          if (d.value.kind !== 'admit') throw new Error('a balance of a million pays any turn')
+          expect(inputTokens + d.value.maxTokens).toBeLessThanOrEqual(d.value.window.window)
+          expect(d.value.window.longContext).toBe(inputTokens + 512 > 200_000)
+        }),
+      )
+    })
   })
 })

@@ -484,6 +484,7 @@ describe('GET /api/v1/runs/{run_id}', () => {
     'provider_request_id',
     'usage',
     'manifest',
+    'token_estimate',
   ].sort()
 
   it('returns every RunInspection field of spec §2.8; the manifest records what the run used', async () => {
@@ -509,6 +510,8 @@ describe('GET /api/v1/runs/{run_id}', () => {
     expect(run.latency_ms).toBeGreaterThanOrEqual(0)
     expect(typeof run.provider_request_id).toBe('string')
     expect(Object.keys(run.usage).sort()).toEqual(USAGE_KEYS)
+    // The sandbox counts with our estimator: its report is the estimate, uncorrected.
+    expect(run.token_estimate).toEqual({ estimated: run.manifest.estimated_input_tokens, correction: 1, corrected: run.manifest.estimated_input_tokens, reported: run.manifest.estimated_input_tokens })
 
     const m = run.manifest
     expect(m.model).toBe('sandbox/echo')

@@ -2,13 +2,27 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { NotFoundError } from '../../../../domain/errors.ts'
 import { unitsToMoney } from '../../../../domain/money.ts'
+import { contextTokens, type Usage } from '../../../../domain/pricing/usage.ts'
 import type { RunRow } from '../../../../store/runs.ts'
 import type { AppDeps } from '../../../app-deps.ts'
 import { orgOf } from '../../../plugins/auth.ts'
 import { ApiKeySecurity, errors } from '../../../schemas/common.ts'
 import { RunInspection, RunParams } from '../../../schemas/responses.ts'
 
+type ManifestEstimate = { estimated_input_tokens?: number; token_estimate?: { correction: number; corrected: number } }
+
+/** The run's estimate of its input (its manifest's) against the vendor's count (its usage). */
+function tokenEstimateOf(manifest: ManifestEstimate, usage: Usage | null) {
+  if (typeof manifest.estimated_input_tokens !== 'number') return null
+  const estimated = manifest.estimated_input_tokens
+  // A compaction run's prompt is not corrected: its estimate is what it was sent as.
+  const { correction, corrected } = manifest.token_estimate ?? { correction: 1, corrected: estimated }
+  return { estimated, correction, corrected, reported: usage === null ? null : contextTokens(usage) }
+}
+
 export function toRunInspection(run: RunRow, now: Date) {
+  const usage = run.usage === null ? null : (JSON.parse(run.usage) as Usage)
+  const manifest = JSON.parse(run.manifest) as Record<string, unknown> & ManifestEstimate
   return {
     id: run.id,
     chat_id: run.chat_id,
@@ -25,8 +39,9 @@ export function toRunInspection(run: RunRow, now: Date) {
     error: run.error,
     latency_ms: run.latency_ms === null ? null : Number(run.latency_ms),
     provider_request_id: run.provider_request_id,
-    usage: run.usage === null ? null : JSON.parse(run.usage),
-    manifest: JSON.parse(run.manifest),
+    usage,
+    manifest,
+    token_estimate: tokenEstimateOf(manifest, usage),
   }
 }
 
