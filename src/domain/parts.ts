@@ -35,15 +35,17 @@ export type PartBody =
       trust: TrustLevel
       tombstone_reason?: TombstoneReason | null
     }
-  | { type: 'message'; text: string; refusal?: string | null }
-  | { type: 'reasoning'; text: string; replay?: ReasoningReplay }
-  | { type: 'tool_call'; arguments: string; tool_name: string; tool_use_id: string }
+  | { type: 'message'; text: string; refusal?: string | null; replay?: VendorReplay }
+  | { type: 'reasoning'; text: string; replay?: VendorReplay }
+  | { type: 'tool_call'; arguments: string; tool_name: string; tool_use_id: string; replay?: VendorReplay }
 
 /**
- * What a vendor needs to accept its own reasoning back (decision 017): Anthropic's thinking
- * signature or redacted data, Google's thought signature, OpenAI's reasoning item id. `metadata` is
- * the AI SDK's providerMetadata of the reasoning block as the vendor's package emitted it, keyed by
- * that package's name; `provider` is the catalogue provider that produced it, the only one it is
- * ever sent back to. Stored with the part, never returned in history (docs/guide/chats-and-ledger.md).
+ * What a vendor needs to accept its own output back (decisions 017 and 026): on reasoning,
+ * Anthropic's thinking signature or redacted data, Google's thought signature, OpenAI's reasoning
+ * item id and encrypted content; on a tool call or a message, Google's thought signature.
+ * `metadata` is the AI SDK's providerMetadata of the block as the vendor's package emitted it,
+ * keyed by that package's name; `provider` is the catalogue provider that produced it, the only one
+ * it is ever sent back to. Stored with the part, never returned by the API
+ * (docs/guide/chats-and-ledger.md).
  */
-export type ReasoningReplay = { provider: string; metadata: Record<string, Record<string, unknown>> }
+export type VendorReplay = { provider: string; metadata: Record<string, Record<string, unknown>> }

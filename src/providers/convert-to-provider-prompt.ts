@@ -6,7 +6,7 @@ import type {
   LanguageModelV3ToolResultOutput,
 } from '@ai-sdk/provider'
 import type { PackedPart, RenderedPart, SentAttachment } from '../domain/context/context-types.ts'
-import { replaysReasoningTo } from './vendor-fidelity.ts'
+import { needsReasoningWithToolCalls, replaysTo, type ReplayKind } from './vendor-fidelity.ts'
 
 type NonSystemMessage = Exclude<LanguageModelV3Message, { role: 'system' }>
 type AssistantItem = Extract<NonSystemMessage, { role: 'assistant' }>['content'][number]
@@ -24,8 +24,9 @@ export type ConvertOptions = {
    */
   cacheBreakpointsAfter?: readonly number[]
   /**
-   * The catalogue provider the prompt is for: a reasoning part's replay data (a thinking signature)
-   * goes only to the vendor that produced it (decision 017). Without it, none is sent.
+   * The catalogue provider the prompt is for: a part's replay data (a thinking signature, encrypted
+   * reasoning) goes only to the vendor that produced it (decisions 017 and 026). Without it, none is
+   * sent.
    */
   provider?: string
 }
@@ -121,7 +122,19 @@ export function convertToProviderPrompt(
     endOf.push(lastMarkable)
   }
   if (breakpoints !== undefined) placeBreakpoints(messages, breakpoints, endOf, systemBreakpoint ? MAX_BREAKPOINTS - 1 : MAX_BREAKPOINTS)
-  return messages
+  return needsReasoningWithToolCalls(options.provider) ? withReasoningBesideToolCalls(messages) : messages
+
+  /**
+   * An assistant part's item, with its replay data as the producing vendor's package provider options
+   * when the prompt is for that vendor (decision 026), to no other. An item with replay data depends
+   * on the vendor, so it is not shared between turns.
+   */
+  function assistantItem(content: Extract<RenderedPart, { type: 'reasoning' | 'message' | 'tool_call' }>, item: AssistantItem, kind: ReplayKind) {
+    const replayed = replaysTo(options.provider, kind, content.replay)
+    const sent = replayed ? ({ ...item, providerOptions: content.replay!.metadata } as AssistantItem) : item
+    if (content.replay === undefined) converted.set(content, { kind: 'item', role: 'assistant', item: sent })
+    appendTo('assistant', sent)
+  }
 
   function convertPart(part: PackedPart) {
     const content = part.content
@@ -173,29 +186,18 @@ export function convertToProviderPrompt(
         break
       }
       case 'reasoning': {
-        // Replay data is the vendor's own: sent back to it (as its package's provider options), to no other.
-        // Such an item depends on the vendor, so it is not shared between turns.
-        const replayed = content.replay !== undefined && replaysReasoningTo(options.provider, content.replay.provider)
         // Hidden reasoning (no text) without data this vendor takes carries nothing: not sent, so no
         // vendor package skips it with a warning each turn (decision 017).
-        if (content.text === '' && !replayed) break
-        const item: AssistantItem = replayed
-          ? { type: 'reasoning', text: content.text, providerOptions: content.replay!.metadata as AssistantItem['providerOptions'] }
-          : { type: 'reasoning', text: content.text }
-        if (content.replay === undefined) converted.set(content, { kind: 'item', role: 'assistant', item })
-        appendTo('assistant', item)
+        if (content.text === '' && !replaysTo(options.provider, 'reasoning', content.replay)) break
+        assistantItem(content, { type: 'reasoning', text: content.text }, 'reasoning')
         break
       }
       case 'message':
-      case 'tool_call': {
-        const item: AssistantItem =
-          content.type === 'tool_call'
-            ? { type: 'tool-call', toolCallId: content.toolUseId, toolName: content.toolName, input: JSON.parse(content.arguments) }
-            : { type: 'text', text: content.text }
-        converted.set(content, { kind: 'item', role: 'assistant', item })
-        appendTo('assistant', item)
+        assistantItem(content, { type: 'text', text: content.text }, 'message')
         break
-      }
+      case 'tool_call':
+        assistantItem(content, { type: 'tool-call', toolCallId: content.toolUseId, toolName: content.toolName, input: JSON.parse(content.arguments) }, 'tool_call')
+        break
       default: {
         const unknown: never = content
         throw new Error(`unknown part ${JSON.stringify(unknown)}`)
@@ -226,4 +228,21 @@ function placeBreakpoints(messages: LanguageModelV3Message[], after: readonly nu
     )
     messages[at.message] = { ...message, content } as NonSystemMessage
   }
+}
+
+/**
+ * DeepSeek's thinking mode answers 400 when an assistant message with tool calls in the current tool
+ * loop comes without `reasoning_content`. Its package sends `reasoning_content` for an assistant
+ * message after the last user message only when the message has a reasoning item: a message with
+ * tool calls and none (a call made by another model, or whose reasoning retention omitted) gets an
+ * empty one, sent as `reasoning_content: ""`. The package leaves it out where it does not apply. New
+ * messages: the grouped ones are made each turn, and no shared item changes.
+ */
+function withReasoningBesideToolCalls(messages: LanguageModelV3Message[]): LanguageModelV3Message[] {
+  return messages.map((message) => {
+    if (message.role !== 'assistant') return message
+    const items = message.content
+    if (!items.some((i) => i.type === 'tool-call') || items.some((i) => i.type === 'reasoning')) return message
+    return { ...message, content: [{ type: 'reasoning', text: '' }, ...items] }
+  })
 }

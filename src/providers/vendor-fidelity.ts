@@ -1,10 +1,11 @@
 import type { LanguageModelV3FunctionTool, SharedV3Warning } from '@ai-sdk/provider'
 import type { PackedPart } from '../domain/context/context-types.ts'
+import type { VendorReplay } from '../domain/parts.ts'
 import type { TranslationWarning } from '../domain/turns/coerce-reasoning-effort.ts'
 
 /**
- * What each vendor keeps of what Parley sends it (decision 017), read from the vendor packages'
- * request conversion (@ai-sdk/* v3):
+ * What each vendor keeps of what Parley sends it (decisions 017 and 026), read from the vendor
+ * packages' request conversion (@ai-sdk/* v3):
  *
  * - `strict` on a function tool: OpenAI, Mistral and xAI send it as is; Anthropic sends it when the
  *   model supports structured outputs and otherwise warns itself (passed through as a vendor
@@ -14,36 +15,69 @@ import type { TranslationWarning } from '../domain/turns/coerce-reasoning-effort
  * - `is_error` on a tool result: only Anthropic has the flag (`is_error: true` from the AI SDK's
  *   `error-text` output), and not on a result with attachments (sent as content blocks, no flag). The
  *   others get the result text alone.
- * - Reasoning replay data (thinking signatures): sent back to the vendor that produced it, for
- *   Anthropic (thinking `signature`, `redacted_thinking` data) and Google (thought signatures).
- *   OpenAI's reasoning item ids are stored but not replayed: its package then sends the item as a
- *   reference that needs the item ids of what followed it, which Parley does not keep.
+ * - Replay data, sent back only to the vendor that produced it, as its package's provider options:
+ *   Anthropic, on reasoning (thinking `signature`, `redacted_thinking` data); Google, on reasoning,
+ *   tool calls and messages (`thoughtSignature` on the thought, the `functionCall` and the text part);
+ *   OpenAI, on reasoning that has its encrypted content (the reasoning item, id, `encrypted_content`
+ *   and summary, before the items that followed it; requests go with `store: false`). Nothing else:
+ *   OpenAI's message and function-call item ids are not sent (under `store: false` an id names an
+ *   item the API did not keep), and Mistral, xAI and DeepSeek expose none.
+ * - DeepSeek's thinking mode answers 400 when an assistant message with tool calls of the current
+ *   tool loop lacks `reasoning_content`: such a message always carries a reasoning item (empty when
+ *   Parley has none of DeepSeek's), and the package sends `reasoning_content` where it applies.
  */
 type Fidelity = {
   /** How the vendor takes `strict`: as sent, never, or only `true` (for every tool at once). */
   strict: 'kept' | 'dropped' | 'true_for_all'
   /** Whether a tool result's error flag reaches the vendor (not with attachments). */
   isError: boolean
-  /** Whether stored reasoning replay data is sent back to this vendor. */
-  replaysReasoning: boolean
+  /** The part kinds whose replay data, made by this vendor, is stored and sent back to it (reasoning's is always stored). */
+  replays: readonly ReplayKind[]
+  /** Whether every assistant message with tool calls must carry a reasoning item (DeepSeek's thinking mode). */
+  reasoningWithToolCalls: boolean
 }
+
+/** The ledger parts that can carry a vendor's replay data. */
+export type ReplayKind = 'reasoning' | 'tool_call' | 'message'
 
 const FIDELITY: Record<string, Fidelity> = {
-  anthropic: { strict: 'kept', isError: true, replaysReasoning: true },
-  openai: { strict: 'kept', isError: false, replaysReasoning: false },
-  google: { strict: 'true_for_all', isError: false, replaysReasoning: true },
-  mistral: { strict: 'kept', isError: false, replaysReasoning: false },
-  xai: { strict: 'kept', isError: false, replaysReasoning: false },
-  deepseek: { strict: 'dropped', isError: false, replaysReasoning: false },
+  anthropic: { strict: 'kept', isError: true, replays: ['reasoning'], reasoningWithToolCalls: false },
+  openai: { strict: 'kept', isError: false, replays: ['reasoning'], reasoningWithToolCalls: false },
+  google: { strict: 'true_for_all', isError: false, replays: ['reasoning', 'tool_call', 'message'], reasoningWithToolCalls: false },
+  mistral: { strict: 'kept', isError: false, replays: [], reasoningWithToolCalls: false },
+  xai: { strict: 'kept', isError: false, replays: [], reasoningWithToolCalls: false },
+  deepseek: { strict: 'dropped', isError: false, replays: [], reasoningWithToolCalls: true },
   // The sandbox shows what it was sent (`/context`): everything is kept.
-  sandbox: { strict: 'kept', isError: true, replaysReasoning: false },
+  sandbox: { strict: 'kept', isError: true, replays: [], reasoningWithToolCalls: false },
 }
 
-const fidelityOf = (provider: string): Fidelity => FIDELITY[provider] ?? { strict: 'dropped', isError: false, replaysReasoning: false }
+const fidelityOf = (provider: string): Fidelity => FIDELITY[provider] ?? { strict: 'dropped', isError: false, replays: [], reasoningWithToolCalls: false }
 
-/** Whether reasoning replay data stored from `producer` is sent to `provider`: only to the same vendor, when it takes it. */
-export function replaysReasoningTo(provider: string | undefined, producer: string): boolean {
-  return provider !== undefined && provider === producer && fidelityOf(provider).replaysReasoning
+/**
+ * Whether the data is what its own vendor takes back on this kind of part: OpenAI's reasoning only
+ * with its encrypted content (an item id alone names an item a `store: false` request never kept;
+ * turns made before decision 026 have only the id).
+ */
+function isReplayable(kind: ReplayKind, replay: VendorReplay): boolean {
+  if (!fidelityOf(replay.provider).replays.includes(kind)) return false
+  if (replay.provider !== 'openai') return true
+  const openai = replay.metadata.openai
+  return typeof openai?.itemId === 'string' && typeof openai.reasoningEncryptedContent === 'string' && openai.reasoningEncryptedContent !== ''
+}
+
+/** Whether a part's replay data goes to `provider`: only to the vendor that made it, when it takes it back. */
+export function replaysTo(provider: string | undefined, kind: ReplayKind, replay: VendorReplay | undefined): replay is VendorReplay {
+  return replay !== undefined && provider === replay.provider && isReplayable(kind, replay)
+}
+
+/** Whether a tool call's or message's replay data from `provider` is worth storing: it sends it back (reasoning's is always stored). */
+export function storesReplay(provider: string, kind: ReplayKind): boolean {
+  return kind === 'reasoning' || fidelityOf(provider).replays.includes(kind)
+}
+
+/** Whether every assistant message with tool calls goes with a reasoning item (DeepSeek's thinking mode). */
+export function needsReasoningWithToolCalls(provider: string | undefined): boolean {
+  return provider !== undefined && fidelityOf(provider).reasoningWithToolCalls
 }
 
 const strippedTools = new Map<string, WeakMap<readonly LanguageModelV3FunctionTool[], LanguageModelV3FunctionTool[]>>()
@@ -116,13 +150,40 @@ export function isErrorWarnings(provider: string, parts: readonly PackedPart[]):
   ]
 }
 
-/** Every lossy step of translating the packed turn for the vendor: `strict` and `is_error` dropped. */
+/**
+ * Another vendor's replay data in the context, which `provider` is not sent (decision 026), as one
+ * warning naming the parts and the vendors that made them. Data its own vendor would not take back
+ * either (an OpenAI reasoning id without its encrypted content) loses nothing and is not counted.
+ */
+export function replayWarnings(provider: string, parts: readonly PackedPart[]): TranslationWarning[] {
+  const ordinals: number[] = []
+  const from = new Set<string>()
+  for (const part of parts) {
+    const c = part.content
+    if (c === null || !('replay' in c) || c.replay === undefined) continue
+    const kind: ReplayKind = c.type === 'tool_call' ? 'tool_call' : c.type === 'message' ? 'message' : 'reasoning'
+    if (c.replay.provider === provider || !isReplayable(kind, c.replay)) continue
+    ordinals.push(part.ordinal)
+    from.add(c.replay.provider)
+  }
+  if (ordinals.length === 0) return []
+  const vendors = [...from].sort()
+  return [
+    {
+      code: 'replay_dropped',
+      message: `${provider} cannot take replay data (signatures, encrypted reasoning) made by ${vendors.join(', ')}: ${ordinals.length} part(s) sent without it, hidden reasoning not at all`,
+      details: { provider, from: vendors, ordinals },
+    },
+  ]
+}
+
+/** Every lossy step of translating the packed turn for the vendor: `strict`, `is_error` and other vendors' replay data dropped. */
 export function vendorTranslationWarnings(
   provider: string,
   parts: readonly PackedPart[],
   tools: readonly LanguageModelV3FunctionTool[],
 ): TranslationWarning[] {
-  return [...strictWarnings(provider, tools), ...isErrorWarnings(provider, parts)]
+  return [...strictWarnings(provider, tools), ...isErrorWarnings(provider, parts), ...replayWarnings(provider, parts)]
 }
 
 const MAX_VENDOR_MESSAGE = 500

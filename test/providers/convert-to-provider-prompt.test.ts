@@ -1,6 +1,10 @@
-import type { LanguageModelV3Message, LanguageModelV3Prompt } from '@ai-sdk/provider'
+import { createDeepSeek } from '@ai-sdk/deepseek'
+import { createGoogleGenerativeAI } from '@ai-sdk/google'
+import { createOpenAI } from '@ai-sdk/openai'
+import type { LanguageModelV3, LanguageModelV3Message, LanguageModelV3Prompt } from '@ai-sdk/provider'
 import { describe, expect, it } from 'vitest'
 import type { PackedPart, RenderedPart } from '../../src/domain/context/context-types.ts'
+import type { VendorReplay } from '../../src/domain/parts.ts'
 import { convertToProviderPrompt } from '../../src/providers/convert-to-provider-prompt.ts'
 
 const PNG_1x1 = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64')
@@ -120,5 +124,101 @@ describe('convertToProviderPrompt', () => {
     expect(plainAssistant.content[2]!.providerOptions).toBeUndefined()
     expect(marked[4]).not.toBe(plain[4])
     expect((plain[4] as Extract<LanguageModelV3Message, { role: 'user' }>).content[0]!.providerOptions).toBeUndefined()
+  })
+})
+
+/** The request body a vendor package makes of a prompt: its fetch records the body and refuses, so nothing is sent. */
+async function bodySent(make: (fetch: typeof globalThis.fetch) => LanguageModelV3, prompt: LanguageModelV3Prompt, providerOptions = {}): Promise<any> {
+  let body: any
+  const fetch = (async (_url: unknown, init?: RequestInit) => {
+    body = JSON.parse(String(init!.body))
+    return new Response('{"error":{"message":"stop here"}}', { status: 400, headers: { 'content-type': 'application/json' } })
+  }) as typeof globalThis.fetch
+  await Promise.resolve(make(fetch).doStream({ prompt, providerOptions })).catch(() => undefined)
+  if (body === undefined) throw new Error('the package sent nothing')
+  return body
+}
+const assistantItems = (prompt: LanguageModelV3Prompt) =>
+  prompt.filter((m): m is Extract<LanguageModelV3Message, { role: 'assistant' }> => m.role === 'assistant').map((m) => m.content)
+
+describe('vendor replay data on tool calls and messages (decision 026)', () => {
+  const GEMINI_CALL: VendorReplay = { provider: 'google', metadata: { google: { thoughtSignature: 'sig-call' } } }
+  const GEMINI_TEXT: VendorReplay = { provider: 'google', metadata: { google: { thoughtSignature: 'sig-text' } } }
+  const geminiChat = () => [
+    part({ type: 'prompt', text: 'Weather in Oslo?', attachments: [] }),
+    part({ type: 'tool_call', toolUseId: 'g1', toolName: 'get_weather', arguments: '{"city":"Oslo"}', replay: GEMINI_CALL }),
+    part({ type: 'tool_result', toolUseId: 'g1', toolName: 'get_weather', text: 'sunny', isError: false, attachments: [] }),
+    part({ type: 'message', text: 'It is sunny.', replay: GEMINI_TEXT }),
+    part({ type: 'prompt', text: 'Thanks!', attachments: [] }),
+  ]
+
+  it("Gemini's thought signatures go with the call and the text, as google provider options, to Google only", () => {
+    const [call, text] = assistantItems(convertToProviderPrompt(null, geminiChat(), bytesOf, { provider: 'google' }))
+    expect(call).toEqual([{ type: 'tool-call', toolCallId: 'g1', toolName: 'get_weather', input: { city: 'Oslo' }, providerOptions: GEMINI_CALL.metadata }])
+    expect(text).toEqual([{ type: 'text', text: 'It is sunny.', providerOptions: GEMINI_TEXT.metadata }])
+    for (const provider of ['anthropic', 'openai', 'mistral', 'xai', 'sandbox', undefined]) {
+      const items = assistantItems(convertToProviderPrompt(null, geminiChat(), bytesOf, provider === undefined ? {} : { provider })).flat()
+      expect(items.map((i) => i.providerOptions), String(provider)).toEqual([undefined, undefined])
+    }
+  })
+
+  it('the Google package puts them on the functionCall part and the text part of the model turn', async () => {
+    const body = await bodySent(
+      (fetch) => createGoogleGenerativeAI({ apiKey: 'k', baseURL: 'http://replay/google/v1beta', fetch })('gemini-2.5-flash'),
+      convertToProviderPrompt(null, geminiChat(), bytesOf, { provider: 'google' }),
+    )
+    const model = body.contents.filter((c: any) => c.role === 'model').flatMap((c: any) => c.parts)
+    expect(model).toEqual([
+      { functionCall: { id: 'g1', name: 'get_weather', args: { city: 'Oslo' } }, thoughtSignature: 'sig-call' },
+      { text: 'It is sunny.', thoughtSignature: 'sig-text' },
+    ])
+  })
+
+  const ENCRYPTED: VendorReplay = { provider: 'openai', metadata: { openai: { itemId: 'rs_1', reasoningEncryptedContent: 'gAAAA-enc' } } }
+  const openaiLoop = (replay: VendorReplay) => [
+    part({ type: 'prompt', text: 'Weather in Oslo?', attachments: [] }),
+    part({ type: 'reasoning', text: '', replay }),
+    part({ type: 'tool_call', toolUseId: 'call_1', toolName: 'get_weather', arguments: '{"city":"Oslo"}' }),
+    part({ type: 'tool_result', toolUseId: 'call_1', toolName: 'get_weather', text: 'sunny', isError: false, attachments: [] }),
+  ]
+
+  it('OpenAI: the reasoning item goes back with its id and encrypted content, before the function call, under store: false', async () => {
+    const prompt = convertToProviderPrompt(null, openaiLoop(ENCRYPTED), bytesOf, { provider: 'openai' })
+    const body = await bodySent((fetch) => createOpenAI({ apiKey: 'k', baseURL: 'http://replay/openai/v1', fetch })('gpt-5'), prompt, { openai: { store: false } })
+    expect(body.store).toBe(false)
+    // The package asks for the encrypted reasoning of the answer itself, for a reasoning model under store: false.
+    expect(body.include).toContain('reasoning.encrypted_content')
+    expect(body.input.slice(1)).toEqual([
+      { type: 'reasoning', id: 'rs_1', encrypted_content: 'gAAAA-enc', summary: [] },
+      // The function call goes without an item id: under store: false the API kept none.
+      { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Oslo"}' },
+      { type: 'function_call_output', call_id: 'call_1', output: 'sunny' },
+    ])
+  })
+
+  it('OpenAI: a reasoning id without its encrypted content (turns stored before) is not sent, nor is the encrypted reasoning to another vendor', () => {
+    const idOnly: VendorReplay = { provider: 'openai', metadata: { openai: { itemId: 'rs_1', reasoningEncryptedContent: null } } }
+    expect(assistantItems(convertToProviderPrompt(null, openaiLoop(idOnly), bytesOf, { provider: 'openai' })).flat().map((i) => i.type)).toEqual(['tool-call'])
+    const toAnthropic = convertToProviderPrompt(null, openaiLoop(ENCRYPTED), bytesOf, { provider: 'anthropic' })
+    expect(JSON.stringify(toAnthropic)).not.toContain('gAAAA-enc')
+  })
+
+  it('DeepSeek: an assistant message with tool calls and no reasoning gets an empty reasoning item, sent as reasoning_content ""', async () => {
+    const foreign = [
+      part({ type: 'prompt', text: 'Weather in Oslo?', attachments: [] }),
+      part({ type: 'message', text: 'Let me check.' }),
+      part({ type: 'tool_call', toolUseId: 'toolu_1', toolName: 'get_weather', arguments: '{"city":"Oslo"}' }),
+      part({ type: 'tool_result', toolUseId: 'toolu_1', toolName: 'get_weather', text: 'sunny', isError: false, attachments: [] }),
+    ]
+    const prompt = convertToProviderPrompt(null, foreign, bytesOf, { provider: 'deepseek' })
+    expect(assistantItems(prompt)).toEqual([
+      [{ type: 'reasoning', text: '' }, { type: 'text', text: 'Let me check.' }, { type: 'tool-call', toolCallId: 'toolu_1', toolName: 'get_weather', input: { city: 'Oslo' } }],
+    ])
+    const body = await bodySent((fetch) => createDeepSeek({ apiKey: 'k', baseURL: 'http://replay/deepseek', fetch })('deepseek-reasoner'), prompt)
+    expect(body.messages.find((m: any) => m.role === 'assistant')).toMatchObject({ content: 'Let me check.', reasoning_content: '', tool_calls: [{ id: 'toolu_1' }] })
+    // Only DeepSeek gets it; a message with reasoning of its own keeps just that.
+    expect(assistantItems(convertToProviderPrompt(null, foreign, bytesOf, { provider: 'anthropic' }))[0]!.map((i) => i.type)).toEqual(['text', 'tool-call'])
+    const withReasoning = [foreign[0]!, part({ type: 'reasoning', text: 'Call it.' }), ...foreign.slice(2)]
+    expect(assistantItems(convertToProviderPrompt(null, withReasoning, bytesOf, { provider: 'deepseek' }))[0]!.map((i) => i.type)).toEqual(['reasoning', 'tool-call'])
   })
 })

@@ -4,11 +4,12 @@ import { createGoogleGenerativeAI } from '@ai-sdk/google'
 import { describe, expect, it } from 'vitest'
 import { mergeMetadata } from '../../src/actors/execute-run.ts'
 import type { PackedPart, RenderedPart } from '../../src/domain/context/context-types.ts'
-import type { ReasoningReplay } from '../../src/domain/parts.ts'
+import type { VendorReplay } from '../../src/domain/parts.ts'
 import { convertToProviderPrompt } from '../../src/providers/convert-to-provider-prompt.ts'
 import {
   isErrorWarnings,
-  replaysReasoningTo,
+  replaysTo,
+  replayWarnings,
   requestIdFrom,
   strictWarnings,
   toolsForVendor,
@@ -20,12 +21,12 @@ let ordinal = 0
 const part = (content: RenderedPart): PackedPart => ({ ordinal: ++ordinal, kind: content.type as PackedPart['kind'], treatment: 'verbatim', content, tokens: 1 })
 const bytesOf = () => new Uint8Array([137, 80, 78, 71])
 
-const SIGNED: ReasoningReplay = { provider: 'anthropic', metadata: { anthropic: { signature: 'sig-abc' } } }
-const REDACTED: ReasoningReplay = { provider: 'anthropic', metadata: { anthropic: { redactedData: 'enc-xyz' } } }
-const GOOGLE: ReasoningReplay = { provider: 'google', metadata: { google: { thoughtSignature: 'ts-123' } } }
+const SIGNED: VendorReplay = { provider: 'anthropic', metadata: { anthropic: { signature: 'sig-abc' } } }
+const REDACTED: VendorReplay = { provider: 'anthropic', metadata: { anthropic: { redactedData: 'enc-xyz' } } }
+const GOOGLE: VendorReplay = { provider: 'google', metadata: { google: { thoughtSignature: 'ts-123' } } }
 
 /** A thinking + tool-use exchange: prompt, signed thinking, redacted thinking, the call, its result. */
-const exchange = (replay: ReasoningReplay = SIGNED) => [
+const exchange = (replay: VendorReplay = SIGNED) => [
   part({ type: 'prompt', text: 'Weather in Oslo?', attachments: [] }),
   part({ type: 'reasoning', text: 'I should call get_weather.', replay }),
   part({ type: 'reasoning', text: '', replay: REDACTED }),
@@ -64,12 +65,18 @@ describe('reasoning replay data in the provider prompt', () => {
     expect(assistantOf(convertToProviderPrompt(null, exchange(GOOGLE), bytesOf, { provider: 'anthropic' }))[0].providerOptions).toBeUndefined()
   })
 
-  it('OpenAI reasoning item ids are kept but not replayed (decision 017)', () => {
-    expect(replaysReasoningTo('openai', 'openai')).toBe(false)
-    expect(replaysReasoningTo('anthropic', 'anthropic')).toBe(true)
-    expect(replaysReasoningTo('google', 'google')).toBe(true)
-    expect(replaysReasoningTo('anthropic', 'google')).toBe(false)
-    expect(replaysReasoningTo(undefined, 'anthropic')).toBe(false)
+  it('goes back only to the vendor that made it, on the kinds it takes back; OpenAI only with its encrypted content (decision 026)', () => {
+    const openaiItem: VendorReplay = { provider: 'openai', metadata: { openai: { itemId: 'rs_1', reasoningEncryptedContent: null } } }
+    const openaiEncrypted: VendorReplay = { provider: 'openai', metadata: { openai: { itemId: 'rs_1', reasoningEncryptedContent: 'gAAA' } } }
+    expect(replaysTo('openai', 'reasoning', openaiItem)).toBe(false)
+    expect(replaysTo('openai', 'reasoning', openaiEncrypted)).toBe(true)
+    expect(replaysTo('anthropic', 'reasoning', SIGNED)).toBe(true)
+    expect(replaysTo('google', 'reasoning', GOOGLE)).toBe(true)
+    expect(replaysTo('google', 'tool_call', GOOGLE)).toBe(true)
+    expect(replaysTo('google', 'message', GOOGLE)).toBe(true)
+    expect(replaysTo('anthropic', 'reasoning', GOOGLE)).toBe(false)
+    expect(replaysTo(undefined, 'reasoning', SIGNED)).toBe(false)
+    expect(replaysTo('anthropic', 'reasoning', undefined)).toBe(false)
   })
 
   it('the Anthropic package makes the signed thinking and redacted_thinking blocks of it, before the tool_use', async () => {
@@ -193,6 +200,42 @@ describe('is_error', () => {
   })
 })
 
+describe('replay data another vendor made', () => {
+  const OPENAI_ENCRYPTED: VendorReplay = { provider: 'openai', metadata: { openai: { itemId: 'rs_1', reasoningEncryptedContent: 'gAAAA' } } }
+  const OPENAI_ID_ONLY: VendorReplay = { provider: 'openai', metadata: { openai: { itemId: 'rs_2', reasoningEncryptedContent: null } } }
+  const parts = [
+    part({ type: 'prompt', text: 'Weather?', attachments: [] }),
+    part({ type: 'reasoning', text: 'Think.', replay: SIGNED }),
+    part({ type: 'tool_call', toolUseId: 't1', toolName: 'get_weather', arguments: '{}', replay: GOOGLE }),
+    part({ type: 'reasoning', text: '', replay: OPENAI_ENCRYPTED }),
+    part({ type: 'reasoning', text: '', replay: OPENAI_ID_ONLY }),
+    part({ type: 'message', text: 'Sunny.', replay: GOOGLE }),
+  ]
+  const [, signed, call, encrypted, , text] = parts.map((p) => p.ordinal)
+
+  it('is warned as replay_dropped, one warning naming the parts and the vendors that made them', () => {
+    expect(replayWarnings('deepseek', parts)).toEqual([
+      {
+        code: 'replay_dropped',
+        message: expect.stringContaining('4 part(s)'),
+        details: { provider: 'deepseek', from: ['anthropic', 'google', 'openai'], ordinals: [signed, call, encrypted, text] },
+      },
+    ])
+  })
+
+  it('does not count the target vendor’s own data, nor data its own vendor would not take back', () => {
+    expect(replayWarnings('google', parts)[0]!.details).toEqual({ provider: 'google', from: ['anthropic', 'openai'], ordinals: [signed, encrypted] })
+    // OpenAI's id-only reasoning is lost to no one: OpenAI itself is not sent it.
+    expect(replayWarnings('anthropic', parts)[0]!.details).toMatchObject({ from: ['google', 'openai'], ordinals: [call, encrypted, text] })
+    expect(replayWarnings('anthropic', parts.slice(0, 2))).toEqual([])
+  })
+
+  it('comes after strict and is_error in the turn’s translation warnings', () => {
+    const error = part({ type: 'tool_result', toolUseId: 't1', toolName: 'get_weather', text: 'boom', isError: true, attachments: [] })
+    expect(vendorTranslationWarnings('deepseek', [...parts, error], [tool('a', true)]).map((w) => w.code)).toEqual(['strict_dropped', 'is_error_dropped', 'replay_dropped'])
+  })
+})
+
 describe('the vendor package’s own warnings', () => {
   it('become vendor_warning translation warnings: its words, kind and feature', () => {
     expect(vendorWarning('anthropic', { type: 'unsupported', feature: 'strict', details: "Tool 'a' has strict: true, but…" })).toEqual({
@@ -231,14 +274,14 @@ describe('the vendor request id', () => {
 })
 
 describe('hidden reasoning', () => {
-  const hidden = (replay?: ReasoningReplay) => [
+  const hidden = (replay?: VendorReplay) => [
     part({ type: 'prompt', text: 'Hi', attachments: [] }),
     part(replay ? { type: 'reasoning', text: '', replay } : { type: 'reasoning', text: '' }),
     part({ type: 'message', text: 'Hello.' }),
   ]
 
   it('with no text and nothing this vendor takes, is not sent at all', () => {
-    const openaiItem: ReasoningReplay = { provider: 'openai', metadata: { openai: { itemId: 'rs_1' } } }
+    const openaiItem: VendorReplay = { provider: 'openai', metadata: { openai: { itemId: 'rs_1' } } }
     for (const [parts, provider] of [
       [hidden(), 'openai'],
       [hidden(openaiItem), 'openai'],

@@ -1751,6 +1751,16 @@ export interface components {
             manifest: {
                 [key: string]: unknown;
             };
+            token_estimate: {
+                /** @description Parley's estimate of the input, by its one estimator. */
+                estimated: number;
+                /** @description The model's learned ratio of the vendor's count to that estimate, when the run was packed. */
+                correction: number;
+                /** @description The estimate times the correction: the input the request was fitted to the window as. */
+                corrected: number;
+                /** @description The vendor's own count (input, cache reads and cache writes); null until it reports one, or when it reported none. */
+                reported: number | null;
+            } | null;
         };
         Liveness: {
             /**
@@ -1783,7 +1793,7 @@ export interface components {
         };
         /** @description Something of the request the selected model cannot take as sent, and what was done instead. */
         TranslationWarning: {
-            /** @description e.g. `reasoning_effort_coerced`, `reasoning_effort_fixed`, `max_tokens_lowered`, `attachment_replaced_by_marker`, `strict_dropped`, `is_error_dropped`, `vendor_warning`. */
+            /** @description e.g. `reasoning_effort_coerced`, `reasoning_effort_fixed`, `max_tokens_lowered`, `attachment_replaced_by_marker`, `strict_dropped`, `is_error_dropped`, `replay_dropped`, `vendor_warning`. */
             code: string;
             message: string;
             details?: {

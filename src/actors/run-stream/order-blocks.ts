@@ -1,9 +1,9 @@
 import type { LanguageModelV3StreamPart, SharedV3ProviderMetadata } from '@ai-sdk/provider'
-import type { PartBody } from '../../domain/parts.ts'
+import type { PartBody, VendorReplay } from '../../domain/parts.ts'
 import type { Usage } from '../../domain/pricing/usage.ts'
 import type { TranslationWarning } from '../../domain/turns/coerce-reasoning-effort.ts'
 import { readFinish } from '../../providers/read-finish.ts'
-import { vendorWarning } from '../../providers/vendor-fidelity.ts'
+import { storesReplay, vendorWarning, type ReplayKind } from '../../providers/vendor-fidelity.ts'
 import { describeVendorError } from '../../providers/describe-vendor-error.ts'
 import { mapStopReason } from '../map-stop-reason.ts'
 import type { StopReason } from '../../domain/runs/run-outcome.ts'
@@ -29,14 +29,17 @@ export type Block = {
   readonly text: string
   /** tool_call blocks: the tool called. */
   readonly toolName?: string
-  /** reasoning blocks: the vendor's replay data (a thinking signature), merged from the block's parts. */
+  /**
+   * The vendor's replay data (a thinking signature, encrypted reasoning, Gemini's thought signature
+   * on a call or a text), merged from the providerMetadata of the block's parts (decision 026).
+   */
   readonly metadata?: Record<string, Record<string, unknown>>
   /** The provider ended it; it waits on the wire for the blocks before it. */
   readonly ended: boolean
 }
 
 export type RunStreamState = {
-  /** The catalogue provider: reasoning replay data is stored with the vendor that made it (decision 017). */
+  /** The catalogue provider: replay data is stored with the vendor that made it (decisions 017 and 026). */
   readonly provider: string
   /** Blocks not yet stopped on the wire, in the order they started; the head is the one on the wire. */
   readonly wire: readonly Block[]
@@ -94,35 +97,30 @@ export function step(state: RunStreamState, part: LanguageModelV3StreamPart): St
         effects: [],
       }
     case 'text-start': {
+      // The sandbox marks a refusal on its text-start: Parley's own marker, not replay data.
       const refusal = (part.providerMetadata?.sandbox as { refusal?: boolean } | undefined)?.refusal === true
-      return start(state, { kind: refusal ? 'refusal' : 'text', id: part.id, text: '', ended: false })
+      return start(state, { kind: refusal ? 'refusal' : 'text', id: part.id, text: '', ended: false, ...(refusal ? {} : metadataOf(part.providerMetadata)) })
     }
     case 'reasoning-start':
-      return start(state, {
-        kind: 'reasoning',
-        id: part.id,
-        text: '',
-        ended: false,
-        ...(part.providerMetadata ? { metadata: mergeMetadata(undefined, part.providerMetadata) } : {}),
-      })
+      return start(state, { kind: 'reasoning', id: part.id, text: '', ended: false, ...metadataOf(part.providerMetadata) })
     case 'tool-input-start':
-      return start(state, { kind: 'tool_call', id: part.id, toolName: part.toolName, text: '', ended: false })
+      return start(state, { kind: 'tool_call', id: part.id, toolName: part.toolName, text: '', ended: false, ...metadataOf(part.providerMetadata) })
     case 'text-delta':
     case 'tool-input-delta':
-      return delta(state, part.id, part.delta)
     case 'reasoning-delta':
-      // Anthropic's signature comes as a reasoning delta with no text.
+      // Signatures may come with a delta that has no text (Anthropic's thinking signature, Gemini's on a text).
       return delta(keepMetadata(state, part.id, part.providerMetadata), part.id, part.delta)
     case 'text-end':
     case 'reasoning-end': {
-      const kept = part.type === 'reasoning-end' ? keepMetadata(state, part.id, part.providerMetadata) : state
+      const kept = keepMetadata(state, part.id, part.providerMetadata)
       return openBlock(kept, part.id) ? end(kept, part.id) : { state: kept, effects: [] }
     }
     case 'tool-call': {
-      // The call's final arguments; some providers send only this, without input deltas.
+      // The call's final arguments; some providers send only this, without input deltas. Its
+      // providerMetadata holds the call's replay data (Gemini's thoughtSignature).
       const started = openBlock(state, part.toolCallId)
-        ? { state, effects: [] }
-        : start(state, { kind: 'tool_call', id: part.toolCallId, toolName: part.toolName, text: '', ended: false })
+        ? { state: keepMetadata(state, part.toolCallId, part.providerMetadata), effects: [] }
+        : start(state, { kind: 'tool_call', id: part.toolCallId, toolName: part.toolName, text: '', ended: false, ...metadataOf(part.providerMetadata) })
       const block = openBlock(started.state, part.toolCallId)!
       const filled =
         block.text === ''
@@ -221,14 +219,15 @@ const deltaKind = (block: Block) => (block.kind === 'tool_call' ? 'tool_input' :
 function bodyOf(block: Block, provider: string): PartBody {
   switch (block.kind) {
     case 'text':
-      return { type: 'message', text: block.text }
+      return { type: 'message', text: block.text, ...replayOf(block, provider, 'message') }
     case 'refusal':
       return { type: 'message', text: '', refusal: block.text }
     case 'reasoning':
-      // Replay data is stored with the part, with the vendor that made it (decision 017).
-      return block.metadata ? { type: 'reasoning', text: block.text, replay: { provider, metadata: block.metadata } } : { type: 'reasoning', text: block.text }
+      // Replay data is stored with the part, with the vendor that made it (decision 017): on
+      // reasoning for every vendor that emits any, on calls and texts for the vendors it goes back to.
+      return { type: 'reasoning', text: block.text, ...replayOf(block, provider, 'reasoning') }
     case 'tool_call':
-      return { type: 'tool_call', arguments: block.text, tool_name: block.toolName!, tool_use_id: block.id }
+      return { type: 'tool_call', arguments: block.text, tool_name: block.toolName!, tool_use_id: block.id, ...replayOf(block, provider, 'tool_call') }
     default: {
       const unknown: never = block.kind
       throw new Error(`unknown block ${String(unknown)}`)
@@ -236,9 +235,19 @@ function bodyOf(block: Block, provider: string): PartBody {
   }
 }
 
+/** A stored part's `replay` field: the block's metadata when it has some this vendor's parts keep (decision 026). */
+function replayOf(block: Block, provider: string, kind: ReplayKind): { replay?: VendorReplay } {
+  if (!block.metadata || Object.keys(block.metadata).length === 0 || !storesReplay(provider, kind)) return {}
+  return { replay: { provider, metadata: block.metadata } }
+}
+
+/** A starting block's metadata field, from its first part's providerMetadata. */
+const metadataOf = (metadata: SharedV3ProviderMetadata | undefined): Pick<Block, 'metadata'> => (metadata ? { metadata: mergeMetadata(undefined, metadata) } : {})
+
 function keepMetadata(state: RunStreamState, id: string, metadata: SharedV3ProviderMetadata | undefined): RunStreamState {
   const block = openBlock(state, id)
-  if (!metadata || block?.kind !== 'reasoning') return state
+  // A refusal keeps no replay data: its block was marked by the sandbox, not signed by a vendor.
+  if (!metadata || !block || block.kind === 'refusal') return state
   return update(state, id, (b) => ({ ...b, metadata: mergeMetadata(b.metadata, metadata) }))
 }
 
@@ -254,7 +263,7 @@ export function usageFrom(u: { inputTokens: { total?: number; noCache?: number; 
   }
 }
 
-/** A reasoning block's provider metadata so far, with a later part's merged in, vendor by vendor. */
+/** A block's provider metadata so far, with a later part's merged in, vendor by vendor. */
 export function mergeMetadata(
   into: Record<string, Record<string, unknown>> | undefined,
   metadata: SharedV3ProviderMetadata,

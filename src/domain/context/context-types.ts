@@ -1,4 +1,4 @@
-import type { PartBody, PartKind, ReasoningReplay } from '../parts.ts'
+import type { PartBody, PartKind, VendorReplay } from '../parts.ts'
 
 /** An attachment as packing knows it: its stored description, never its bytes. */
 export type MediaRef = {
@@ -30,10 +30,13 @@ export type SentAttachment = { kind: 'file'; media: MediaRef } | { kind: 'marker
 export type RenderedPart =
   | { type: 'prompt'; text: string; attachments: SentAttachment[] }
   | { type: 'tool_result'; toolUseId: string; toolName: string; text: string; isError: boolean; attachments: SentAttachment[] }
-  | { type: 'message'; text: string }
-  /** `replay`: the vendor's data to accept its reasoning back, sent only to that vendor (decision 017). */
-  | { type: 'reasoning'; text: string; replay?: ReasoningReplay }
-  | { type: 'tool_call'; toolUseId: string; toolName: string; arguments: string }
+  /**
+   * `replay` (on messages, reasoning and tool calls): the vendor's data to accept its own output
+   * back, sent only to that vendor (decisions 017 and 026). Only a part sent whole carries it.
+   */
+  | { type: 'message'; text: string; replay?: VendorReplay }
+  | { type: 'reasoning'; text: string; replay?: VendorReplay }
+  | { type: 'tool_call'; toolUseId: string; toolName: string; arguments: string; replay?: VendorReplay }
   /** A block of older history as a compaction run summarised it (src/domain/context/render-summary.ts). */
   | { type: 'summary'; text: string }
 

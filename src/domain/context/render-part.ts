@@ -1,4 +1,4 @@
-import type { PartBody } from '../parts.ts'
+import type { PartBody, VendorReplay } from '../parts.ts'
 import type { MediaRef, RenderedPart, SentAttachment } from './context-types.ts'
 
 /** Untrusted tool output is fenced so the model reads it as data, never as instructions (docs/guide/tool-calls.md). */
@@ -35,6 +35,9 @@ export function toolResultText(body: Extract<PartBody, { type: 'tool_result' }>)
   return body.trust === 'untrusted' ? fenceUntrusted(body.text) : body.text
 }
 
+/** The part with the vendor's replay data, when it has some (decision 026); no `replay` key otherwise. */
+const withReplay = <P extends RenderedPart>(part: P, replay: VendorReplay | undefined): P => (replay ? { ...part, replay } : part)
+
 /** A part as sent whole: every payload uncut, every attachment as its file. */
 export function renderVerbatim(body: PartBody, media: readonly MediaRef[]): RenderedPart {
   switch (body.type) {
@@ -50,11 +53,11 @@ export function renderVerbatim(body: PartBody, media: readonly MediaRef[]): Rend
         attachments: files(media),
       }
     case 'message':
-      return { type: 'message', text: body.refusal ?? body.text }
+      return withReplay({ type: 'message', text: body.refusal ?? body.text }, body.replay)
     case 'reasoning':
-      return body.replay ? { type: 'reasoning', text: body.text, replay: body.replay } : { type: 'reasoning', text: body.text }
+      return withReplay({ type: 'reasoning', text: body.text }, body.replay)
     case 'tool_call':
-      return { type: 'tool_call', toolUseId: body.tool_use_id, toolName: body.tool_name, arguments: canonicalArguments(body.arguments) }
+      return withReplay({ type: 'tool_call', toolUseId: body.tool_use_id, toolName: body.tool_name, arguments: canonicalArguments(body.arguments) }, body.replay)
     default: {
       const unknown: never = body
       throw new Error(`unknown part ${JSON.stringify(unknown)}`)

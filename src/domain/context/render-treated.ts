@@ -88,17 +88,25 @@ export function renderTreated(body: PartBody, media: readonly MediaRef[], choice
       content = { ...whole, text, attachments: attachments() }
       break
     }
-    case 'message':
-      content = { type: 'message', text: cut(body.refusal ?? body.text) }
+    case 'message': {
+      if (whole.type !== 'message') throw new Error('rendering changed the part type')
+      const text = cut(body.refusal ?? body.text)
+      // The vendor signed what it said (decision 026): a cut message goes without its replay data.
+      content = text === whole.text ? whole : { type: 'message', text }
       break
+    }
     case 'reasoning':
       content = whole
       break
     case 'tool_call': {
       if (whole.type !== 'tool_call') throw new Error('rendering changed the part type')
       const args = cut(whole.arguments)
-      // Cut arguments are no longer JSON: they travel as a string inside an object every vendor takes.
-      content = args === whole.arguments ? whole : { ...whole, arguments: JSON.stringify({ truncated_arguments: args }) }
+      // Cut arguments are no longer JSON: they travel as a string inside an object every vendor takes,
+      // without the replay data the vendor made for the whole call (decision 026).
+      content =
+        args === whole.arguments
+          ? whole
+          : { type: 'tool_call', toolUseId: whole.toolUseId, toolName: whole.toolName, arguments: JSON.stringify({ truncated_arguments: args }) }
       break
     }
     default: {

@@ -34,7 +34,7 @@ export const TranslationWarning = Type.Object(
   {
     code: Type.String({
       description:
-        'e.g. `reasoning_effort_coerced`, `reasoning_effort_fixed`, `max_tokens_lowered`, `attachment_replaced_by_marker`, `strict_dropped`, `is_error_dropped`, `vendor_warning`.',
+        'e.g. `reasoning_effort_coerced`, `reasoning_effort_fixed`, `max_tokens_lowered`, `attachment_replaced_by_marker`, `strict_dropped`, `is_error_dropped`, `replay_dropped`, `vendor_warning`.',
     }),
     message: Type.String(),
     details: Type.Optional(Type.Record(Type.String(), Type.Unknown())),

@@ -4,7 +4,9 @@ import { endOfStream, initialRunStream, step, type Effect, type RunStreamState }
 import { ANTHROPIC_OVERLOADED_MID } from '../../e2e/vendor-fixtures/anthropic.ts'
 import { ANTHROPIC_REDACTED_DATA, ANTHROPIC_THINKING_SIGNATURE, ANTHROPIC_THINKING_TOOL_CALL } from '../../e2e/vendor-fixtures/anthropic-thinking.ts'
 import { DEEPSEEK_PARALLEL_CALLS } from '../../e2e/vendor-fixtures/deepseek.ts'
+import { GEMINI_SIGNED_ANSWER, GEMINI_SIGNED_TOOL_CALL } from '../../e2e/vendor-fixtures/google-signatures.ts'
 import { FIXTURES, type Vendor } from '../../e2e/vendor-fixtures/index.ts'
+import { OPENAI_REASONING_TOOL_CALL } from '../../e2e/vendor-fixtures/openai-reasoning.ts'
 import { recordParts } from './record-parts.ts'
 
 /** The reducer over a whole part sequence, then the stream's end: the final state and every effect in order. */
@@ -82,7 +84,9 @@ describe('every vendor fixture, through the real vendor package', () => {
     expectWellFormed(effects)
     expect(deltaText(effects, 'tool_input')).toBe(fixture.arguments)
     const calls = persisted(effects).filter((b) => b.type === 'tool_call')
-    expect(calls).toEqual([{ type: 'tool_call', tool_name: 'get_weather', arguments: fixture.arguments, tool_use_id: fixture.toolCallId ?? expect.any(String) }])
+    // Only Gemini's calls carry replay data its vendor takes back: the fixture's functionCall is signed (decision 026).
+    const replay = vendor === 'google' ? { replay: { provider: 'google', metadata: { google: { thoughtSignature: expect.any(String) } } } } : {}
+    expect(calls).toEqual([{ type: 'tool_call', tool_name: 'get_weather', arguments: fixture.arguments, tool_use_id: fixture.toolCallId ?? expect.any(String), ...replay }])
     expect(state).toMatchObject({ finished: true, stopReason: 'tool_use' })
   })
 })
@@ -180,6 +184,85 @@ describe('what each block persists', () => {
     expect(call).toEqual({ type: 'tool_call', tool_name: 'get_weather', tool_use_id: ANTHROPIC_THINKING_TOOL_CALL.toolUseId, arguments: ANTHROPIC_THINKING_TOOL_CALL.arguments })
     // The redacted block has no text: announced only when it stops.
     expect(lines(effects).slice(6, 9)).toEqual(['block_start reasoning', 'persist reasoning ""', 'block_stop'])
+  })
+
+  it('gpt-5 under store: false: the reasoning item keeps its id and encrypted content; the call keeps no OpenAI item id', async () => {
+    const fixture = OPENAI_REASONING_TOOL_CALL
+    const { effects } = run('openai', await recordParts('openai', fixture.response))
+    expectWellFormed(effects)
+    expect(persisted(effects)).toEqual([
+      {
+        type: 'reasoning',
+        text: '',
+        replay: { provider: 'openai', metadata: { openai: { itemId: fixture.reasoningItemId, reasoningEncryptedContent: fixture.encryptedContent } } },
+      },
+      // OpenAI takes no function-call item id back under store: false (decision 026): none is stored.
+      { type: 'tool_call', tool_name: 'get_weather', tool_use_id: fixture.callId, arguments: fixture.arguments },
+    ])
+    // The encrypted reasoning never goes out on the wire to the customer.
+    expect(JSON.stringify(effects.filter((e) => e.type === 'frame'))).not.toContain(fixture.encryptedContent)
+  })
+
+  it('an OpenAI message keeps no item id (OpenAI is not sent message ids)', async () => {
+    const { effects } = run('openai', await recordParts('openai', FIXTURES.openai.text.response))
+    expect(persisted(effects).filter((b) => b.type === 'message')).toEqual([{ type: 'message', text: FIXTURES.openai.text.text }])
+  })
+
+  it("Gemini: the functionCall's thought signature is kept with the tool call, a text part's with the message", async () => {
+    const call = run('google', await recordParts('google', GEMINI_SIGNED_TOOL_CALL.response))
+    expectWellFormed(call.effects)
+    const [thought, toolCall] = persisted(call.effects)
+    expect(thought).toEqual({ type: 'reasoning', text: GEMINI_SIGNED_TOOL_CALL.thought })
+    expect(toolCall).toEqual({
+      type: 'tool_call',
+      tool_name: 'get_weather',
+      tool_use_id: expect.any(String),
+      arguments: JSON.stringify(GEMINI_SIGNED_TOOL_CALL.arguments),
+      replay: { provider: 'google', metadata: { google: { thoughtSignature: GEMINI_SIGNED_TOOL_CALL.signature } } },
+    })
+
+    const answer = run('google', await recordParts('google', GEMINI_SIGNED_ANSWER.response))
+    // The signature came with the answer's last text part: it is the message's, merged over the block.
+    expect(persisted(answer.effects)).toEqual([
+      { type: 'message', text: GEMINI_SIGNED_ANSWER.text, replay: { provider: 'google', metadata: { google: { thoughtSignature: GEMINI_SIGNED_ANSWER.signature } } } },
+    ])
+    expect(JSON.stringify(answer.effects.filter((e) => e.type === 'frame'))).not.toContain(GEMINI_SIGNED_ANSWER.signature)
+  })
+
+  it('a signature on a text delta with no text is kept; a refusal keeps none; a vendor that takes none back stores none on texts', () => {
+    const signed = { google: { thoughtSignature: 'sig-late' } }
+    const google = run('google', [
+      { type: 'text-start', id: 't' },
+      { type: 'text-delta', id: 't', delta: 'Done.' },
+      { type: 'text-delta', id: 't', delta: '', providerMetadata: signed },
+      { type: 'text-end', id: 't' },
+    ])
+    expect(persisted(google.effects)).toEqual([{ type: 'message', text: 'Done.', replay: { provider: 'google', metadata: signed } }])
+
+    const refusal = run('sandbox', [
+      { type: 'text-start', id: 'r', providerMetadata: { sandbox: { refusal: true } } },
+      { type: 'text-delta', id: 'r', delta: 'No.', providerMetadata: { sandbox: { note: 1 } } },
+      { type: 'text-end', id: 'r' },
+    ])
+    expect(persisted(refusal.effects)).toEqual([{ type: 'message', text: '', refusal: 'No.' }])
+
+    const mistral = run('mistral', [
+      { type: 'text-start', id: 't', providerMetadata: { mistral: { anything: 1 } } },
+      { type: 'text-delta', id: 't', delta: 'Hi.' },
+      { type: 'text-end', id: 't' },
+    ])
+    expect(persisted(mistral.effects)).toEqual([{ type: 'message', text: 'Hi.' }])
+  })
+
+  it('a tool call gathers its replay data from its start, its deltas and the tool-call part', () => {
+    const { effects } = run('google', [
+      { type: 'tool-input-start', id: 'c', toolName: 'search', providerMetadata: { google: { thoughtSignature: 'sig-1' } } },
+      { type: 'tool-input-delta', id: 'c', delta: '{"q":"oslo"}' },
+      { type: 'tool-call', toolCallId: 'c', toolName: 'search', input: '{"q":"oslo"}', providerMetadata: { google: { thoughtSignature: 'sig-2' } } },
+    ])
+    expect(persisted(effects)).toEqual([
+      { type: 'tool_call', tool_name: 'search', tool_use_id: 'c', arguments: '{"q":"oslo"}', replay: { provider: 'google', metadata: { google: { thoughtSignature: 'sig-2' } } } },
+    ])
   })
 
   it('a tool call sent only as a tool-call part (no input deltas) goes out with its arguments as one delta', async () => {

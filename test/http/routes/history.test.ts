@@ -72,6 +72,24 @@ describe('GET /api/v1/chats/{chat_id}/history', () => {
     expect(page.has_more).toBe(false)
   })
 
+  it('never returns the vendor replay data stored with reasoning, tool calls and messages (decision 026)', async () => {
+    const chat = await createChat(ctx.app, org.auth)
+    const replay = (secret: string) => ({ provider: 'google', metadata: { google: { thoughtSignature: secret } } })
+    const stored: PartBody[] = [
+      { type: 'prompt', text: 'A prompt that says "replay": {"x": 1} is returned as written.' },
+      { type: 'reasoning', text: 'Think.', replay: replay('sig-reasoning') },
+      { type: 'tool_call', arguments: '{"city":"Oslo"}', tool_name: 'weather', tool_use_id: 'tu_1', replay: replay('sig-call') },
+      { type: 'tool_result', text: 'rain', is_error: false, tool_name: 'weather', tool_use_id: 'tu_1', trust: 'customer_data' },
+      { type: 'message', text: 'It rains.', refusal: null, replay: replay('sig-text') },
+    ]
+    ctx.store.parts.append(chat.id, stored.map((body) => ({ body })))
+
+    const res = await ctx.app.inject({ url: `/api/v1/chats/${chat.id}/history`, headers: org.auth })
+    expect(res.statusCode, res.body).toBe(200)
+    for (const secret of ['sig-reasoning', 'sig-call', 'sig-text']) expect(res.body).not.toContain(secret)
+    expect((res.json() as HistoryPage).data.map((p) => p.part)).toEqual(stored.map(({ replay: _replay, ...body }: any) => body))
+  })
+
   it('returns the optional fields of tool_result and message parts', async () => {
     const chat = await createChat(ctx.app, org.auth)
     const bodies: PartBody[] = [

@@ -35,9 +35,13 @@ function historyPartJson(row: PartRow, media: MediaRow[] | undefined): string {
   return `${head},"part":${servedBody(row)},"user_metadata":${row.user_metadata}${attachments}}`
 }
 
-/** A stored body as served: a reasoning part's replay data (a thinking signature) is never returned (docs/guide/chats-and-ledger.md, decision 017). */
+/**
+ * A stored body as served: the vendor's replay data (signatures, encrypted reasoning) of a part of
+ * any kind is never returned (docs/guide/chats-and-ledger.md, decisions 017 and 026). Only a body
+ * that mentions it is parsed: a customer's text that does comes back as it was stored.
+ */
 function servedBody(row: PartRow): string {
-  if (row.kind !== 'reasoning' || !row.body.includes('"replay"')) return row.body
+  if (!row.body.includes('"replay"')) return row.body
   const { replay: _replay, ...body } = JSON.parse(row.body) as Record<string, unknown>
   return JSON.stringify(body)
 }
