@@ -139,8 +139,14 @@ export function createSandboxLanguageModel(modelId: string): LanguageModelV3 {
                 spent += estimateTokens(delta)
                 // The /context answer is for reading what packing sent: never cut.
                 if (spent > maxTokens && !script.context) {
-                  finish = { unified: 'length', raw: 'max_tokens' }
-                  break
+                  // Counted word by word the answer runs high (a word alone is often more tokens than
+                  // within its text): count it as usage will before cutting it. Each recount narrows the
+                  // gap, so only a few happen near the limit.
+                  spent = saturatingAdd(estimateTokens(reasoning), estimateTokens(output + delta))
+                  if (spent > maxTokens) {
+                    finish = { unified: 'length', raw: 'max_tokens' }
+                    break
+                  }
                 }
                 output += delta
                 await emit({ type: 'text-delta', id, delta }, true)

@@ -1,3 +1,4 @@
+import { estimateTokens } from '../../../src/domain/tokens/estimate-tokens.ts'
 import type { LanguageModelV3CallOptions } from '@ai-sdk/provider'
 import { Decimal } from 'decimal.js'
 import { randomUUID } from 'node:crypto'
@@ -273,6 +274,17 @@ describe('sandbox magic lines through the route', () => {
     const run = await getRun(ctx, org.auth, t.runId)
     expect(run.status).toBe('succeeded')
     expect(run.manifest.max_tokens).toBe(10)
+  })
+
+  it('the echo is cut as its usage counts it: a max_tokens that holds the whole answer cuts none of it', async () => {
+    const text = Array.from({ length: 120 }, (_, i) => ['harbour', 'lanterns', 'estuary', 'kingfishers'][i % 4]).join(' ')
+    const whole = estimateTokens(`echo: ${text}`)
+    const t = await turn(ctx, org.auth, chatId, { input: [prompt(text)], max_tokens: whole })
+    expect(t.of('done')[0]!.data).toMatchObject({ stop_reason: 'end_turn', usage: { output_tokens: whole } })
+    expect(deltaText(t.frames, 'text')).toBe(`echo: ${text}`)
+    const cut = await turn(ctx, org.auth, chatId, { input: [prompt(text)], max_tokens: whole - 1 })
+    expect(cut.of('done')[0]!.data.stop_reason).toBe('max_tokens')
+    expect(cut.of('done')[0]!.data.usage.output_tokens).toBeLessThan(whole)
   })
 
   it('/slow MS: still completes with the full answer', async () => {
