@@ -18,7 +18,7 @@ import { requestFacts } from './vendor-fixtures/request-texts.ts'
  * `enforceLimits`, the server also holds each streaming request to its model's documented limits
  * (test/e2e/vendor-documented-limits.ts) as the vendor does, and refuses one over them with the
  * vendor's error before any stream. Started with `reportCountedUsage`, an unqueued streaming call
- * is answered with a short text whose usage reports the counted input tokens.
+ * is answered with a short text (or the vendor's fixture text) whose usage reports the counted input tokens.
  */
 
 export type RecordedRequest = {
@@ -55,9 +55,11 @@ export type ReplayServerOptions = {
    * Answer a streaming call with no queued response by a short text whose usage reports the counted
    * input tokens (instead of the plain text fixture and its recorded usage). `cacheReadShare` and
    * `cacheWriteShare` say which share of them the usage puts in the cache-read and (Anthropic)
-   * cache-write counts; the rest is fresh input.
+   * cache-write counts; the rest is fresh input. With `fixtureText`, the answer says the vendor's
+   * plain text fixture's text (`FIXTURES[vendor].text.text`) instead of COUNTED_ANSWER_TEXT, so
+   * a test written against that text can have usage that follows each request.
    */
-  reportCountedUsage?: boolean | { cacheReadShare?: number; cacheWriteShare?: number }
+  reportCountedUsage?: boolean | { cacheReadShare?: number; cacheWriteShare?: number; fixtureText?: boolean }
 }
 
 export type ReplayServer = {
@@ -183,11 +185,16 @@ export async function startReplayServer(options: ReplayServerOptions = {}): Prom
         ? limitError(vendor, recorded.breach, facts.model ?? '')
         : queues.get(vendor)?.shift() ??
           (counted
-            ? countedUsageAnswer(vendor, facts.model ?? '', {
-                total: input,
-                cacheRead: Math.floor(input * (counted.cacheReadShare ?? 0)),
-                cacheWrite: Math.floor(input * (counted.cacheWriteShare ?? 0)),
-              })
+            ? countedUsageAnswer(
+                vendor,
+                facts.model ?? '',
+                {
+                  total: input,
+                  cacheRead: Math.floor(input * (counted.cacheReadShare ?? 0)),
+                  cacheWrite: Math.floor(input * (counted.cacheWriteShare ?? 0)),
+                },
+                counted.fixtureText ? FIXTURES[vendor].text.text : undefined,
+              )
             : FIXTURES[vendor].text.response)
       recorded.status = response.kind === 'hang' ? null : response.kind === 'json' ? response.status : 200
       answer(res, response).catch(() => res.destroy())

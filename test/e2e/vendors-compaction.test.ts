@@ -10,6 +10,7 @@ import { estimateTokens } from '../../src/domain/tokens/estimate-tokens.ts'
 import { SUMMARISATION_INSTRUCTION } from '../../src/providers/compaction-prompt.ts'
 import { REPO_ROOT, startServer, type ServerProcess } from './server-process.ts'
 import { deltaText, moneyUnits, postTurn, request, type SseFrame } from './turn-client.ts'
+import { COUNTED_OUTPUT_TOKENS } from './vendor-fixtures/counted-usage.ts'
 import { FIXTURES, type Vendor } from './vendor-fixtures/index.ts'
 import { startReplayServer, type RecordedRequest, type ReplayServer } from './vendor-replay-server.ts'
 
@@ -20,12 +21,22 @@ import { startReplayServer, type RecordedRequest, type ReplayServer } from './ve
  * prompts, and the turn that no longer fits says `compacting`, sends one summarisation request per
  * block to the vendor through the same @ai-sdk provider, and sends the customer request with the
  * summaries in place of the old parts. The next turn reuses them; the usage report bills them.
+ *
+ * Every vendor call is answered with the vendor's plain fixture text, but with usage that follows the
+ * request, as a vendor's does: the replay server's counted-usage mode reports the input tokens it
+ * counted for each request (factor 1: what our estimator counts), split into fresh input and cache
+ * reads (and, for Anthropic, cache writes) by the shares below. A fixed recorded usage for every call
+ * would teach Parley a token correction from the summarisation requests that no vendor would give.
  */
 
 const KEYS = { anthropic: 'sk-ant-api03-replay-anthropic-key', openai: 'sk-proj-replay-openai-key' } as const
 const DECIMAL = /^\d+(\.\d+)?$/
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const DELTA_KIND: Record<string, string> = { text: 'text', reasoning: 'reasoning', refusal: 'refusal', tool_call: 'tool_input' }
+/** The replay server's counted-usage mode: which share of each request's counted input its usage says was read from and written to the cache. */
+const COUNTED = { cacheReadShare: 0.25, cacheWriteShare: 0.5, fixtureText: true } as const
+const cacheRead = (counted: number) => Math.floor(counted * COUNTED.cacheReadShare)
+const cacheWrite = (counted: number) => Math.floor(counted * COUNTED.cacheWriteShare)
 
 /** One text item of a vendor request, with where it sits. */
 type TextItem = { role: string; text: string }
@@ -41,8 +52,8 @@ type VendorCase = {
   /** Every text item of the conversation (not the system prompt), in order. */
   texts: (body: any) => TextItem[]
   maxTokens: (body: any) => unknown
-  /** The fixture's wire usage, as Parley reads it (what a compaction run answered by the plain text fixture is billed for). */
-  usage: Usage
+  /** The usage Parley reads from a counted-usage answer to a request the replay server counted at `counted` input tokens. */
+  usage: (counted: number) => Usage
 }
 
 const CASES: VendorCase[] = [
@@ -55,7 +66,14 @@ const CASES: VendorCase[] = [
     system: (body) => (body.system ?? []).map((b: any) => b.text).join('\n'),
     texts: (body) => body.messages.flatMap((m: any) => m.content.filter((c: any) => c.type === 'text').map((c: any) => ({ role: m.role, text: c.text }))),
     maxTokens: (body) => body.max_tokens,
-    usage: { input_tokens: 19, output_tokens: 14, reasoning_tokens: 0, cache_read_tokens: 1536, cache_write_tokens: 2104 },
+    // Anthropic reports fresh input, cache reads and cache writes apart; the count is their sum.
+    usage: (counted) => ({
+      input_tokens: counted - cacheRead(counted) - cacheWrite(counted),
+      output_tokens: COUNTED_OUTPUT_TOKENS,
+      reasoning_tokens: 0,
+      cache_read_tokens: cacheRead(counted),
+      cache_write_tokens: cacheWrite(counted),
+    }),
   },
   {
     vendor: 'openai',
@@ -78,7 +96,14 @@ const CASES: VendorCase[] = [
           : [],
       ),
     maxTokens: (body) => body.max_output_tokens,
-    usage: { input_tokens: 168, output_tokens: 204, reasoning_tokens: 192, cache_read_tokens: 1152, cache_write_tokens: 0 },
+    // OpenAI reports every input token with the cached ones among them (and no cache writes); Parley bills the rest as input.
+    usage: (counted) => ({
+      input_tokens: counted - cacheRead(counted),
+      output_tokens: COUNTED_OUTPUT_TOKENS,
+      reasoning_tokens: 0,
+      cache_read_tokens: cacheRead(counted),
+      cache_write_tokens: 0,
+    }),
   },
 ]
 
@@ -187,7 +212,7 @@ describe('compaction through the Anthropic and OpenAI wire formats (real server 
   }
 
   beforeAll(async () => {
-    replay = await startReplayServer()
+    replay = await startReplayServer({ reportCountedUsage: COUNTED })
     server = await startServer({
       env: {
         DATA_DIR: dataDir,
@@ -287,18 +312,26 @@ describe('compaction through the Anthropic and OpenAI wire formats (real server 
         expect(r.body.tools ?? []).toEqual([])
       }
 
-      // Each compaction run: origin compaction, succeeded, billed from the fixture's wire usage.
+      // Each compaction run: origin compaction, succeeded, billed from the usage the vendor reported
+      // for its own summarisation request (the input tokens the replay server counted for it).
       const compactionCosts: string[] = []
+      const compactionUsages: Usage[] = []
       for (const s of summaries) {
         const r = await getRun(s.run_id)
         expect(r).toMatchObject({ id: s.run_id, chat_id: chatId, origin: 'compaction', status: 'succeeded', model: c.model, namespace, is_live: false, error: null })
-        expect(r.usage).toEqual(c.usage)
+        const summarisation = summarisations.filter((q) => transcriptRange(c, q) === `${s.first_ordinal}-${s.last_ordinal}`)
+        expect(summarisation).toHaveLength(1)
+        const counted = summarisation[0]!.countedInputTokens
+        expect(counted, 'the replay server counts every streaming request').not.toBeNull()
+        const usage = c.usage(counted!)
+        expect(r.usage).toEqual(usage)
         expect(r.cost).not.toBeNull()
         expect(r.cost).toMatch(DECIMAL)
-        expect(r.cost).toBe(customerCost(c.usage, entry, r.manifest.markup_percent))
+        expect(r.cost).toBe(customerCost(usage, entry, r.manifest.markup_percent))
         expect(moneyUnits(r.cost)).toBeGreaterThan(0n)
         expect(r.manifest).toMatchObject({ purpose: 'compaction', max_tokens: 400, block: { first_ordinal: s.first_ordinal, last_ordinal: s.last_ordinal } })
         compactionCosts.push(r.cost)
+        compactionUsages.push(usage)
       }
 
       // The customer request carries each summary (the fixture's text) in place of its block.
@@ -341,8 +374,12 @@ describe('compaction through the Anthropic and OpenAI wire formats (real server 
       expect(row.runs).toBe(summaries.length)
       const total = compactionCosts.reduce((sum, cost) => sum.plus(cost), new Decimal(0))
       expect(new Decimal(row.cost).equals(total), `usage compaction cost ${row.cost} vs runs ${total.toFixed()}`).toBe(true)
-      expect(row.input_tokens).toBe(c.usage.input_tokens * summaries.length)
-      expect(row.output_tokens).toBe(c.usage.output_tokens * summaries.length)
+      const sum = (field: keyof Usage) => compactionUsages.reduce((n, u) => n + u[field], 0)
+      expect(row.input_tokens).toBe(sum('input_tokens'))
+      expect(row.output_tokens).toBe(sum('output_tokens'))
+      expect(row.reasoning_tokens).toBe(sum('reasoning_tokens'))
+      expect(row.cache_read_tokens).toBe(sum('cache_read_tokens'))
+      expect(row.cache_write_tokens).toBe(sum('cache_write_tokens'))
     })
   })
 })

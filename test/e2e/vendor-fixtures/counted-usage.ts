@@ -4,6 +4,7 @@ import { DONE, dataEvent, namedEvent, pieces, type ReplayResponse, type Vendor }
  * A short streamed text answer, in each vendor's stream shape (as the recorded fixtures beside this
  * file), whose usage reports the input tokens the replay server counted for the request: so a test
  * can make a vendor count differently from Parley's estimator and see what Parley learns from it.
+ * The answer says COUNTED_ANSWER_TEXT unless given another text.
  */
 
 export type CountedInput = {
@@ -15,15 +16,28 @@ export type CountedInput = {
   cacheWrite?: number
 }
 
-const ANSWER = pieces('Noted', ': the whole conversation', ' is in view.')
+type Answer = { parts: string[]; text: string }
+
+const ANSWER: Answer = pieces('Noted', ': the whole conversation', ' is in view.')
 const OUTPUT_TOKENS = 9
 
 export const COUNTED_ANSWER_TEXT = ANSWER.text
+/** The output tokens every counted-usage answer reports, whatever its text. */
+export const COUNTED_OUTPUT_TOKENS = OUTPUT_TOKENS
+
+/** `text` in up to three streamed pieces, split after spaces (so the pieces join back to `text`). */
+function answerOf(text: string): Answer {
+  const words = text.split(/(?<= )/)
+  if (words.length < 3) return pieces(text)
+  const a = Math.ceil(words.length / 3)
+  const b = Math.ceil((2 * words.length) / 3)
+  return pieces(words.slice(0, a).join(''), words.slice(a, b).join(''), words.slice(b).join(''))
+}
 
 let serial = 0
 const nextId = () => (++serial).toString(16).padStart(8, '0')
 
-function anthropic(model: string, c: Required<CountedInput>): ReplayResponse {
+function anthropic(model: string, c: Required<CountedInput>, answer: Answer): ReplayResponse {
   const fresh = c.total - c.cacheRead - c.cacheWrite
   const usage = { input_tokens: fresh, cache_creation_input_tokens: c.cacheWrite, cache_read_input_tokens: c.cacheRead }
   return {
@@ -35,7 +49,7 @@ function anthropic(model: string, c: Required<CountedInput>): ReplayResponse {
         message: { model, id: `msg_01Counted${nextId()}`, type: 'message', role: 'assistant', content: [], stop_reason: null, stop_sequence: null, usage: { ...usage, output_tokens: 1, service_tier: 'standard' } },
       }),
       namedEvent('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
-      ...ANSWER.parts.map((text) => namedEvent('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } })),
+      ...answer.parts.map((text) => namedEvent('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } })),
       namedEvent('content_block_stop', { type: 'content_block_stop', index: 0 }),
       namedEvent('message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { ...usage, output_tokens: OUTPUT_TOKENS } }),
       namedEvent('message_stop', { type: 'message_stop' }),
@@ -43,12 +57,12 @@ function anthropic(model: string, c: Required<CountedInput>): ReplayResponse {
   }
 }
 
-function openai(model: string, c: Required<CountedInput>): ReplayResponse {
+function openai(model: string, c: Required<CountedInput>, answer: Answer): ReplayResponse {
   let n = 0
   const e = (type: string, fields: Record<string, unknown>) => namedEvent(type, { type, sequence_number: n++, ...fields })
   const id = `resp_counted${nextId()}`
   const messageId = `msg_counted${nextId()}`
-  const text = ANSWER.text
+  const text = answer.text
   const item = (done: boolean) => ({
     id: messageId,
     type: 'message',
@@ -65,7 +79,7 @@ function openai(model: string, c: Required<CountedInput>): ReplayResponse {
       e('response.created', { response: response('in_progress', [], null) }),
       e('response.output_item.added', { output_index: 0, item: item(false) }),
       e('response.content_part.added', { item_id: messageId, output_index: 0, content_index: 0, part }),
-      ...ANSWER.parts.map((delta) => e('response.output_text.delta', { item_id: messageId, output_index: 0, content_index: 0, delta, logprobs: [] })),
+      ...answer.parts.map((delta) => e('response.output_text.delta', { item_id: messageId, output_index: 0, content_index: 0, delta, logprobs: [] })),
       e('response.output_text.done', { item_id: messageId, output_index: 0, content_index: 0, text, logprobs: [] }),
       e('response.content_part.done', { item_id: messageId, output_index: 0, content_index: 0, part: { ...part, text } }),
       e('response.output_item.done', { output_index: 0, item: item(true) }),
@@ -82,7 +96,7 @@ function openai(model: string, c: Required<CountedInput>): ReplayResponse {
   }
 }
 
-function google(model: string, c: Required<CountedInput>): ReplayResponse {
+function google(model: string, c: Required<CountedInput>, answer: Answer): ReplayResponse {
   const responseId = `counted${nextId()}`
   const usageMetadata = {
     promptTokenCount: c.total,
@@ -94,10 +108,10 @@ function google(model: string, c: Required<CountedInput>): ReplayResponse {
   return {
     kind: 'stream',
     headers: { 'content-type': 'text/event-stream' },
-    events: ANSWER.parts.map(
+    events: answer.parts.map(
       (text, i) =>
         `data: ${JSON.stringify({
-          candidates: [{ content: { parts: [{ text }], role: 'model' }, ...(i === ANSWER.parts.length - 1 ? { finishReason: 'STOP' } : {}), index: 0 }],
+          candidates: [{ content: { parts: [{ text }], role: 'model' }, ...(i === answer.parts.length - 1 ? { finishReason: 'STOP' } : {}), index: 0 }],
           usageMetadata,
           modelVersion: model,
           responseId,
@@ -107,7 +121,7 @@ function google(model: string, c: Required<CountedInput>): ReplayResponse {
 }
 
 /** Mistral, xAI and DeepSeek: chat-completions chunks, usage on the chunk with finish_reason, then [DONE]. */
-function chatCompletions(vendor: 'mistral' | 'xai' | 'deepseek', model: string, c: Required<CountedInput>): ReplayResponse {
+function chatCompletions(vendor: 'mistral' | 'xai' | 'deepseek', model: string, c: Required<CountedInput>, answer: Answer): ReplayResponse {
   const id = `counted-${nextId()}`
   const chunk = (delta: Record<string, unknown>, finishReason: string | null, usage?: unknown) =>
     dataEvent({ id, object: 'chat.completion.chunk', created: 1760547301, model, choices: [{ index: 0, delta, finish_reason: finishReason }], ...(usage ? { usage } : {}) })
@@ -123,27 +137,31 @@ function chatCompletions(vendor: 'mistral' | 'xai' | 'deepseek', model: string, 
     headers: { 'content-type': 'text/event-stream; charset=utf-8' },
     events: [
       chunk({ role: 'assistant', content: '' }, null),
-      ...ANSWER.parts.map((content) => chunk({ content }, null)),
+      ...answer.parts.map((content) => chunk({ content }, null)),
       chunk({ content: '' }, 'stop', usage),
       DONE,
     ],
   }
 }
 
-/** A text answer from `vendor`'s `model` whose usage reports `input` as the request's input tokens. */
-export function countedUsageAnswer(vendor: Vendor, model: string, input: CountedInput): ReplayResponse {
+/**
+ * A text answer from `vendor`'s `model` whose usage reports `input` as the request's input tokens.
+ * It says `text` (default COUNTED_ANSWER_TEXT); its usage reports COUNTED_OUTPUT_TOKENS of output either way.
+ */
+export function countedUsageAnswer(vendor: Vendor, model: string, input: CountedInput, text?: string): ReplayResponse {
   const c: Required<CountedInput> = { cacheRead: 0, cacheWrite: 0, ...input }
   if (vendor !== 'anthropic') c.cacheWrite = 0
+  const answer = text === undefined ? ANSWER : answerOf(text)
   switch (vendor) {
     case 'anthropic':
-      return anthropic(model, c)
+      return anthropic(model, c, answer)
     case 'openai':
-      return openai(model, c)
+      return openai(model, c, answer)
     case 'google':
-      return google(model, c)
+      return google(model, c, answer)
     case 'mistral':
     case 'xai':
     case 'deepseek':
-      return chatCompletions(vendor, model, c)
+      return chatCompletions(vendor, model, c, answer)
   }
 }
