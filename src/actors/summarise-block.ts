@@ -78,7 +78,11 @@ export async function summariseBlock(deps: RunDeps, job: CompactionJob, block: B
         prompt,
         maxOutputTokens: SUMMARY_MAX_TOKENS,
         abortSignal: signal,
-        providerOptions: { sandbox: { compaction: { firstOrdinal: block.firstOrdinal, lastOrdinal: block.lastOrdinal } } },
+        providerOptions: {
+          // Parley keeps the history: OpenAI keeps nothing of a summary call either (decision 026).
+          openai: { store: false },
+          sandbox: { compaction: { firstOrdinal: block.firstOrdinal, lastOrdinal: block.lastOrdinal } },
+        },
       }),
     )
     reached = true

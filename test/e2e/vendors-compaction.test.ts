@@ -310,6 +310,8 @@ describe('compaction through the Anthropic and OpenAI wire formats (real server 
         expect(ordinals).toEqual([...ordinals].sort((a, b) => a - b))
         expect(`${ordinals[0]}-${ordinals.at(-1)}`).toBe(transcriptRange(c, r))
         expect(r.body.tools ?? []).toEqual([])
+        // Parley keeps the history: OpenAI is asked to keep none of a summary call (decision 026).
+        if (c.vendor === 'openai') expect(r.body.store).toBe(false)
       }
 
       // Each compaction run: origin compaction, succeeded, billed from the usage the vendor reported
