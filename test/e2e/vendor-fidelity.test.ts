@@ -1,13 +1,10 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
-import { startServer, type ServerProcess } from './server-process.ts'
-import { completedBlocks, deltaText, moneyUnits, postTurn, request, type SseFrame } from './turn-client.ts'
+import { completedBlocks, deltaText, moneyUnits, postTurn, type SseFrame } from './turn-client.ts'
 import { ANTHROPIC_OVERLOADED_MID } from './vendor-fixtures/anthropic.ts'
 import { ANTHROPIC_THINKING_ANSWER, ANTHROPIC_THINKING_TOOL_CALL } from './vendor-fixtures/anthropic-thinking.ts'
 import { FIXTURES, type ReplayResponse, type Vendor } from './vendor-fixtures/index.ts'
-import { startReplayServer, type RecordedRequest, type ReplayServer } from './vendor-replay-server.ts'
+import type { RecordedRequest } from './vendor-replay-server.ts'
+import { startVendorServer, VENDOR_MODELS, type VendorServer } from './vendor-server.ts'
 
 /**
  * Vendor fidelity (issue 11, decision 017) through the real server process and the loopback
@@ -16,22 +13,6 @@ import { startReplayServer, type RecordedRequest, type ReplayServer } from './ve
  * for catalogue models.
  */
 
-const KEYS: Record<Vendor, [string, string]> = {
-  anthropic: ['ANTHROPIC_API_KEY', 'sk-ant-api03-replay-anthropic-key'],
-  openai: ['OPENAI_API_KEY', 'sk-proj-replay-openai-key'],
-  google: ['GOOGLE_GENERATIVE_AI_API_KEY', 'AIzaSyReplay-google-key'],
-  mistral: ['MISTRAL_API_KEY', 'replay-mistral-key'],
-  xai: ['XAI_API_KEY', 'xai-replay-key'],
-  deepseek: ['DEEPSEEK_API_KEY', 'sk-replay-deepseek-key'],
-}
-const MODEL: Record<Vendor, string> = {
-  anthropic: 'anthropic/claude-sonnet-4.5',
-  openai: 'openai/gpt-5',
-  google: 'google/gemini-2.5-flash',
-  mistral: 'mistral/mistral-medium-3.1',
-  xai: 'xai/grok-4-fast',
-  deepseek: 'deepseek/deepseek-reasoner',
-}
 const WEATHER = {
   name: 'get_weather',
   description: 'Current weather for a city.',
@@ -53,27 +34,13 @@ const only = <T>(items: T[], what: string): T => {
 const translationWarnings = (frames: SseFrame[]) => frames.filter((f) => f.event === 'translation_warnings').flatMap((f) => f.data.warnings as any[])
 
 describe('vendor fidelity through the real server process (decision 017)', () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'parley-e2e-fidelity-'))
-  let replay: ReplayServer
-  let server: ServerProcess | undefined
-  let devKey = ''
+  let vendors: VendorServer
 
-  const api = (path: string, init: { method?: string; body?: unknown } = {}) => request(server!.url, path, { key: devKey, ...init })
-  const newChat = async (): Promise<string> => {
-    const res = await api('/api/v1/chats', { method: 'POST', body: {} })
-    expect(res.status, res.text).toBe(201)
-    return res.json().id
-  }
-  const getRun = async (runId: string) => {
-    const res = await api(`/api/v1/runs/${runId}`)
-    expect(res.status, res.text).toBe(200)
-    return res.json()
-  }
   /** A turn that streams to its end, with the vendor requests it caused. */
   const turn = async (vendor: Vendor, chatId: string, body: Record<string, unknown>) => {
-    const before = replay.requestsTo(vendor).length
-    const answer = await postTurn(server!.url, devKey, chatId, { model: MODEL[vendor], ...body })
-    if (!answer.ok) throw new Error(`expected a stream, got HTTP ${answer.status}: ${answer.text}\n${server!.stderr()}`)
+    const before = vendors.replay.requestsTo(vendor).length
+    const answer = await postTurn(vendors.server.url, vendors.devKey, chatId, { model: VENDOR_MODELS[vendor], ...body })
+    if (!answer.ok) throw new Error(`expected a stream, got HTTP ${answer.status}: ${answer.text}\n${vendors.server.stderr()}`)
     expect(await answer.closed).toBe('end')
     const frames = answer.frames
     expect(frames.slice(0, 3).map((f) => f.event)).toEqual(['run', 'config_warnings', 'translation_warnings'])
@@ -81,30 +48,19 @@ describe('vendor fidelity through the real server process (decision 017)', () =>
     const firstBlock = frames.findIndex((f) => f.event === 'block_start')
     const lastWarning = frames.map((f) => f.event).lastIndexOf('translation_warnings')
     if (firstBlock >= 0) expect(lastWarning).toBeLessThan(firstBlock)
-    return { frames, runId: frames[0]!.data.run_id as string, last: frames.at(-1)!, vendorRequests: replay.requestsTo(vendor).slice(before) as RecordedRequest[] }
+    return { frames, runId: frames[0]!.data.run_id as string, last: frames.at(-1)!, vendorRequests: vendors.replay.requestsTo(vendor).slice(before) as RecordedRequest[] }
   }
 
   beforeAll(async () => {
-    replay = await startReplayServer()
-    const env: Record<string, string> = { DATA_DIR: dataDir, NODE_ID: 'e2e-fidelity', SANDBOX: 'on', VENDOR_RETRY_BASE_MS: '20' }
-    for (const vendor of Object.keys(FIXTURES) as Vendor[]) {
-      env[KEYS[vendor][0]] = KEYS[vendor][1]
-      env[`${vendor.toUpperCase()}_BASE_URL`] = replay.baseUrl(vendor)
-    }
-    server = await startServer({ env, timeoutMs: 25_000 })
-    devKey = readFileSync(join(dataDir, 'dev-api-key.txt'), 'utf8').trim()
+    vendors = await startVendorServer({ name: 'fidelity' })
   })
-  afterEach(() => replay.clearQueues())
-  afterAll(async () => {
-    await server?.stop()
-    await replay?.close()
-    rmSync(dataDir, { recursive: true, force: true })
-  })
+  afterEach(() => vendors?.replay.clearQueues())
+  afterAll(() => vendors?.stop())
 
   test('Anthropic thinking + tool use: the second request carries the signed thinking block and the redacted one, unchanged, before the tool_use', async () => {
     const fixture = ANTHROPIC_THINKING_TOOL_CALL
-    const chatId = await newChat()
-    replay.respondNext('anthropic', fixture.response)
+    const chatId = await vendors.newChat()
+    vendors.replay.respondNext('anthropic', fixture.response)
     const call = await turn('anthropic', chatId, { input: [{ type: 'prompt', text: 'What is the weather in Oslo right now?' }], tools: [WEATHER], reasoning_effort: 'low' })
     expect(call.last.event).toBe('done')
     expect(completedBlocks(call.frames)).toEqual([
@@ -117,7 +73,7 @@ describe('vendor fidelity through the real server process (decision 017)', () =>
     expect(only(call.vendorRequests, 'first request').body.thinking).toMatchObject({ type: 'enabled' })
 
     // History never shows the signature or the redacted data (spec §2.4).
-    const history = await api(`/api/v1/chats/${chatId}/history`)
+    const history = await vendors.api(`/api/v1/chats/${chatId}/history`)
     expect(history.status, history.text).toBe(200)
     expect(history.text).not.toContain(fixture.signature)
     expect(history.text).not.toContain(fixture.redactedData)
@@ -126,7 +82,7 @@ describe('vendor fidelity through the real server process (decision 017)', () =>
       { type: 'reasoning', text: '' },
     ])
 
-    replay.respondNext('anthropic', ANTHROPIC_THINKING_ANSWER.response)
+    vendors.replay.respondNext('anthropic', ANTHROPIC_THINKING_ANSWER.response)
     const answer = await turn('anthropic', chatId, {
       input: [{ type: 'tool_result', tool_use_id: fixture.toolUseId, tool_name: 'get_weather', text: 'sunny, 21 °C, light breeze' }],
       tools: [WEATHER],
@@ -147,13 +103,13 @@ describe('vendor fidelity through the real server process (decision 017)', () =>
     const result = second.messages.at(-1).content.find((b: any) => b.type === 'tool_result')
     expect(result).toMatchObject({ tool_use_id: fixture.toolUseId, content: 'sunny, 21 °C, light breeze' })
     // The run records Anthropic's request id header, not the message id.
-    expect((await getRun(call.runId)).provider_request_id).toBe(fixture.requestId)
+    expect((await vendors.getRun(call.runId)).provider_request_id).toBe(fixture.requestId)
   })
 
   test('the signature goes only to the vendor that made it: the same chat on OpenAI sends no Anthropic data', async () => {
     const fixture = ANTHROPIC_THINKING_TOOL_CALL
-    const chatId = await newChat()
-    replay.respondNext('anthropic', fixture.response)
+    const chatId = await vendors.newChat()
+    vendors.replay.respondNext('anthropic', fixture.response)
     await turn('anthropic', chatId, { input: [{ type: 'prompt', text: 'Weather in Oslo?' }], tools: [WEATHER], reasoning_effort: 'low' })
     const t = await turn('openai', chatId, {
       input: [{ type: 'tool_result', tool_use_id: fixture.toolUseId, tool_name: 'get_weather', text: 'sunny' }],
@@ -171,11 +127,11 @@ describe('vendor fidelity through the real server process (decision 017)', () =>
       expect(w.message.length).toBeLessThanOrEqual(501)
     }
     // Run inspection records them with the translation warnings of admission.
-    expect((await getRun(t.runId)).manifest.warnings.translation).toEqual(translationWarnings(t.frames))
+    expect((await vendors.getRun(t.runId)).manifest.warnings.translation).toEqual(translationWarnings(t.frames))
   })
 
   test('strict never reaches DeepSeek, with a strict_dropped warning; the call goes through', async () => {
-    const t = await turn('deepseek', await newChat(), { input: [{ type: 'prompt', text: 'Weather in Oslo?' }], tools: STRICT_TOOLS })
+    const t = await turn('deepseek', await vendors.newChat(), { input: [{ type: 'prompt', text: 'Weather in Oslo?' }], tools: STRICT_TOOLS })
     expect(t.last.event).toBe('done')
     const body = only(t.vendorRequests, 'deepseek request').body
     expect(body.tools).toHaveLength(1)
@@ -194,7 +150,7 @@ describe('vendor fidelity through the real server process (decision 017)', () =>
     ['mistral', (body: any) => body.tools[0].function.strict],
     ['xai', (body: any) => body.tools[0].function.strict],
   ] as const)('strict reaches %s, which has it, without a warning', async (vendor, strictOf) => {
-    const t = await turn(vendor, await newChat(), { input: [{ type: 'prompt', text: 'Weather in Oslo?' }], tools: STRICT_TOOLS })
+    const t = await turn(vendor, await vendors.newChat(), { input: [{ type: 'prompt', text: 'Weather in Oslo?' }], tools: STRICT_TOOLS })
     expect(t.last.event).toBe('done')
     expect(strictOf(only(t.vendorRequests, 'vendor request').body)).toBe(true)
     expect(translationWarnings(t.frames).map((w) => w.code)).not.toContain('strict_dropped')
@@ -202,8 +158,8 @@ describe('vendor fidelity through the real server process (decision 017)', () =>
 
   test('is_error reaches Anthropic as is_error: true; OpenAI gets the plain result and an is_error_dropped warning', async () => {
     // Anthropic: the result answering its call is flagged.
-    const anthropicChat = await newChat()
-    replay.respondNext('anthropic', FIXTURES.anthropic.toolCall.response)
+    const anthropicChat = await vendors.newChat()
+    vendors.replay.respondNext('anthropic', FIXTURES.anthropic.toolCall.response)
     const call = await turn('anthropic', anthropicChat, { input: [{ type: 'prompt', text: 'Weather in Oslo?' }], tools: [WEATHER] })
     const toolUseId = call.last.data.pending_tool_calls[0].tool_use_id
     const answered = await turn('anthropic', anthropicChat, {
@@ -215,8 +171,8 @@ describe('vendor fidelity through the real server process (decision 017)', () =>
     expect(translationWarnings(answered.frames).map((w) => w.code)).not.toContain('is_error_dropped')
 
     // OpenAI: no error flag on function_call_output; the loss is warned, naming the result.
-    const openaiChat = await newChat()
-    replay.respondNext('openai', FIXTURES.openai.toolCall.response)
+    const openaiChat = await vendors.newChat()
+    vendors.replay.respondNext('openai', FIXTURES.openai.toolCall.response)
     const openaiCall = await turn('openai', openaiChat, { input: [{ type: 'prompt', text: 'Weather in Oslo?' }], tools: [WEATHER] })
     const callId = openaiCall.last.data.pending_tool_calls[0].tool_use_id
     const t = await turn('openai', openaiChat, {
@@ -241,47 +197,47 @@ describe('vendor fidelity through the real server process (decision 017)', () =>
       ['deepseek', header(FIXTURES.deepseek.text.response, 'x-ds-trace-id')],
     ]
     for (const [vendor, requestId] of expected) {
-      const t = await turn(vendor, await newChat(), { input: [{ type: 'prompt', text: 'Hello' }] })
+      const t = await turn(vendor, await vendors.newChat(), { input: [{ type: 'prompt', text: 'Hello' }] })
       expect(t.last.event).toBe('done')
-      const run = await getRun(t.runId)
+      const run = await vendors.getRun(t.runId)
       expect(run.provider_request_id, vendor).toBe(requestId)
       // done keeps the vendor's response id (spec §6 provider_response_id).
       expect(t.last.data.provider_response_id, vendor).not.toBe(requestId)
     }
-    const google = await turn('google', await newChat(), { input: [{ type: 'prompt', text: 'Hello' }] })
-    expect((await getRun(google.runId)).provider_request_id).toBe(google.last.data.provider_response_id)
+    const google = await turn('google', await vendors.newChat(), { input: [{ type: 'prompt', text: 'Hello' }] })
+    expect((await vendors.getRun(google.runId)).provider_request_id).toBe(google.last.data.provider_response_id)
   })
 
   test('a run whose usage was lost reports usage null, and is still billed for what it used', async () => {
-    replay.respondNext('anthropic', ANTHROPIC_OVERLOADED_MID.response)
-    const t = await turn('anthropic', await newChat(), { input: [{ type: 'prompt', text: 'What is the capital of Norway?' }] })
+    vendors.replay.respondNext('anthropic', ANTHROPIC_OVERLOADED_MID.response)
+    const t = await turn('anthropic', await vendors.newChat(), { input: [{ type: 'prompt', text: 'What is the capital of Norway?' }] })
     expect(t.last.event).toBe('error')
-    const run = await getRun(t.runId)
+    const run = await vendors.getRun(t.runId)
     expect(run).toMatchObject({ status: 'failed', usage: null })
     expect(moneyUnits(run.cost)).toBeGreaterThan(0n)
     expect(run.provider_request_id).toBe(header(ANTHROPIC_OVERLOADED_MID.response, 'request-id'))
   })
 
   test('a call refused before its stream: provider_request_id from the error answer’s header, usage null, nothing billed', async () => {
-    const chatId = await newChat()
+    const chatId = await vendors.newChat()
     // Retried before the first byte (decision 015): every attempt gets the same error.
-    for (let attempt = 0; attempt < 3; attempt++) replay.respondNext('anthropic', FIXTURES.anthropic.serverError)
-    const answer = await postTurn(server!.url, devKey, chatId, { model: MODEL.anthropic, input: [{ type: 'prompt', text: 'Hello' }] })
+    for (let attempt = 0; attempt < 3; attempt++) vendors.replay.respondNext('anthropic', FIXTURES.anthropic.serverError)
+    const answer = await postTurn(vendors.server.url, vendors.devKey, chatId, { model: VENDOR_MODELS.anthropic, input: [{ type: 'prompt', text: 'Hello' }] })
     if (answer.ok) throw new Error(`expected an HTTP error, got a stream: ${answer.frames.map((f) => f.event).join(',')}`)
     expect(answer.status, answer.text).toBe(502)
-    const run = await getRun(answer.json().error.details.run_id)
+    const run = await vendors.getRun(answer.json().error.details.run_id)
     expect(run).toMatchObject({ status: 'failed', usage: null, provider_request_id: header(FIXTURES.anthropic.serverError, 'request-id') })
     expect(moneyUnits(run.cost)).toBe(0n)
   })
 
   test('a budget for an unknown model id answers 422 validation_failed with a pointer; a catalogue model is accepted', async () => {
-    const models = (await api('/api/v1/models')).json() as { id: string; name: string }[]
-    const known = models.find((m) => m.name === MODEL.anthropic)!.id
+    const models = (await vendors.api('/api/v1/models')).json() as { id: string; name: string }[]
+    const known = models.find((m) => m.name === VENDOR_MODELS.anthropic)!.id
     const unknown = '00000000-0000-4000-8000-000000000000'
-    const bad = await api('/api/v1/config/budgets', { method: 'POST', body: { budget: { version: 3, headroom: 0.2 }, model_ids: [known, unknown] } })
+    const bad = await vendors.api('/api/v1/config/budgets', { method: 'POST', body: { budget: { version: 3, headroom: 0.2 }, model_ids: [known, unknown] } })
     expect(bad.status, bad.text).toBe(422)
     expect(bad.json().error).toMatchObject({ code: 'validation_failed', details: { problems: [{ in: 'body', pointer: '/model_ids/1', message: expect.stringContaining(unknown) }] } })
-    const good = await api('/api/v1/config/budgets', { method: 'POST', body: { budget: { version: 3, headroom: 0.2 }, model_ids: [known] } })
+    const good = await vendors.api('/api/v1/config/budgets', { method: 'POST', body: { budget: { version: 3, headroom: 0.2 }, model_ids: [known] } })
     expect(good.status, good.text).toBe(200)
     expect(good.json()).toMatchObject([{ model_id: known }])
   })

@@ -1,14 +1,11 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
-import { startServer, type ServerProcess } from './server-process.ts'
-import { postTurn, request, type SseFrame } from './turn-client.ts'
+import { postTurn, type SseFrame } from './turn-client.ts'
 import { ANTHROPIC_THINKING_TOOL_CALL } from './vendor-fixtures/anthropic-thinking.ts'
 import { GEMINI_SIGNED_ANSWER, GEMINI_SIGNED_TOOL_CALL } from './vendor-fixtures/google-signatures.ts'
 import { FIXTURES, type Vendor } from './vendor-fixtures/index.ts'
 import { OPENAI_REASONING_TOOL_CALL } from './vendor-fixtures/openai-reasoning.ts'
-import { startReplayServer, type RecordedRequest, type ReplayServer } from './vendor-replay-server.ts'
+import type { RecordedRequest } from './vendor-replay-server.ts'
+import { startVendorServer, type VendorServer } from './vendor-server.ts'
 
 /**
  * Vendor replay data between tool steps (issue 19, decision 026), through the real server process
@@ -17,14 +14,6 @@ import { startReplayServer, type RecordedRequest, type ReplayServer } from './ve
  * model made, and that none of it reaches the customer.
  */
 
-const KEYS: Record<Vendor, [string, string]> = {
-  anthropic: ['ANTHROPIC_API_KEY', 'sk-ant-api03-replay-anthropic-key'],
-  openai: ['OPENAI_API_KEY', 'sk-proj-replay-openai-key'],
-  google: ['GOOGLE_GENERATIVE_AI_API_KEY', 'AIzaSyReplay-google-key'],
-  mistral: ['MISTRAL_API_KEY', 'replay-mistral-key'],
-  xai: ['XAI_API_KEY', 'xai-replay-key'],
-  deepseek: ['DEEPSEEK_API_KEY', 'sk-replay-deepseek-key'],
-}
 const WEATHER = {
   name: 'get_weather',
   description: 'Current weather for a city.',
@@ -37,61 +26,41 @@ const only = <T>(items: T[], what: string): T => {
 const translationWarnings = (frames: SseFrame[]) => frames.filter((f) => f.event === 'translation_warnings').flatMap((f) => f.data.warnings as any[])
 
 describe('vendor replay data between tool steps (decision 026)', () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'parley-e2e-replay-'))
-  let replay: ReplayServer
-  let server: ServerProcess | undefined
-  let devKey = ''
+  let vendors: VendorServer
 
-  const api = (path: string) => request(server!.url, path, { key: devKey })
-  const newChat = async (): Promise<string> => {
-    const res = await request(server!.url, '/api/v1/chats', { key: devKey, method: 'POST', body: {} })
-    expect(res.status, res.text).toBe(201)
-    return res.json().id
-  }
   /** A turn on `model` streamed to its end, with the requests it made to `vendor`. */
   const turn = async (vendor: Vendor, model: string, chatId: string, body: Record<string, unknown>) => {
-    const before = replay.requestsTo(vendor).length
-    const answer = await postTurn(server!.url, devKey, chatId, { model, tools: [WEATHER], ...body })
-    if (!answer.ok) throw new Error(`expected a stream, got HTTP ${answer.status}: ${answer.text}\n${server!.stderr()}`)
+    const before = vendors.replay.requestsTo(vendor).length
+    const answer = await postTurn(vendors.server.url, vendors.devKey, chatId, { model, tools: [WEATHER], ...body })
+    if (!answer.ok) throw new Error(`expected a stream, got HTTP ${answer.status}: ${answer.text}\n${vendors.server.stderr()}`)
     expect(await answer.closed).toBe('end')
     const last = answer.frames.at(-1)!
     expect(last.event, JSON.stringify(last.data)).toBe('done')
-    return { frames: answer.frames, raw: JSON.stringify(answer.frames), last, vendorRequests: replay.requestsTo(vendor).slice(before) as RecordedRequest[] }
+    return { frames: answer.frames, raw: JSON.stringify(answer.frames), last, vendorRequests: vendors.replay.requestsTo(vendor).slice(before) as RecordedRequest[] }
   }
   const toolResult = (toolUseId: string) => ({ input: [{ type: 'tool_result', tool_use_id: toolUseId, tool_name: 'get_weather', text: 'sunny, 21 °C' }] })
   /** The chat's history as served, and whether any of `secrets` is in it. */
   const expectHistoryWithout = async (chatId: string, secrets: string[]) => {
-    const history = await api(`/api/v1/chats/${chatId}/history?include=full`)
+    const history = await vendors.api(`/api/v1/chats/${chatId}/history?include=full`)
     expect(history.status, history.text).toBe(200)
     for (const secret of secrets) expect(history.text).not.toContain(secret)
     for (const part of history.json().data) expect(part.part).not.toHaveProperty('replay')
   }
 
   beforeAll(async () => {
-    replay = await startReplayServer()
-    const env: Record<string, string> = { DATA_DIR: dataDir, NODE_ID: 'e2e-replay', SANDBOX: 'on', VENDOR_RETRY_BASE_MS: '20' }
-    for (const vendor of Object.keys(FIXTURES) as Vendor[]) {
-      env[KEYS[vendor][0]] = KEYS[vendor][1]
-      env[`${vendor.toUpperCase()}_BASE_URL`] = replay.baseUrl(vendor)
-    }
-    server = await startServer({ env, timeoutMs: 25_000 })
-    devKey = readFileSync(join(dataDir, 'dev-api-key.txt'), 'utf8').trim()
+    vendors = await startVendorServer({ name: 'replay' })
   })
-  afterEach(() => replay.clearQueues())
-  afterAll(async () => {
-    await server?.stop()
-    await replay?.close()
-    rmSync(dataDir, { recursive: true, force: true })
-  })
+  afterEach(() => vendors?.replay.clearQueues())
+  afterAll(() => vendors?.stop())
 
   test("Gemini: the functionCall's thoughtSignature goes back on the functionCall part, and a text's on its text part", async () => {
-    const chatId = await newChat()
-    replay.respondNext('google', GEMINI_SIGNED_TOOL_CALL.response)
+    const chatId = await vendors.newChat()
+    vendors.replay.respondNext('google', GEMINI_SIGNED_TOOL_CALL.response)
     const call = await turn('google', 'google/gemini-2.5-flash', chatId, { input: [{ type: 'prompt', text: 'Weather in Oslo?' }], reasoning_effort: 'low' })
     const toolUseId = call.last.data.pending_tool_calls[0].tool_use_id as string
     expect(call.raw).not.toContain(GEMINI_SIGNED_TOOL_CALL.signature)
 
-    replay.respondNext('google', GEMINI_SIGNED_ANSWER.response)
+    vendors.replay.respondNext('google', GEMINI_SIGNED_ANSWER.response)
     const answer = await turn('google', 'google/gemini-2.5-flash', chatId, { ...toolResult(toolUseId), reasoning_effort: 'low' })
     const sent = only(answer.vendorRequests, 'request after the tool result').body
     const modelParts = sent.contents.filter((c: any) => c.role === 'model').flatMap((c: any) => c.parts)
@@ -114,8 +83,8 @@ describe('vendor replay data between tool steps (decision 026)', () => {
 
   test('gpt-5: the reasoning item goes back with its id and encrypted content before its function_call, with store: false', async () => {
     const fixture = OPENAI_REASONING_TOOL_CALL
-    const chatId = await newChat()
-    replay.respondNext('openai', fixture.response)
+    const chatId = await vendors.newChat()
+    vendors.replay.respondNext('openai', fixture.response)
     const call = await turn('openai', 'openai/gpt-5', chatId, { input: [{ type: 'prompt', text: 'Weather in Oslo?' }] })
     expect(call.last.data.pending_tool_calls).toEqual([{ tool_name: 'get_weather', tool_use_id: fixture.callId }])
     const first = only(call.vendorRequests, 'first request').body
@@ -124,7 +93,7 @@ describe('vendor replay data between tool steps (decision 026)', () => {
     expect(first.include).toContain('reasoning.encrypted_content')
     expect(call.raw).not.toContain(fixture.encryptedContent)
 
-    replay.respondNext('openai', FIXTURES.openai.afterToolResult.response)
+    vendors.replay.respondNext('openai', FIXTURES.openai.afterToolResult.response)
     const answer = await turn('openai', 'openai/gpt-5', chatId, toolResult(fixture.callId))
     const sent = only(answer.vendorRequests, 'request after the tool result').body
     expect(sent.store).toBe(false)
@@ -144,12 +113,12 @@ describe('vendor replay data between tool steps (decision 026)', () => {
   })
 
   test('a call Claude made, answered on deepseek-reasoner: the assistant message with tool_calls carries reasoning_content', async () => {
-    const chatId = await newChat()
-    replay.respondNext('anthropic', FIXTURES.anthropic.toolCall.response)
+    const chatId = await vendors.newChat()
+    vendors.replay.respondNext('anthropic', FIXTURES.anthropic.toolCall.response)
     const call = await turn('anthropic', 'anthropic/claude-haiku-4.5', chatId, { input: [{ type: 'prompt', text: 'Weather in Oslo?' }] })
     const toolUseId = call.last.data.pending_tool_calls[0].tool_use_id as string
 
-    replay.respondNext('deepseek', FIXTURES.deepseek.afterToolResult.response)
+    vendors.replay.respondNext('deepseek', FIXTURES.deepseek.afterToolResult.response)
     const answer = await turn('deepseek', 'deepseek/deepseek-reasoner', chatId, toolResult(toolUseId))
     const messages = only(answer.vendorRequests, 'deepseek request').body.messages as any[]
     const assistant = only(messages.filter((m) => m.role === 'assistant' && m.tool_calls), 'assistant messages with tool calls')
@@ -161,11 +130,11 @@ describe('vendor replay data between tool steps (decision 026)', () => {
 
   test("a call Claude made thinking, answered on deepseek-reasoner: Claude's thinking text goes as reasoning_content, its signature with a replay_dropped warning", async () => {
     const fixture = ANTHROPIC_THINKING_TOOL_CALL
-    const chatId = await newChat()
-    replay.respondNext('anthropic', fixture.response)
+    const chatId = await vendors.newChat()
+    vendors.replay.respondNext('anthropic', fixture.response)
     await turn('anthropic', 'anthropic/claude-sonnet-4.5', chatId, { input: [{ type: 'prompt', text: 'Weather in Oslo?' }], reasoning_effort: 'low' })
 
-    replay.respondNext('deepseek', FIXTURES.deepseek.afterToolResult.response)
+    vendors.replay.respondNext('deepseek', FIXTURES.deepseek.afterToolResult.response)
     const answer = await turn('deepseek', 'deepseek/deepseek-reasoner', chatId, toolResult(fixture.toolUseId))
     const body = only(answer.vendorRequests, 'deepseek request').body
     const assistant = only((body.messages as any[]).filter((m) => m.role === 'assistant' && m.tool_calls), 'assistant messages with tool calls')
@@ -176,7 +145,7 @@ describe('vendor replay data between tool steps (decision 026)', () => {
     const warning: any = only(answer.frames[2]!.data.warnings.filter((w: any) => w.code === 'replay_dropped'), 'replay_dropped warnings')
     expect(warning).toEqual({ code: 'replay_dropped', message: expect.stringContaining('anthropic'), details: { provider: 'deepseek', from: ['anthropic'], ordinals: expect.any(Array) } })
     expect(warning.details.ordinals).toHaveLength(2)
-    const run = await api(`/api/v1/runs/${answer.frames[0]!.data.run_id}`)
+    const run = await vendors.api(`/api/v1/runs/${answer.frames[0]!.data.run_id}`)
     expect(run.json().manifest.warnings.translation).toContainEqual(warning)
   })
 })

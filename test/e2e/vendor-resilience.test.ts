@@ -1,11 +1,7 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { startServer, type ServerProcess } from './server-process.ts'
-import { deltaText, moneyUnits, postTurn, request, type SseFrame } from './turn-client.ts'
+import { deltaText, moneyUnits, postTurn, type SseFrame } from './turn-client.ts'
 import { FIXTURES, type ReplayResponse, type Vendor } from './vendor-fixtures/index.ts'
-import { startReplayServer, type ReplayServer } from './vendor-replay-server.ts'
+import { startVendorServer, VENDOR_MODELS, type VendorServer } from './vendor-server.ts'
 
 /**
  * Failing vendors, per vendor, through the real server process and the real @ai-sdk packages over
@@ -14,22 +10,6 @@ import { startReplayServer, type ReplayServer } from './vendor-replay-server.ts'
  * checks the client's answer, the run's final status, its bill, and the catalogue's uptime after it.
  */
 
-const KEYS: Record<Vendor, [string, string]> = {
-  anthropic: ['ANTHROPIC_API_KEY', 'sk-ant-api03-replay-anthropic-key'],
-  openai: ['OPENAI_API_KEY', 'sk-proj-replay-openai-key'],
-  google: ['GOOGLE_GENERATIVE_AI_API_KEY', 'AIzaSyReplay-google-key'],
-  mistral: ['MISTRAL_API_KEY', 'replay-mistral-key'],
-  xai: ['XAI_API_KEY', 'xai-replay-key'],
-  deepseek: ['DEEPSEEK_API_KEY', 'sk-replay-deepseek-key'],
-}
-const MODELS: Record<Vendor, string> = {
-  anthropic: 'anthropic/claude-sonnet-4.5',
-  openai: 'openai/gpt-5',
-  google: 'google/gemini-2.5-flash',
-  mistral: 'mistral/mistral-medium-3.1',
-  xai: 'xai/grok-4-fast',
-  deepseek: 'deepseek/deepseek-reasoner',
-}
 const FIRST_BYTE_MS = 3_000
 const IDLE_MS = 700
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
@@ -58,38 +38,20 @@ const vendorError = (vendor: Vendor, status: number, headers: Record<string, str
 })
 
 describe('failing vendors, per vendor, over the loopback replay server', () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'parley-e2e-resilience-'))
-  let replay: ReplayServer
-  let server: ServerProcess | undefined
-  let key = ''
-  const api = (path: string, init: { method?: string; body?: unknown } = {}) => request(server!.url, path, { key, ...init })
+  let vendors: VendorServer
 
   beforeAll(async () => {
-    replay = await startReplayServer()
-    const env: Record<string, string> = {
-      DATA_DIR: dataDir,
-      NODE_ID: 'e2e-resilience',
-      SANDBOX: 'on',
-      VENDOR_FIRST_BYTE_TIMEOUT_MS: String(FIRST_BYTE_MS),
-      VENDOR_IDLE_TIMEOUT_MS: String(IDLE_MS),
-      VENDOR_RETRY_BASE_MS: '20',
-    }
-    for (const vendor of Object.keys(FIXTURES) as Vendor[]) {
-      env[KEYS[vendor][0]] = KEYS[vendor][1]
-      env[`${vendor.toUpperCase()}_BASE_URL`] = replay.baseUrl(vendor)
-    }
-    server = await startServer({ env, timeoutMs: 25_000 })
-    key = readFileSync(join(dataDir, 'dev-api-key.txt'), 'utf8').trim()
+    // The vendor deadlines these cases run into, short enough for a test.
+    vendors = await startVendorServer({
+      name: 'resilience',
+      env: { VENDOR_FIRST_BYTE_TIMEOUT_MS: String(FIRST_BYTE_MS), VENDOR_IDLE_TIMEOUT_MS: String(IDLE_MS) },
+    })
   })
 
-  afterAll(async () => {
-    await server?.stop()
-    await replay?.close()
-    rmSync(dataDir, { recursive: true, force: true })
-  })
+  afterAll(() => vendors?.stop())
 
   const catalogueFigures = async (model: string) => {
-    const res = await api('/api/v1/models')
+    const res = await vendors.api('/api/v1/models')
     expect(res.status, res.text).toBe(200)
     const entry = (res.json() as any[]).find((m) => m.name === model)
     return { uptime: entry.uptime as string | null, ttft: entry.avg_time_to_first_token_ms as number | null }
@@ -108,23 +70,17 @@ describe('failing vendors, per vendor, over the loopback replay server', () => {
     expect(seen, `uptime of ${model} after ${successes} successes in ${calls} calls`).toBe(expected)
   }
 
-  const getRun = async (runId: string) => {
-    const res = await api(`/api/v1/runs/${runId}`)
-    expect(res.status, res.text).toBe(200)
-    return res.json()
-  }
-
   test.concurrent.each(Object.keys(FIXTURES) as Vendor[])('%s', async (vendor) => {
-    const model = MODELS[vendor]
+    const model = VENDOR_MODELS[vendor]
     const fixture = FIXTURES[vendor]
-    const created = await api('/api/v1/chats', { method: 'POST', body: {} })
+    const created = await vendors.api('/api/v1/chats', { method: 'POST', body: {} })
     expect(created.status, created.text).toBe(201)
     const chatId = created.json().id as string
     let calls = 0
     let successes = 0
 
-    const send = () => postTurn(server!.url, key, chatId, { model, input: [{ type: 'prompt', text: PROMPT }] }, 20_000)
-    const requestsSoFar = () => replay.requestsTo(vendor).length
+    const send = () => postTurn(vendors.server.url, vendors.devKey, chatId, { model, input: [{ type: 'prompt', text: PROMPT }] }, 20_000)
+    const requestsSoFar = () => vendors.replay.requestsTo(vendor).length
 
     /** A turn that must stream: its frames once closed. */
     const streamed = async () => {
@@ -137,7 +93,7 @@ describe('failing vendors, per vendor, over the loopback replay server', () => {
     const expectSucceeded = async (frames: SseFrame[], runId: string) => {
       expect(frames.at(-1)!.event, frames.map((f) => f.event).join(',')).toBe('done')
       expect(deltaText(frames, 'text')).toBe(fixture.text.text)
-      const run = await getRun(runId)
+      const run = await vendors.getRun(runId)
       expect(run).toMatchObject({ status: 'succeeded', is_live: false })
       expect(moneyUnits(run.cost)).toBeGreaterThan(0n)
       calls += 1
@@ -154,7 +110,7 @@ describe('failing vendors, per vendor, over the loopback replay server', () => {
       expect(t.last.data.message).toMatch(message)
       // Nothing is retried once the first byte is in.
       expect(requestsSoFar() - before).toBe(1)
-      const run = await getRun(t.runId)
+      const run = await vendors.getRun(t.runId)
       expect(run).toMatchObject({ status: 'failed', is_live: false })
       expect(run.error).toMatch(message)
       // The packed input reached the vendor: billed as estimated, never as a success.
@@ -174,7 +130,7 @@ describe('failing vendors, per vendor, over the loopback replay server', () => {
       const error = answer.json().error
       expect(error).toMatchObject({ code: 'upstream_error', details: { run_id: expect.stringMatching(UUID) } })
       expect(error.message).toMatch(message)
-      const run = await getRun(error.details.run_id)
+      const run = await vendors.getRun(error.details.run_id)
       expect(run).toMatchObject({ status: 'failed', is_live: false })
       expect(moneyUnits(run.cost)).toBe(0n)
       calls += 1
@@ -184,7 +140,7 @@ describe('failing vendors, per vendor, over the loopback replay server', () => {
 
     // 1. 429 with Retry-After, then the answer: one retry, after the wait it asked for, inside the time to first token.
     let before = requestsSoFar()
-    replay.respondNext(vendor, vendorError(vendor, 429, { 'retry-after': '1' }))
+    vendors.replay.respondNext(vendor, vendorError(vendor, 429, { 'retry-after': '1' }))
     let t = await streamed()
     expect(requestsSoFar() - before).toBe(2)
     await expectSucceeded(t.frames, t.runId)
@@ -192,13 +148,13 @@ describe('failing vendors, per vendor, over the loopback replay server', () => {
 
     // 2. A 500, then the answer.
     before = requestsSoFar()
-    replay.respondNext(vendor, vendorError(vendor, 500, {}))
+    vendors.replay.respondNext(vendor, vendorError(vendor, 500, {}))
     t = await streamed()
     expect(requestsSoFar() - before).toBe(2)
     await expectSucceeded(t.frames, t.runId)
 
     // 3. A vendor that never answers: 502 at the first-byte deadline, and the chat takes a turn right after.
-    replay.respondNext(vendor, { kind: 'hang' })
+    vendors.replay.respondNext(vendor, { kind: 'hang' })
     const waited = await expectFailedBeforeStream(/sent nothing within 3000 ms/)
     expect(waited).toBeGreaterThanOrEqual(FIRST_BYTE_MS - 50)
     expect(waited).toBeLessThan(FIRST_BYTE_MS + 3_000)
@@ -207,26 +163,26 @@ describe('failing vendors, per vendor, over the loopback replay server', () => {
 
     // 4. A hang mid-stream: the idle timeout ends it with an SSE error; the partial text is kept.
     const partial = partialEvents(vendor)
-    replay.respondNext(vendor, { ...textStream(vendor), events: partial, end: 'hang' })
+    vendors.replay.respondNext(vendor, { ...textStream(vendor), events: partial, end: 'hang' })
     const hung = await expectFailedMidStream(/silent for 700 ms/)
     expect(fixture.text.text.startsWith(deltaText(hung.frames, 'text'))).toBe(true)
 
     // 5. A stream cut off (the connection drops).
-    replay.respondNext(vendor, { ...textStream(vendor), events: partial, end: 'destroy' })
+    vendors.replay.respondNext(vendor, { ...textStream(vendor), events: partial, end: 'destroy' })
     await expectFailedMidStream(/./)
 
     // 6. A malformed chunk in the middle of the answer.
     const events = textStream(vendor).events
-    replay.respondNext(vendor, { ...textStream(vendor), events: [...partial, 'data: {"unterminated\n\n', ...events.slice(partial.length)] })
+    vendors.replay.respondNext(vendor, { ...textStream(vendor), events: [...partial, 'data: {"unterminated\n\n', ...events.slice(partial.length)] })
     await expectFailedMidStream(/./)
 
     // 7. A stream that closes cleanly without its finish event.
-    replay.respondNext(vendor, { ...textStream(vendor), events: partial, end: 'close' })
+    vendors.replay.respondNext(vendor, { ...textStream(vendor), events: partial, end: 'close' })
     await expectFailedMidStream(/ended without saying how the answer ended/)
 
     // 8. A 200 that is not a stream (a non-streaming JSON answer): failed, not retried.
     before = requestsSoFar()
-    replay.respondNext(vendor, { kind: 'json', status: 200, headers: { 'content-type': 'application/json' }, body: { id: 'not-a-stream', content: [] } })
+    vendors.replay.respondNext(vendor, { kind: 'json', status: 200, headers: { 'content-type': 'application/json' }, body: { id: 'not-a-stream', content: [] } })
     await expectFailedBeforeStream(/instead of an event stream/)
     expect(requestsSoFar() - before).toBe(1)
 

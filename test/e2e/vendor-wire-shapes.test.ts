@@ -1,11 +1,10 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Decimal } from 'decimal.js'
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
 import type { Usage } from '../../src/domain/pricing/usage.ts'
-import { REPO_ROOT, startServer, type ServerProcess } from './server-process.ts'
-import { completedBlocks, deltaText, postTurn, request, type SseFrame } from './turn-client.ts'
+import { REPO_ROOT } from './server-process.ts'
+import { completedBlocks, deltaText, postTurn, type SseFrame } from './turn-client.ts'
 import { ANTHROPIC_TEXT_ID, ANTHROPIC_USAGE_IN_MESSAGE_DELTA } from './vendor-fixtures/anthropic.ts'
 import { ANTHROPIC_THINKING_EMPTY_LAST_DELTA } from './vendor-fixtures/anthropic-thinking.ts'
 import { DEEPSEEK_USAGE_NULL_UNTIL_LAST, DEEPSEEK_USAGE_NULL_UNTIL_LAST_ID } from './vendor-fixtures/deepseek.ts'
@@ -17,10 +16,11 @@ import {
   GOOGLE_THOUGHT_SUMMARIES,
   GOOGLE_THOUGHTS_RESPONSE_ID,
 } from './vendor-fixtures/google.ts'
-import { FIXTURES, type Vendor } from './vendor-fixtures/index.ts'
+import type { Vendor } from './vendor-fixtures/index.ts'
 import { MISTRAL_TOOL_CALLS_WITHOUT_INDEX } from './vendor-fixtures/mistral.ts'
 import { XAI_USAGE_AFTER_FINISH, XAI_USAGE_AFTER_FINISH_ID } from './vendor-fixtures/xai.ts'
-import { startReplayServer, type RecordedRequest, type ReplayServer } from './vendor-replay-server.ts'
+import type { RecordedRequest } from './vendor-replay-server.ts'
+import { startVendorServer, VENDOR_MODELS, type VendorServer } from './vendor-server.ts'
 
 /**
  * The vendors' wire shapes of today (issue 19), each through a whole turn in the real server
@@ -31,22 +31,6 @@ import { startReplayServer, type RecordedRequest, type ReplayServer } from './ve
  * after the finish, Mistral's tool calls without `index`, DeepSeek's `usage: null`.
  */
 
-const KEYS: Record<Vendor, [string, string]> = {
-  anthropic: ['ANTHROPIC_API_KEY', 'sk-ant-api03-replay-anthropic-key'],
-  openai: ['OPENAI_API_KEY', 'sk-proj-replay-openai-key'],
-  google: ['GOOGLE_GENERATIVE_AI_API_KEY', 'AIzaSyReplay-google-key'],
-  mistral: ['MISTRAL_API_KEY', 'replay-mistral-key'],
-  xai: ['XAI_API_KEY', 'xai-replay-key'],
-  deepseek: ['DEEPSEEK_API_KEY', 'sk-replay-deepseek-key'],
-}
-const MODEL: Record<Vendor, string> = {
-  anthropic: 'anthropic/claude-sonnet-4.5',
-  openai: 'openai/gpt-5',
-  google: 'google/gemini-2.5-flash',
-  mistral: 'mistral/mistral-medium-3.1',
-  xai: 'xai/grok-4-fast',
-  deepseek: 'deepseek/deepseek-reasoner',
-}
 const PROMPT = 'What is the capital of Norway? One sentence, please.'
 const WEATHER = {
   name: 'get_weather',
@@ -117,40 +101,26 @@ function expectWellFormed(frames: SseFrame[]): void {
 }
 
 describe("today's vendor wire shapes through the real server process (issue 19)", () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'parley-e2e-wire-shapes-'))
-  let replay: ReplayServer
-  let server: ServerProcess | undefined
-  let devKey = ''
+  let vendors: VendorServer
 
-  const api = (path: string, init: { method?: string; body?: unknown } = {}) => request(server!.url, path, { key: devKey, ...init })
-  const newChat = async (): Promise<string> => {
-    const res = await api('/api/v1/chats', { method: 'POST', body: {} })
-    expect(res.status, res.text).toBe(201)
-    return res.json().id
-  }
-  const getRun = async (runId: string) => {
-    const res = await api(`/api/v1/runs/${runId}`)
-    expect(res.status, res.text).toBe(200)
-    return res.json()
-  }
   /** The chat's history as served: the raw text (to look for what must not be there) and its parts. */
   const history = async (chatId: string) => {
-    const res = await api(`/api/v1/chats/${chatId}/history`)
+    const res = await vendors.api(`/api/v1/chats/${chatId}/history`)
     expect(res.status, res.text).toBe(200)
     return { text: res.text, parts: (res.json().data as any[]).map((p) => p.part) }
   }
   /** A turn that streams, well formed, to its `done`, with the vendor requests it caused. */
   const turn = async (vendor: Vendor, chatId: string, body: Record<string, unknown>) => {
-    const before = replay.requestsTo(vendor).length
-    const answer = await postTurn(server!.url, devKey, chatId, { model: MODEL[vendor], ...body })
-    if (!answer.ok) throw new Error(`expected a stream, got HTTP ${answer.status}: ${answer.text}\n${server!.stderr()}`)
+    const before = vendors.replay.requestsTo(vendor).length
+    const answer = await postTurn(vendors.server.url, vendors.devKey, chatId, { model: VENDOR_MODELS[vendor], ...body })
+    if (!answer.ok) throw new Error(`expected a stream, got HTTP ${answer.status}: ${answer.text}\n${vendors.server.stderr()}`)
     expect(await answer.closed).toBe('end')
     expectWellFormed(answer.frames)
     return {
       frames: answer.frames,
       runId: answer.frames[0]!.data.run_id as string,
       done: answer.frames.at(-1)!.data,
-      vendorRequests: replay.requestsTo(vendor).slice(before) as RecordedRequest[],
+      vendorRequests: vendors.replay.requestsTo(vendor).slice(before) as RecordedRequest[],
     }
   }
   /**
@@ -158,7 +128,7 @@ describe("today's vendor wire shapes through the real server process (issue 19)"
    * cost of the catalogue's rates for it with the run's markup.
    */
   const expectBilled = async (runId: string, done: any, model: string, usage: Usage) => {
-    const run = await getRun(runId)
+    const run = await vendors.getRun(runId)
     expect(run).toMatchObject({ id: runId, model, status: 'succeeded', usage })
     expect(done.usage).toEqual(usage)
     expect(run.manifest.markup_percent).toMatch(/^\d+(\.\d+)?$/)
@@ -170,21 +140,10 @@ describe("today's vendor wire shapes through the real server process (issue 19)"
   }
 
   beforeAll(async () => {
-    replay = await startReplayServer()
-    const env: Record<string, string> = { DATA_DIR: dataDir, NODE_ID: 'e2e-wire-shapes', SANDBOX: 'on', VENDOR_RETRY_BASE_MS: '20' }
-    for (const vendor of Object.keys(FIXTURES) as Vendor[]) {
-      env[KEYS[vendor][0]] = KEYS[vendor][1]
-      env[`${vendor.toUpperCase()}_BASE_URL`] = replay.baseUrl(vendor)
-    }
-    server = await startServer({ env, timeoutMs: 25_000 })
-    devKey = readFileSync(join(dataDir, 'dev-api-key.txt'), 'utf8').trim()
+    vendors = await startVendorServer({ name: 'wire-shapes' })
   })
-  afterEach(() => replay.clearQueues())
-  afterAll(async () => {
-    await server?.stop()
-    await replay?.close()
-    rmSync(dataDir, { recursive: true, force: true })
-  })
+  afterEach(() => vendors?.replay.clearQueues())
+  afterAll(() => vendors?.stop())
 
   describe('Anthropic', () => {
     test('usage repeated whole in message_delta, differing from message_start: the run is billed for message_delta’s', async () => {
@@ -193,14 +152,14 @@ describe("today's vendor wire shapes through the real server process (issue 19)"
       for (const [count, value] of Object.entries(fixture.startUsage)) {
         expect(fixture.finalUsage[count as keyof typeof fixture.finalUsage], count).not.toBe(value)
       }
-      const chatId = await newChat()
-      replay.respondNext('anthropic', fixture.response)
+      const chatId = await vendors.newChat()
+      vendors.replay.respondNext('anthropic', fixture.response)
       const t = await turn('anthropic', chatId, { input: [{ type: 'prompt', text: PROMPT }] })
 
       expect(completedBlocks(t.frames)).toEqual([{ kind: 'text', text: fixture.text }])
       expect(t.done).toMatchObject({ stop_reason: 'end_turn', provider_response_id: fixture.responseId, pending_tool_calls: [] })
       // Anthropic's input_tokens are the fresh ones; the cache counts come beside them.
-      const run = await expectBilled(t.runId, t.done, MODEL.anthropic, {
+      const run = await expectBilled(t.runId, t.done, VENDOR_MODELS.anthropic, {
         input_tokens: fixture.finalUsage.input_tokens,
         output_tokens: fixture.finalUsage.output_tokens,
         reasoning_tokens: 0,
@@ -216,8 +175,8 @@ describe("today's vendor wire shapes through the real server process (issue 19)"
 
     test('thinking whose last thinking_delta is empty, then its signature: stored signed, kept out of history, replayed on the next turn', async () => {
       const fixture = ANTHROPIC_THINKING_EMPTY_LAST_DELTA
-      const chatId = await newChat()
-      replay.respondNext('anthropic', fixture.response)
+      const chatId = await vendors.newChat()
+      vendors.replay.respondNext('anthropic', fixture.response)
       const t = await turn('anthropic', chatId, { input: [{ type: 'prompt', text: PROMPT }], reasoning_effort: 'low' })
 
       expect(only(t.vendorRequests, 'first request').body.thinking).toMatchObject({ type: 'enabled' })
@@ -227,7 +186,7 @@ describe("today's vendor wire shapes through the real server process (issue 19)"
         { kind: 'text', text: fixture.text },
       ])
       expect(t.done).toMatchObject({ stop_reason: 'end_turn', pending_tool_calls: [] })
-      await expectBilled(t.runId, t.done, MODEL.anthropic, {
+      await expectBilled(t.runId, t.done, VENDOR_MODELS.anthropic, {
         input_tokens: fixture.usage.input_tokens,
         output_tokens: fixture.usage.output_tokens,
         reasoning_tokens: 0,
@@ -258,8 +217,8 @@ describe("today's vendor wire shapes through the real server process (issue 19)"
   describe('Google (Gemini)', () => {
     test('thought summaries: a reasoning block in the stream and history, signed in the ledger, replayed with its signature; finishReason in a last chunk of its own', async () => {
       const fixture = GOOGLE_THOUGHT_SUMMARIES
-      const chatId = await newChat()
-      replay.respondNext('google', fixture.response)
+      const chatId = await vendors.newChat()
+      vendors.replay.respondNext('google', fixture.response)
       const t = await turn('google', chatId, { input: [{ type: 'prompt', text: PROMPT }], reasoning_effort: 'medium' })
 
       // Thought summaries are asked for, so Gemini streams them.
@@ -270,7 +229,7 @@ describe("today's vendor wire shapes through the real server process (issue 19)"
       ])
       expect(t.done).toMatchObject({ stop_reason: 'end_turn', provider_response_id: GOOGLE_THOUGHTS_RESPONSE_ID })
       // Output is the answer plus the thinking; the summary shown is part of the thinking's count.
-      await expectBilled(t.runId, t.done, MODEL.google, {
+      await expectBilled(t.runId, t.done, VENDOR_MODELS.google, {
         input_tokens: fixture.usage.prompt,
         output_tokens: fixture.usage.candidates + fixture.usage.thoughts,
         reasoning_tokens: fixture.usage.thoughts,
@@ -296,14 +255,14 @@ describe("today's vendor wire shapes through the real server process (issue 19)"
 
     test('finishReason alone in a last chunk with an empty text part: the answer ends there, with that chunk’s usage', async () => {
       const fixture = GOOGLE_FINISH_IN_OWN_CHUNK
-      const chatId = await newChat()
-      replay.respondNext('google', fixture.response)
+      const chatId = await vendors.newChat()
+      vendors.replay.respondNext('google', fixture.response)
       const t = await turn('google', chatId, { input: [{ type: 'prompt', text: PROMPT }] })
 
       // The empty part makes no block of its own and adds nothing to the text.
       expect(completedBlocks(t.frames)).toEqual([{ kind: 'text', text: fixture.text }])
       expect(t.done).toMatchObject({ stop_reason: 'end_turn', provider_response_id: GOOGLE_FINISH_IN_OWN_CHUNK_ID })
-      await expectBilled(t.runId, t.done, MODEL.google, {
+      await expectBilled(t.runId, t.done, VENDOR_MODELS.google, {
         input_tokens: fixture.usage.prompt - fixture.usage.cached,
         output_tokens: fixture.usage.candidates + fixture.usage.thoughts,
         reasoning_tokens: fixture.usage.thoughts,
@@ -319,15 +278,15 @@ describe("today's vendor wire shapes through the real server process (issue 19)"
 
   test('xAI: usage in a last chunk with `choices: []`, after the chunk with finish_reason', async () => {
     const fixture = XAI_USAGE_AFTER_FINISH
-    const chatId = await newChat()
-    replay.respondNext('xai', fixture.response)
+    const chatId = await vendors.newChat()
+    vendors.replay.respondNext('xai', fixture.response)
     const t = await turn('xai', chatId, { input: [{ type: 'prompt', text: PROMPT }] })
 
     expect(completedBlocks(t.frames)).toEqual([{ kind: 'text', text: fixture.text }])
     expect(t.done).toMatchObject({ stop_reason: 'end_turn', provider_response_id: XAI_USAGE_AFTER_FINISH_ID })
     // Grok's completion_tokens count the answer only; its hidden reasoning is output too.
     const c = fixture.counts
-    await expectBilled(t.runId, t.done, MODEL.xai, {
+    await expectBilled(t.runId, t.done, VENDOR_MODELS.xai, {
       input_tokens: c.prompt - c.cached,
       output_tokens: c.completion + c.reasoning,
       reasoning_tokens: c.reasoning,
@@ -342,8 +301,8 @@ describe("today's vendor wire shapes through the real server process (issue 19)"
 
   test('Mistral: two tool calls with no `index`, told apart by id: two tool_call blocks, both pending, both sent back as two calls', async () => {
     const fixture = MISTRAL_TOOL_CALLS_WITHOUT_INDEX
-    const chatId = await newChat()
-    replay.respondNext('mistral', fixture.response)
+    const chatId = await vendors.newChat()
+    vendors.replay.respondNext('mistral', fixture.response)
     const t = await turn('mistral', chatId, { input: [{ type: 'prompt', text: 'Weather in Oslo and in Bergen?' }], tools: [WEATHER] })
 
     expect(completedBlocks(t.frames)).toEqual(
@@ -354,7 +313,7 @@ describe("today's vendor wire shapes through the real server process (issue 19)"
       stop_reason: 'tool_use',
       pending_tool_calls: fixture.calls.map((call) => ({ tool_name: 'get_weather', tool_use_id: call.id })),
     })
-    await expectBilled(t.runId, t.done, MODEL.mistral, {
+    await expectBilled(t.runId, t.done, VENDOR_MODELS.mistral, {
       input_tokens: fixture.usage.prompt_tokens,
       output_tokens: fixture.usage.completion_tokens,
       reasoning_tokens: 0,
@@ -382,8 +341,8 @@ describe("today's vendor wire shapes through the real server process (issue 19)"
 
   test('DeepSeek: `usage: null` on every chunk until the last: the run has the last chunk’s usage', async () => {
     const fixture = DEEPSEEK_USAGE_NULL_UNTIL_LAST
-    const chatId = await newChat()
-    replay.respondNext('deepseek', fixture.response)
+    const chatId = await vendors.newChat()
+    vendors.replay.respondNext('deepseek', fixture.response)
     const t = await turn('deepseek', chatId, { input: [{ type: 'prompt', text: PROMPT }] })
 
     expect(completedBlocks(t.frames)).toEqual([
@@ -393,7 +352,7 @@ describe("today's vendor wire shapes through the real server process (issue 19)"
     expect(t.done).toMatchObject({ stop_reason: 'end_turn', provider_response_id: DEEPSEEK_USAGE_NULL_UNTIL_LAST_ID })
     // DeepSeek's completion_tokens include the reasoning; cache hits are apart from fresh input.
     const c = fixture.counts
-    await expectBilled(t.runId, t.done, MODEL.deepseek, {
+    await expectBilled(t.runId, t.done, VENDOR_MODELS.deepseek, {
       input_tokens: c.prompt - c.hit,
       output_tokens: c.completion,
       reasoning_tokens: c.reasoning,

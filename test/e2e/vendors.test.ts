@@ -1,11 +1,10 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
 import { customerCost } from '../../src/domain/pricing/customer-cost.ts'
 import type { Usage } from '../../src/domain/pricing/usage.ts'
-import { REPO_ROOT, startServer, type ServerProcess } from './server-process.ts'
-import { completedBlocks, deltaText, moneyUnits, postTurn, request, type SseFrame, type TurnStream } from './turn-client.ts'
+import { REPO_ROOT } from './server-process.ts'
+import { completedBlocks, deltaText, moneyUnits, postTurn, type SseFrame, type TurnStream } from './turn-client.ts'
 import { ANTHROPIC_OVERLOADED_FIRST, ANTHROPIC_OVERLOADED_MID, ANTHROPIC_TEXT_ID } from './vendor-fixtures/anthropic.ts'
 import { DEEPSEEK_COMPLETION_ID, DEEPSEEK_PARALLEL_CALLS } from './vendor-fixtures/deepseek.ts'
 import { GOOGLE_RESPONSE_ID } from './vendor-fixtures/google.ts'
@@ -13,7 +12,8 @@ import { FIXTURES, type ReplayResponse, type Vendor } from './vendor-fixtures/in
 import { MISTRAL_COMPLETION_ID } from './vendor-fixtures/mistral.ts'
 import { OPENAI_RESPONSE_ID } from './vendor-fixtures/openai.ts'
 import { XAI_COMPLETION_ID } from './vendor-fixtures/xai.ts'
-import { startReplayServer, type RecordedRequest, type ReplayServer } from './vendor-replay-server.ts'
+import type { RecordedRequest } from './vendor-replay-server.ts'
+import { startVendorServer, VENDOR_KEYS, type VendorServer } from './vendor-server.ts'
 
 /**
  * The six vendors end to end: the real server process, configured with every vendor's key and a
@@ -22,22 +22,6 @@ import { startReplayServer, type RecordedRequest, type ReplayServer } from './ve
  * mocked. Each case checks what Parley streams, bills and stores, and what the vendor was sent.
  */
 
-const KEYS: Record<Vendor, string> = {
-  anthropic: 'sk-ant-api03-replay-anthropic-key',
-  openai: 'sk-proj-replay-openai-key',
-  google: 'AIzaSyReplay-google-key',
-  mistral: 'replay-mistral-key',
-  xai: 'xai-replay-key',
-  deepseek: 'sk-replay-deepseek-key',
-}
-const KEY_VARIABLES: Record<Vendor, string> = {
-  anthropic: 'ANTHROPIC_API_KEY',
-  openai: 'OPENAI_API_KEY',
-  google: 'GOOGLE_GENERATIVE_AI_API_KEY',
-  mistral: 'MISTRAL_API_KEY',
-  xai: 'XAI_API_KEY',
-  deepseek: 'DEEPSEEK_API_KEY',
-}
 
 const PROMPT = 'What is the capital of Norway? One sentence, please.'
 const TOOL_PROMPT = 'What is the weather in Oslo right now?'
@@ -87,7 +71,7 @@ type VendorCase = {
   errorMessage: string
 }
 
-const bearer = (vendor: Vendor) => ({ authorization: `Bearer ${KEYS[vendor]}` })
+const bearer = (vendor: Vendor) => ({ authorization: `Bearer ${VENDOR_KEYS[vendor]}` })
 const only = <T>(items: T[], what: string): T => {
   expect(items, what).toHaveLength(1)
   return items[0]!
@@ -116,7 +100,7 @@ const CASES: VendorCase[] = [
     model: 'anthropic/claude-sonnet-4.5',
     vendorModelId: 'claude-sonnet-4-5-20250929',
     path: '/anthropic/v1/messages',
-    auth: { 'x-api-key': KEYS.anthropic, 'anthropic-version': '2023-06-01' },
+    auth: { 'x-api-key': VENDOR_KEYS.anthropic, 'anthropic-version': '2023-06-01' },
     streamed: (r) => r.body.stream === true,
     conversation: (body) => body.messages,
     userMessage: (text) => ({ role: 'user', content: [{ type: 'text', text }] }),
@@ -179,7 +163,7 @@ const CASES: VendorCase[] = [
     model: 'google/gemini-2.5-flash',
     vendorModelId: 'gemini-2.5-flash',
     path: '/google/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse',
-    auth: { 'x-goog-api-key': KEYS.google },
+    auth: { 'x-goog-api-key': VENDOR_KEYS.google },
     streamed: (r) => r.path.endsWith(':streamGenerateContent?alt=sse'),
     conversation: (body) => body.contents,
     userMessage: (text) => ({ role: 'user', parts: [{ text }] }),
@@ -329,27 +313,16 @@ const requestIdOf = (c: VendorCase, response: ReplayResponse): string => {
 const blockKinds = (frames: SseFrame[]) => frames.filter((f) => f.event === 'block_start').map((f) => f.data.kind as string)
 
 describe('the six vendors through the real server process, replayed from their streaming wire formats', () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'parley-e2e-vendors-'))
-  let replay: ReplayServer
-  let server: ServerProcess | undefined
-  let devKey = ''
-
-  const api = (path: string, init: { method?: string; body?: unknown } = {}) => request(server!.url, path, { key: devKey, ...init })
-
-  const newChat = async (): Promise<string> => {
-    const res = await api('/api/v1/chats', { method: 'POST', body: {} })
-    expect(res.status, res.text).toBe(201)
-    return res.json().id
-  }
+  let vendors: VendorServer
 
   /**
    * One turn that must stream to its end, well formed, with the vendor requests it caused. The
-   * vendor answers with what `replay.respondNext` queued, else with its plain text fixture.
+   * vendor answers with what `vendors.replay.respondNext` queued, else with its plain text fixture.
    */
   const turn = async (c: VendorCase, chatId: string, body: Record<string, unknown>) => {
-    const before = replay.requestsTo(c.vendor).length
-    const answer = await postTurn(server!.url, devKey, chatId, { model: c.model, ...body })
-    if (!answer.ok) throw new Error(`expected a stream, got HTTP ${answer.status}: ${answer.text}\n${server!.stderr()}`)
+    const before = vendors.replay.requestsTo(c.vendor).length
+    const answer = await postTurn(vendors.server.url, vendors.devKey, chatId, { model: c.model, ...body })
+    if (!answer.ok) throw new Error(`expected a stream, got HTTP ${answer.status}: ${answer.text}\n${vendors.server.stderr()}`)
     expect(answer.headers.get('content-type')).toMatch(/^text\/event-stream/)
     const stream: TurnStream = answer
     expect(await stream.closed).toBe('end')
@@ -359,18 +332,12 @@ describe('the six vendors through the real server process, replayed from their s
       runId: stream.frames[0]!.data.run_id as string,
       /** The terminal frame: `done` or `error`. */
       last: stream.frames.at(-1)!,
-      vendorRequests: replay.requestsTo(c.vendor).slice(before),
+      vendorRequests: vendors.replay.requestsTo(c.vendor).slice(before),
     }
   }
 
-  const getRun = async (runId: string) => {
-    const res = await api(`/api/v1/runs/${runId}`)
-    expect(res.status, res.text).toBe(200)
-    return res.json()
-  }
-
   const historyParts = async (chatId: string) => {
-    const res = await api(`/api/v1/chats/${chatId}/history`)
+    const res = await vendors.api(`/api/v1/chats/${chatId}/history`)
     expect(res.status, res.text).toBe(200)
     return (res.json().data as any[]).map((p) => p.part)
   }
@@ -386,26 +353,15 @@ describe('the six vendors through the real server process, replayed from their s
   }
 
   beforeAll(async () => {
-    replay = await startReplayServer()
-    const env: Record<string, string> = { DATA_DIR: dataDir, NODE_ID: 'e2e-vendors', SANDBOX: 'on', VENDOR_RETRY_BASE_MS: '20' }
-    for (const vendor of Object.keys(FIXTURES) as Vendor[]) {
-      env[KEY_VARIABLES[vendor]] = KEYS[vendor]
-      env[`${vendor.toUpperCase()}_BASE_URL`] = replay.baseUrl(vendor)
-    }
-    server = await startServer({ env, timeoutMs: 25_000 })
-    devKey = readFileSync(join(dataDir, 'dev-api-key.txt'), 'utf8').trim()
+    vendors = await startVendorServer({ name: 'vendors' })
   })
 
-  afterEach(() => replay.clearQueues())
+  afterEach(() => vendors?.replay.clearQueues())
 
-  afterAll(async () => {
-    await server?.stop()
-    await replay?.close()
-    rmSync(dataDir, { recursive: true, force: true })
-  })
+  afterAll(() => vendors?.stop())
 
   test('every vendor key activates its models; the sandbox stays on', async () => {
-    const res = await api('/api/v1/models')
+    const res = await vendors.api('/api/v1/models')
     expect(res.status, res.text).toBe(200)
     const names = (res.json() as any[]).map((m) => m.name)
     for (const c of CASES) expect(names).toContain(c.model)
@@ -416,7 +372,7 @@ describe('the six vendors through the real server process, replayed from their s
     const fixture = FIXTURES[c.vendor]
 
     test('a plain prompt: streamed, billed, stored; the vendor got the prompt, the key and the model', async () => {
-      const chatId = await newChat()
+      const chatId = await vendors.newChat()
       const t = await turn(c, chatId, { input: [{ type: 'prompt', text: PROMPT }] })
 
       // The stream: the fixture's blocks, its text and reasoning, nothing lost or reordered.
@@ -427,7 +383,7 @@ describe('the six vendors through the real server process, replayed from their s
 
       // done: the vendor's stop reason, usage, ids; a cost from the catalogue rates.
       expect(t.last.event).toBe('done')
-      const run = await getRun(t.runId)
+      const run = await vendors.getRun(t.runId)
       const cost = customerCost(c.usage, catalogueEntry(c.model), run.manifest.markup_percent)
       expect(t.last.data).toEqual({
         compaction: null,
@@ -470,8 +426,8 @@ describe('the six vendors through the real server process, replayed from their s
     })
 
     test('a tool call round trip: tool_call block and tool_use stop; the tool_result reaches the vendor answering that call', async () => {
-      const chatId = await newChat()
-      replay.respondNext(c.vendor, fixture.toolCall.response)
+      const chatId = await vendors.newChat()
+      vendors.replay.respondNext(c.vendor, fixture.toolCall.response)
       const call = await turn(c, chatId, { input: [{ type: 'prompt', text: TOOL_PROMPT }], tools: TOOLS })
 
       expect(blockKinds(call.frames)).toEqual(c.toolBlocks)
@@ -485,9 +441,9 @@ describe('the six vendors through the real server process, replayed from their s
       const first = only(call.vendorRequests, 'vendor calls for the tool call')
       expectVendorCall(c, first)
       expect(c.toolNames(first.body)).toEqual(['get_weather'])
-      expect((await getRun(call.runId)).status).toBe('succeeded')
+      expect((await vendors.getRun(call.runId)).status).toBe('succeeded')
 
-      replay.respondNext(c.vendor, fixture.afterToolResult.response)
+      vendors.replay.respondNext(c.vendor, fixture.afterToolResult.response)
       const answer = await turn(c, chatId, {
         input: [{ type: 'tool_result', tool_use_id: toolUseId, tool_name: 'get_weather', text: TOOL_RESULT }],
         tools: TOOLS,
@@ -511,19 +467,19 @@ describe('the six vendors through the real server process, replayed from their s
     })
 
     test(`an HTTP ${fixture.serverError.status} before the stream, every attempt: 502 upstream_error naming the failed run after two retries, billed nothing`, async () => {
-      const chatId = await newChat()
-      for (let attempt = 0; attempt < 3; attempt++) replay.respondNext(c.vendor, fixture.serverError)
-      const before = replay.requestsTo(c.vendor).length
-      const answer = await postTurn(server!.url, devKey, chatId, { model: c.model, input: [{ type: 'prompt', text: PROMPT }] })
+      const chatId = await vendors.newChat()
+      for (let attempt = 0; attempt < 3; attempt++) vendors.replay.respondNext(c.vendor, fixture.serverError)
+      const before = vendors.replay.requestsTo(c.vendor).length
+      const answer = await postTurn(vendors.server.url, vendors.devKey, chatId, { model: c.model, input: [{ type: 'prompt', text: PROMPT }] })
       if (answer.ok) throw new Error(`expected HTTP 502, got a stream: ${answer.frames.map((f) => f.event).join(',')}`)
       expect(answer.status, answer.text).toBe(502)
       const error = answer.json().error
       expect(error).toMatchObject({ code: 'upstream_error', details: { run_id: expect.stringMatching(UUID) } })
       expect(error.message).toContain(c.errorMessage)
       // VENDOR_MAX_RETRIES (2 by default) retries before the first byte (decision 015).
-      expect(replay.requestsTo(c.vendor).length - before).toBe(3)
+      expect(vendors.replay.requestsTo(c.vendor).length - before).toBe(3)
 
-      const run = await getRun(error.details.run_id)
+      const run = await vendors.getRun(error.details.run_id)
       expect(run).toMatchObject({ chat_id: chatId, status: 'failed', is_live: false })
       expect(run.error).toContain(c.errorMessage)
       expect(moneyUnits(run.cost)).toBe(0n)
@@ -533,8 +489,8 @@ describe('the six vendors through the real server process, replayed from their s
 
   test('DeepSeek parallel tool calls overlap in the SDK stream; Parley sends their blocks one after the other', async () => {
     const c = CASES.find((x) => x.vendor === 'deepseek')!
-    const chatId = await newChat()
-    replay.respondNext('deepseek', DEEPSEEK_PARALLEL_CALLS.response)
+    const chatId = await vendors.newChat()
+    vendors.replay.respondNext('deepseek', DEEPSEEK_PARALLEL_CALLS.response)
     const t = await turn(c, chatId, { input: [{ type: 'prompt', text: 'Weather in Oslo and in Bergen?' }], tools: TOOLS })
     expect(completedBlocks(t.frames)).toEqual([
       { kind: 'reasoning', text: DEEPSEEK_PARALLEL_CALLS.reasoning },
@@ -562,7 +518,7 @@ describe('the six vendors through the real server process, replayed from their s
 
     test('Anthropic: a chat’s next turn marks its stable prefix with cache breakpoints (cache_control), at most four', async () => {
       const c = CASES.find((x) => x.vendor === 'anthropic')!
-      const chatId = await newChat()
+      const chatId = await vendors.newChat()
       await turn(c, chatId, { input: [{ type: 'prompt', text: PROMPT }] })
       const t = await turn(c, chatId, { input: [{ type: 'prompt', text: 'And the capital of Sweden?' }] })
       const request = only(t.vendorRequests, 'vendor calls')
@@ -578,7 +534,7 @@ describe('the six vendors through the real server process, replayed from their s
 
     test('OpenAI: the chat keys the vendor’s prompt cache (prompt_cache_key)', async () => {
       const c = CASES.find((x) => x.vendor === 'openai')!
-      const chatId = await newChat()
+      const chatId = await vendors.newChat()
       const t = await turn(c, chatId, { input: [{ type: 'prompt', text: PROMPT }] })
       expect(only(t.vendorRequests, 'vendor calls').body.prompt_cache_key).toBe(chatId)
     })
@@ -588,20 +544,20 @@ describe('the six vendors through the real server process, replayed from their s
     const c = CASES.find((x) => x.vendor === 'anthropic')!
 
     test('an overloaded_error as the first event: 502 upstream_error, the run failed', async () => {
-      const chatId = await newChat()
-      replay.respondNext('anthropic', ANTHROPIC_OVERLOADED_FIRST)
-      const answer = await postTurn(server!.url, devKey, chatId, { model: c.model, input: [{ type: 'prompt', text: PROMPT }] })
+      const chatId = await vendors.newChat()
+      vendors.replay.respondNext('anthropic', ANTHROPIC_OVERLOADED_FIRST)
+      const answer = await postTurn(vendors.server.url, vendors.devKey, chatId, { model: c.model, input: [{ type: 'prompt', text: PROMPT }] })
       if (answer.ok) throw new Error(`expected HTTP 502, got a stream: ${answer.frames.map((f) => f.event).join(',')}`)
       expect(answer.status, answer.text).toBe(502)
       const error = answer.json().error
       expect(error).toMatchObject({ code: 'upstream_error', details: { run_id: expect.stringMatching(UUID) } })
       expect(error.message).toContain('Overloaded')
-      expect((await getRun(error.details.run_id)).status).toBe('failed')
+      expect((await vendors.getRun(error.details.run_id)).status).toBe('failed')
     })
 
     test('an overloaded_error mid-answer: an SSE error naming the run, the partial text kept, the run failed', async () => {
-      const chatId = await newChat()
-      replay.respondNext('anthropic', ANTHROPIC_OVERLOADED_MID.response)
+      const chatId = await vendors.newChat()
+      vendors.replay.respondNext('anthropic', ANTHROPIC_OVERLOADED_MID.response)
       const t = await turn(c, chatId, { input: [{ type: 'prompt', text: PROMPT }] })
       expect(t.last.event).toBe('error')
       expect(t.last.data).toMatchObject({ details: { run_id: t.runId } })
@@ -609,7 +565,7 @@ describe('the six vendors through the real server process, replayed from their s
       expect(t.last.data.code).toBe('upstream_error')
       expect(t.last.data.message).toContain('Overloaded')
       expect(deltaText(t.frames, 'text')).toBe(ANTHROPIC_OVERLOADED_MID.partialText)
-      const run = await getRun(t.runId)
+      const run = await vendors.getRun(t.runId)
       expect(run).toMatchObject({ status: 'failed', is_live: false })
       expect(run.error).toContain('Overloaded')
       expect(await historyParts(chatId)).toEqual([
@@ -632,14 +588,14 @@ describe('the six vendors through the real server process, replayed from their s
     }
 
     test.each(CASES)('$vendor: high', async (c) => {
-      const t = await turn(c, await newChat(), { input: [{ type: 'prompt', text: PROMPT }], reasoning_effort: 'high', max_tokens: 30_000 })
+      const t = await turn(c, await vendors.newChat(), { input: [{ type: 'prompt', text: PROMPT }], reasoning_effort: 'high', max_tokens: 30_000 })
       expect(t.last.event).toBe('done')
       const body = only(t.vendorRequests, 'vendor requests').body
       expect(HIGH[c.vendor].sent(body)).toEqual(HIGH[c.vendor].expected)
       const warnings = t.frames.find((f) => f.event === 'translation_warnings')!.data.warnings.map((w: { code: string }) => w.code)
       expect(warnings).toEqual(HIGH[c.vendor].warnings)
       // Thinking is spent from max_tokens: answer and thinking together stay within what was asked.
-      const manifest = (await getRun(t.runId)).manifest
+      const manifest = (await vendors.getRun(t.runId)).manifest
       expect(manifest.max_tokens).toBe(30_000)
       if (c.vendor === 'anthropic') expect(c.maxTokens(body)).toBe(30_000)
       if (c.vendor === 'google') expect(c.maxTokens(body)).toBe(30_000 - 24_576)
@@ -647,9 +603,9 @@ describe('the six vendors through the real server process, replayed from their s
 
     test('anthropic: off disables thinking; a max_tokens too small for the least budget turns thinking off with a warning', async () => {
       const c = CASES.find((x) => x.vendor === 'anthropic')!
-      const off = await turn(c, await newChat(), { input: [{ type: 'prompt', text: PROMPT }], reasoning_effort: 'off' })
+      const off = await turn(c, await vendors.newChat(), { input: [{ type: 'prompt', text: PROMPT }], reasoning_effort: 'off' })
       expect(only(off.vendorRequests, 'vendor requests').body.thinking).toEqual({ type: 'disabled' })
-      const small = await turn(c, await newChat(), { input: [{ type: 'prompt', text: PROMPT }], reasoning_effort: 'low', max_tokens: 800 })
+      const small = await turn(c, await vendors.newChat(), { input: [{ type: 'prompt', text: PROMPT }], reasoning_effort: 'low', max_tokens: 800 })
       expect(only(small.vendorRequests, 'vendor requests').body.thinking).toEqual({ type: 'disabled' })
       const warning = small.frames.find((f) => f.event === 'translation_warnings')!.data.warnings[0]
       expect(warning).toMatchObject({ code: 'reasoning_effort_coerced', details: { requested: 'low', applied: 'off' } })
