@@ -1,5 +1,5 @@
 import { and, assign, fromPromise, not, raise, setup, spawnChild, stopChild } from 'xstate'
-import { NotFoundError, RunInProgressError } from '../src/domain/errors.ts'
+import { NotFoundError, RunInProgressError, UnavailableError } from '../src/domain/errors.ts'
 import { leaseIsLive } from '../src/domain/runs/lease.ts'
 import { type RunOutcome, usageKnownSoFar } from '../src/domain/runs/run-outcome.ts'
 import {
@@ -62,6 +62,22 @@ export const CHAT_DELETED = { code: 'chat_deleted', message: 'the chat was delet
 /** The result of a run its chat's deletion stopped: what it streamed is kept and billed, its ending is the deletion. */
 const deletedRun = (result: RunOutcome): RunOutcome =>
   result.status === 'succeeded' ? result : { ...result, status: 'cancelled', stopReason: null, error: { ...CHAT_DELETED } }
+
+/**
+ * A run its node's shutdown stopped (docs/decisions/009-multi-node-litefs.md) ends `failed` with error
+ * `interrupted`, as the sweep records a run nobody streams any more, so it can be retried
+ * (`retry_of`); what it streamed is kept and billed. A run that had already succeeded stays so.
+ */
+const interruptedRun = (result: RunOutcome, message: string): RunOutcome =>
+  result.status === 'succeeded' ? result : { ...result, status: 'failed', stopReason: null, error: { code: 'interrupted', message } }
+
+/** The last frame of a run whose node gave up its chats (demoted): its settlement is the new primary's. */
+export const relinquishedFrame = (runId: string, message: string) => ({
+  code: 'unavailable',
+  message,
+  details: { run_id: runId },
+  hint: 'GET /api/v1/runs/{run_id} shows how it was settled; send input: [] with retry_of set to this run to try again',
+})
 
 /**
  * decision 020: a settlement that throws is tried again, after 200 ms, 800 ms and 3.2 s; if the
@@ -194,6 +210,8 @@ export const chatMachine = setup({
     hasOutstandingRun: ({ context }) => context.outstanding !== null,
     /** A DELETE came while the chat was busy: it is carried out once the run is settled. */
     deletionRequested: ({ context }) => context.deleters.length > 0,
+    /** This node is shutting down: the run is stopped and settled as interrupted (INTERRUPT). */
+    interruptionRequested: ({ context }) => context.interruption !== null,
     /** The settlement that just failed may be tried again. */
     maySettleAgain: ({ context }) => context.settleAttempts < SETTLE_RETRIES,
   },
@@ -311,9 +329,32 @@ export const chatMachine = setup({
         abort: null,
         result: null,
         settleAttempts: 0,
+        interruption: null,
       }
     }),
     forgetSubmission: assign({ queued: () => null }),
+    forgetInterruption: assign({ interruption: () => null }),
+    noteInterruption: assign({ interruption: ({ event }) => (event.type === 'INTERRUPT' ? event.message : null) }),
+    /** The run's result once its node's shutdown stopped it. */
+    markInterrupted: assign({ result: ({ context }) => (context.result ? interruptedRun(context.result, context.interruption ?? 'interrupted') : null) }),
+    recordInterruptedBeforeStreaming: assign({
+      result: ({ context }) => interruptedRun(endedWithoutResult(context.admission, 'failed', null, context.admission?.estimatedInputTokens ?? 0), context.interruption ?? 'interrupted'),
+    }),
+    /** RELINQUISH: the running run's stream ends here with `unavailable`; nothing more is written for it by this node. */
+    endStreamAsUnavailable: ({ context, event }) => {
+      const { admission } = context
+      if (event.type !== 'RELINQUISH' || !admission) return
+      admission.channel.open()
+      admission.channel.end('error', relinquishedFrame(admission.runId, event.message))
+      admission.channel.markSettled()
+    },
+    /** RELINQUISH: a submission being admitted and DELETEs waiting are refused with 503; they may be sent again. */
+    refuseWaitersAsUnavailable: ({ context, event }) => {
+      if (event.type !== 'RELINQUISH') return
+      const error = () => new UnavailableError(event.message, undefined, 'try again shortly')
+      context.queued?.respond({ kind: 'rejected', error: error() })
+      for (const respond of context.deleters) respond({ kind: 'failed', error: error() })
+    },
     abortRun: ({ context }) => context.abort?.abort(),
     recordResult: assign({ result: (_, result: RunOutcome) => result }),
     /** The stream opens before the summaries are made: the customer learns what the turn waits for. */
@@ -359,6 +400,7 @@ export const chatMachine = setup({
         abort: null,
         result: null,
         settleAttempts: 0,
+        interruption: null,
       }
     }),
   },
@@ -378,12 +420,15 @@ export const chatMachine = setup({
     settleAttempts: 0,
     deleters: [],
     now: input.now ?? (() => new Date()),
+    interruption: null,
   }),
   // Eager compaction (docs/guide/context.md) runs beside the turns as a child actor: a turn that needs its
   // blocks meanwhile waits for them in `running.compacting` instead of making them again.
   on: {
     'xstate.done.actor.eagerCompaction': { actions: ['forgetEagerCompaction', 'removeEagerCompaction'] },
     'xstate.error.actor.eagerCompaction': { actions: ['forgetEagerCompaction', 'removeEagerCompaction'] },
+    // Demoted (docs/decisions/009-multi-node-litefs.md): whatever it was doing, the chat is no longer this node's.
+    RELINQUISH: { target: '.relinquished', actions: ['abortRun', 'endStreamAsUnavailable', 'refuseWaitersAsUnavailable'] },
   },
   initial: 'ready',
   states: {
@@ -442,6 +487,8 @@ export const chatMachine = setup({
       on: { SUBMIT: { actions: 'rejectDeletedChat' }, DELETE: { actions: 'addDeleter' } },
     },
     deleted: { type: 'final' },
+    // The node gave the chat up; the next actor for it is hydrated from the ledger, wherever it lives.
+    relinquished: { type: 'final' },
     running: {
       initial: 'packing',
       on: { SUBMIT: { actions: 'rejectRunInProgress' } },
@@ -478,8 +525,8 @@ export const chatMachine = setup({
           },
         },
         packing: {
-          // Admission may be writing the run: a DELETE waits for it, then stops the run it wrote.
-          on: { DELETE: { actions: 'addDeleter' } },
+          // Admission may be writing the run: a DELETE (or a shutdown) waits for it, then stops the run it wrote.
+          on: { DELETE: { actions: 'addDeleter' }, INTERRUPT: { actions: 'noteInterruption' } },
           invoke: {
             src: 'admitTurn',
             input: ({ context }) => ({ submission: context.queued!.submission, closing: context.queued!.closing }),
@@ -495,6 +542,16 @@ export const chatMachine = setup({
                 ],
               },
               {
+                guard: 'interruptionRequested',
+                target: 'settling',
+                actions: [
+                  { type: 'announceRun', params: ({ event }) => event.output },
+                  { type: 'startRun', params: ({ event }) => event.output },
+                  'abortRun',
+                  'recordInterruptedBeforeStreaming',
+                ],
+              },
+              {
                 guard: { type: 'needsCompaction', params: ({ event }) => event.output },
                 target: 'compacting',
                 actions: [{ type: 'announceRun', params: ({ event }) => event.output }, { type: 'startRun', params: ({ event }) => event.output }],
@@ -505,10 +562,14 @@ export const chatMachine = setup({
               },
             ],
             onError: [
-              { guard: 'deletionRequested', target: '#chat.deleting', actions: ['rejectSubmissionAsDeleted', 'forgetSubmission'] },
+              { guard: 'deletionRequested', target: '#chat.deleting', actions: ['rejectSubmissionAsDeleted', 'forgetSubmission', 'forgetInterruption'] },
               {
                 target: '#chat.ready',
-                actions: [{ type: 'rejectSubmission', params: ({ event }: { event: { error: unknown } }) => event.error }, 'forgetSubmission'],
+                actions: [
+                  { type: 'rejectSubmission', params: ({ event }: { event: { error: unknown } }) => event.error },
+                  'forgetSubmission',
+                  'forgetInterruption',
+                ],
               },
             ],
           },
@@ -528,6 +589,7 @@ export const chatMachine = setup({
           on: {
             CANCEL: { guard: 'cancelsThisRun', target: 'settling', actions: ['abortRun', 'recordCancelledBeforeStreaming'] },
             DELETE: { target: 'settling', actions: ['addDeleter', 'abortRun', 'recordDeletedBeforeStreaming'] },
+            INTERRUPT: { target: 'settling', actions: ['noteInterruption', 'abortRun', 'recordInterruptedBeforeStreaming'] },
           },
         },
         streaming: {
@@ -540,6 +602,11 @@ export const chatMachine = setup({
                 target: 'settling',
                 actions: [{ type: 'recordResult', params: ({ event }) => event.output }, 'markDeleted'],
               },
+              {
+                guard: 'interruptionRequested',
+                target: 'settling',
+                actions: [{ type: 'recordResult', params: ({ event }) => event.output }, 'markInterrupted'],
+              },
               { target: 'settling', actions: [{ type: 'recordResult', params: ({ event }) => event.output }] },
             ],
             onError: [
@@ -548,7 +615,10 @@ export const chatMachine = setup({
             ],
           },
           initial: 'live',
-          on: { DELETE: { target: '.cancelling', actions: ['addDeleter', 'abortRun'] } },
+          on: {
+            DELETE: { target: '.cancelling', actions: ['addDeleter', 'abortRun'] },
+            INTERRUPT: { target: '.cancelling', actions: ['noteInterruption', 'abortRun'] },
+          },
           states: {
             live: {
               on: { CANCEL: { guard: 'cancelsThisRun', target: 'cancelling', actions: 'abortRun' } },

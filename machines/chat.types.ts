@@ -73,6 +73,8 @@ export type ChatContext = {
   deleters: ((outcome: DeleteOutcome) => void)[]
   /** The service's clock (deps.now), the one every instant the machine reads comes from. */
   now: () => Date
+  /** Why the running run is being stopped when this node shuts down (INTERRUPT); null otherwise. */
+  interruption: string | null
 }
 
 /**
@@ -91,6 +93,17 @@ export type ChatEvent =
   | { type: 'DELETE'; respond: (outcome: DeleteOutcome) => void }
   /** The lease sweep found this running run of the chat abandoned (its lease lapsed): the actor settles it (decision 020). */
   | { type: 'SWEEP'; run: RunLease }
+  /**
+   * This node is shutting down (docs/decisions/009-multi-node-litefs.md): the running run is stopped
+   * and settled here as failed `interrupted`, for what it streamed, so the chat is free at once.
+   */
+  | { type: 'INTERRUPT'; message: string }
+  /**
+   * This node can no longer write (it was demoted): the chat is no longer this actor's. A running
+   * run's stream ends with `unavailable`; its settlement is the new primary's, which settles every
+   * run of another node at promotion. Waiting callers are refused with 503. The actor ends.
+   */
+  | { type: 'RELINQUISH'; message: string }
   // The end of the eager compaction child (machines/chat.machine.ts spawns it as `eagerCompaction`).
   | { type: 'xstate.done.actor.eagerCompaction'; output: void }
   | { type: 'xstate.error.actor.eagerCompaction'; error: unknown }

@@ -1485,3 +1485,89 @@ describe('chat machine: the rules of a submission (decisions §4), as named guar
     expect(h.context().pendingCalls).toEqual([])
   })
 })
+
+describe('chat machine: shutdown (INTERRUPT)', () => {
+  it('a streaming run is stopped and settled as failed `interrupted`, keeping what it streamed', async () => {
+    const h = await streaming('run-1')
+    h.actor.send({ type: 'INTERRUPT', message: 'the server shut down' })
+    expect(h.state()).toEqual({ running: { streaming: 'cancelling' } })
+    expect(h.streams[0]!.input.signal.aborted).toBe(true)
+    h.streams[0]!.d.resolve({ ...result('cancelled'), usage: { ...ZERO_USAGE, output_tokens: 7 } })
+    await h.at({ running: 'settling' })
+    const settled = h.settles[0]!.input.result
+    expect(settled).toMatchObject({ status: 'failed', stopReason: null, error: { code: 'interrupted', message: 'the server shut down' } })
+    expect(settled.usage.output_tokens).toBe(7)
+    h.settles[0]!.settle()
+    await h.at('idle')
+    expect(h.context()).toMatchObject({ latestCustomerRun: { id: 'run-1', status: 'failed' }, interruption: null })
+  })
+
+  it('a run that succeeded before the interruption took effect stays succeeded', async () => {
+    const h = await streaming('run-1')
+    h.actor.send({ type: 'INTERRUPT', message: 'bye' })
+    h.streams[0]!.d.resolve(result('succeeded'))
+    await h.at({ running: 'settling' })
+    expect(h.settles[0]!.input.result.status).toBe('succeeded')
+  })
+
+  it('a run being admitted is interrupted once written, before it streams', async () => {
+    const h = harness()
+    const respond = h.submit()
+    await h.at({ running: 'packing' })
+    h.actor.send({ type: 'INTERRUPT', message: 'bye' })
+    h.admits[0]!.d.resolve(admission('run-1'))
+    await h.at({ running: 'settling' })
+    expect(respond).toHaveBeenCalledWith(expect.objectContaining({ kind: 'admitted' }))
+    expect(h.streams).toHaveLength(0)
+    expect(h.settles[0]!.input.result).toMatchObject({ status: 'failed', error: { code: 'interrupted' } })
+  })
+
+  it('an interruption of a refused admission is forgotten: the next run streams normally', async () => {
+    const h = harness()
+    h.submit()
+    await h.at({ running: 'packing' })
+    h.actor.send({ type: 'INTERRUPT', message: 'bye' })
+    h.admits[0]!.d.reject(new Error('refused'))
+    await h.at('idle')
+    expect(h.context().interruption).toBeNull()
+  })
+
+  it('at rest it does nothing', () => {
+    const h = harness()
+    h.actor.send({ type: 'INTERRUPT', message: 'bye' })
+    expect(h.state()).toBe('idle')
+  })
+})
+
+describe('chat machine: demotion (RELINQUISH)', () => {
+  it('a streaming run ends with `unavailable` naming the run, the provider call is stopped, and the actor ends without settling', async () => {
+    const h = await streaming('run-1')
+    const a = h.context().admission!
+    h.actor.send({ type: 'RELINQUISH', message: 'this node is no longer the primary' })
+    expect(h.actor.getSnapshot().status).toBe('done')
+    expect(h.streams[0]!.input.signal.aborted).toBe(true)
+    const last = framesOf(a).at(-1)!
+    expect(last.event).toBe('error')
+    expect(last.data).toMatchObject({ code: 'unavailable', message: 'this node is no longer the primary', details: { run_id: 'run-1' } })
+    expect((last.data as { hint: string }).hint).toContain('retry_of')
+    expect(h.settles).toHaveLength(0)
+  })
+
+  it('a submission being admitted and a waiting DELETE are refused with 503', async () => {
+    const h = harness()
+    const respond = h.submit()
+    await h.at({ running: 'packing' })
+    const deleted = h.remove()
+    h.actor.send({ type: 'RELINQUISH', message: 'demoted' })
+    expect(respond.mock.calls[0]![0]).toMatchObject({ kind: 'rejected', error: { code: 'unavailable' } })
+    expect(deleted.mock.calls[0]![0]).toMatchObject({ kind: 'failed', error: { code: 'unavailable' } })
+    expect(h.actor.getSnapshot().status).toBe('done')
+  })
+
+  it('at rest the actor simply ends', () => {
+    const h = harness()
+    h.actor.send({ type: 'RELINQUISH', message: 'demoted' })
+    expect(h.actor.getSnapshot().status).toBe('done')
+    expect(h.actor.getSnapshot().value).toBe('relinquished')
+  })
+})
