@@ -65,11 +65,11 @@ const deletedRun = (result: RunOutcome): RunOutcome =>
 
 /**
  * A run its node's shutdown stopped (docs/decisions/009-multi-node-litefs.md) ends `failed` with error
- * `interrupted`, as the sweep records a run nobody streams any more, so it can be retried
+ * `interrupted` (the spec's word, decisions §4), as the sweep records a run nobody streams any more, so it can be retried
  * (`retry_of`); what it streamed is kept and billed. A run that had already succeeded stays so.
  */
-const interruptedRun = (result: RunOutcome, message: string): RunOutcome =>
-  result.status === 'succeeded' ? result : { ...result, status: 'failed', stopReason: null, error: { code: 'interrupted', message } }
+const interruptedRun = (result: RunOutcome): RunOutcome =>
+  result.status === 'succeeded' ? result : { ...result, status: 'failed', stopReason: null, error: { code: 'interrupted', message: 'interrupted' } }
 
 /** The last frame of a run whose node gave up its chats (demoted): its settlement is the new primary's. */
 export const relinquishedFrame = (runId: string, message: string) => ({
@@ -336,9 +336,9 @@ export const chatMachine = setup({
     forgetInterruption: assign({ interruption: () => null }),
     noteInterruption: assign({ interruption: ({ event }) => (event.type === 'INTERRUPT' ? event.message : null) }),
     /** The run's result once its node's shutdown stopped it. */
-    markInterrupted: assign({ result: ({ context }) => (context.result ? interruptedRun(context.result, context.interruption ?? 'interrupted') : null) }),
+    markInterrupted: assign({ result: ({ context }) => (context.result ? interruptedRun(context.result) : null) }),
     recordInterruptedBeforeStreaming: assign({
-      result: ({ context }) => interruptedRun(endedWithoutResult(context.admission, 'failed', null, context.admission?.estimatedInputTokens ?? 0), context.interruption ?? 'interrupted'),
+      result: ({ context }) => interruptedRun(endedWithoutResult(context.admission, 'failed', null, context.admission?.estimatedInputTokens ?? 0)),
     }),
     /** RELINQUISH: the running run's stream ends here with `unavailable`; nothing more is written for it by this node. */
     endStreamAsUnavailable: ({ context, event }) => {

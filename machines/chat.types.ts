@@ -73,7 +73,7 @@ export type ChatContext = {
   deleters: ((outcome: DeleteOutcome) => void)[]
   /** The service's clock (deps.now), the one every instant the machine reads comes from. */
   now: () => Date
-  /** Why the running run is being stopped when this node shuts down (INTERRUPT); null otherwise. */
+  /** Why the running run is being stopped when this node shuts down (INTERRUPT), for the inspector; null otherwise. */
   interruption: string | null
 }
 

@@ -12,7 +12,8 @@ import { planEagerCompaction } from './plan-eager-compaction.ts'
 import { executeRun } from './execute-run.ts'
 import { endStream, endUnsettled, writeSettlement } from './finish-run.ts'
 import type { RunDeps } from './run-deps.ts'
-import { reapExpiredRun, sweepAbandonedRuns } from './sweep-abandoned-runs.ts'
+import { reapExpiredRun, settleUnstreamedRun, sweepAbandonedRuns, takeOverRunningRuns } from './sweep-abandoned-runs.ts'
+import { leaseIsLive } from '../domain/runs/lease.ts'
 import type { Admission, Submission } from './turn-types.ts'
 import type { RunRow } from '../store/runs.ts'
 import type { RunOutcome } from '../domain/runs/run-outcome.ts'
@@ -185,6 +186,15 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
     return evicted
   }
 
+  /**
+   * Promotion under LiteFS, or a start as its primary: every run still `running` is settled at once
+   * as `interrupted` (the only writer knows nobody else streams them). Returns the runs settled.
+   */
+  function takeOver(): RunRow[] {
+    if (!role.exclusiveWriter || role.current().kind !== 'primary') return []
+    return takeOverRunningRuns(deps, (run, error) => report(`run ${run.id} not taken over`, error))
+  }
+
   return {
     /** Which node owns a chat's actor; turns and writes must be served there. */
     ownerOf(_chatId: string): ChatOwner {
@@ -222,15 +232,78 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
       })
     },
 
-    /** Cancels a running run of this node and waits until it is settled. False when it is not running here. */
-    async cancel(chatId: string, runId: string): Promise<boolean> {
+    /**
+     * Cancels a running run and waits until it is settled. Streamed by an actor here, the actor stops
+     * it (its output so far kept and billed). Streamed by nobody (docs/decisions/009-multi-node-litefs.md):
+     * settled now as `interrupted` when nobody can be streaming it, that is when this node is the
+     * only writer (a LiteFS primary), the lease is this node's own (its previous life) or has
+     * expired. Otherwise another process on the same file holds a live lease: 503, for the lease's
+     * remaining time, since this node cannot reach it. Never a 200 that changed nothing.
+     */
+    async cancel(chatId: string, runId: string): Promise<void> {
       const entry = actors.get(chatId)
       const admission = entry?.actor.getSnapshot().context.admission
-      if (!entry || admission?.runId !== runId) return false
-      entry.actor.send({ type: 'CANCEL', runId })
-      await admission.channel.settled
-      return true
+      if (entry && admission?.runId === runId) {
+        entry.actor.send({ type: 'CANCEL', runId })
+        await admission.channel.settled
+        return
+      }
+      if (this.ownerOf(chatId).kind !== 'local') throw new UnavailableError('this node does not own the chat')
+      const run = deps.store.runs.getById(runId)
+      if (!run || run.status !== 'running') return
+      const now = deps.now().toISOString()
+      const nobodyStreams = role.exclusiveWriter || run.lease_owner === deps.nodeId || !leaseIsLive(run.lease_expires_at, now)
+      if (!nobodyStreams) {
+        const retryAfter = Math.max(1, Math.ceil((Date.parse(run.lease_expires_at ?? now) - Date.parse(now)) / 1000))
+        throw new UnavailableError(
+          `run ${runId} is streamed by node ${run.lease_owner}, which this node cannot reach`,
+          { run_id: runId, lease_owner: run.lease_owner, retry_after_seconds: retryAfter },
+          `cancel again after its lease ends (${run.lease_expires_at}); it is then settled as interrupted`,
+        )
+      }
+      // Through the chat's actor when it has one, so what it knows of the chat follows the ledger.
+      const resting = entry?.actor.getSnapshot()
+      if (resting && resting.status === 'active' && (resting.matches('outstanding') || resting.matches('idle') || resting.matches('awaitingToolResults'))) {
+        entry!.actor.stop()
+        actors.delete(chatId)
+      }
+      await deps.store.writes.write(() => settleUnstreamedRun(deps, runId))
     },
+
+    /**
+     * Graceful shutdown (SIGTERM): running runs get up to `graceMs` to end on their own; those still
+     * running are stopped and settled as `interrupted` for what they streamed (INTERRUPT), so the
+     * next turn on their chats is admitted at once, on whichever node (docs/decisions/009-multi-node-litefs.md).
+     * Resolves once every run is settled, or after `settleMs` more.
+     */
+    async drain(graceMs: number, settleMs = 5_000): Promise<void> {
+      const running = () => [...actors.values()].flatMap(({ actor }) => actor.getSnapshot().context.admission ?? [])
+      const deadline = Date.now() + graceMs
+      while (running().length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25))
+      const left = running()
+      for (const { actor } of actors.values()) actor.send({ type: 'INTERRUPT', message: 'the server shut down while this run streamed' })
+      const settled = Promise.all(left.map((admission) => admission.channel.settled))
+      await Promise.race([settled, new Promise((resolve) => setTimeout(resolve, settleMs).unref())])
+    },
+
+    /**
+     * Demotion (docs/decisions/009-multi-node-litefs.md): this node can no longer write. Every actor
+     * gives its chat up (RELINQUISH): a running run's stream ends with `unavailable` naming the run,
+     * and the new primary settles it at promotion. Returns the ids of the runs that were streaming.
+     */
+    relinquishAll(message: string): string[] {
+      const streaming: string[] = []
+      for (const { actor } of actors.values()) {
+        const admission = actor.getSnapshot().context.admission
+        if (admission) streaming.push(admission.runId)
+        actor.send({ type: 'RELINQUISH', message })
+      }
+      actors.clear()
+      released.clear()
+      return streaming
+    },
+
+    takeOver,
 
     /**
      * Deletes a chat through its actor (decision 020): a running run is stopped and settled (error
@@ -324,7 +397,11 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
         }
       }
 
-      if (isPrimary()) sweep(deps.nodeId)
+      if (isPrimary()) {
+        // The only writer settles every run it finds running; otherwise its own earlier life's and expired ones.
+        if (role.exclusiveWriter) takeOver()
+        sweep(deps.nodeId)
+      }
       const renew = setInterval(() => {
         renewAndSweep()
         evictIdle()

@@ -18,7 +18,30 @@ export function sweepAbandonedRuns(
   onError?: (run: RunRow, error: unknown) => void,
   handOver?: (run: RunRow) => boolean,
 ): RunRow[] {
-  const abandoned = deps.store.runs.abandoned(deps.now().toISOString(), previousSelf ?? '')
+  return settleEach(deps, deps.store.runs.abandoned(deps.now().toISOString(), previousSelf ?? ''), onError, handOver)
+}
+
+/**
+ * A LiteFS primary is the only writer (docs/decisions/009-multi-node-litefs.md): when it becomes the
+ * primary, every run still `running` is one nobody can record the end of any more, whoever's lease
+ * it holds, so each is settled at once as `interrupted`, not after its lease. Called while this
+ * process streams nothing (it was a replica, or is just starting).
+ */
+export function takeOverRunningRuns(deps: RunDeps, onError?: (run: RunRow, error: unknown) => void, handOver?: (run: RunRow) => boolean): RunRow[] {
+  return settleEach(deps, deps.store.runs.everyRunning(), onError, handOver)
+}
+
+/**
+ * A run nobody streams, settled now whatever its lease says: the caller knows nobody can (a cancel
+ * on the only writer, or of this node's own run no actor here holds). True when this call settled it.
+ */
+export function settleUnstreamedRun(deps: RunDeps, runId: string): boolean {
+  const run = deps.store.runs.getById(runId)
+  if (!run || run.status !== 'running') return false
+  return settleAbandoned(deps, run)
+}
+
+function settleEach(deps: RunDeps, abandoned: RunRow[], onError?: (run: RunRow, error: unknown) => void, handOver?: (run: RunRow) => boolean): RunRow[] {
   // A run its chat's actor takes (`handOver`) is settled by that actor (decision 020). One run that
   // cannot be settled now does not keep the others from it; it stays `running` and the next sweep
   // tries it again.

@@ -10,21 +10,31 @@ export type ReplicationRole =
   /** A replica that knows no primary (an election in progress): writes get 503. */
   | { kind: 'replica-without-primary' }
 
-export type ReplicationRoleSource = { current: () => ReplicationRole }
+export type ReplicationRoleSource = {
+  current: () => ReplicationRole
+  /**
+   * Whether the primary is the only process that can write: LiteFS guarantees it (one lease holder,
+   * replicas' files read-only). Then a running run of another node found by the primary is dead,
+   * and is settled at once rather than after its lease (docs/decisions/009-multi-node-litefs.md).
+   * Without LiteFS, another process may share the file and still stream it (decision 018).
+   */
+  exclusiveWriter: boolean
+}
 
 /** Without LiteFS (one laptop, one process) this node is the primary. */
-export const ALWAYS_PRIMARY: ReplicationRoleSource = { current: () => ({ kind: 'primary' }) }
+export const ALWAYS_PRIMARY: ReplicationRoleSource = { current: () => ({ kind: 'primary' }), exclusiveWriter: false }
 
 /**
  * Reads LiteFS's `.primary` file: absent on the primary; on a replica it holds the primary's
  * host name (its lease's advertised host). The primary's API is at that host on `primaryPort`,
- * unless the file names a port itself (`host:port`). Read at most once per `ttlMs`, since every
- * write asks.
+ * unless the file names a port itself (`host:port`). Read at most once per `ttlMs` (a tenth of a
+ * second: a demoted node must stop taking writes quickly), since every write asks.
  */
-export function litefsRole(primaryFile: string, primaryPort: number, ttlMs = 1_000, clock = () => Date.now()): ReplicationRoleSource {
+export function litefsRole(primaryFile: string, primaryPort: number, ttlMs = 100, clock = () => Date.now()): ReplicationRoleSource {
   let known: ReplicationRole = { kind: 'primary' }
   let readAt = Number.NEGATIVE_INFINITY
   return {
+    exclusiveWriter: true,
     current() {
       const now = clock()
       if (now - readAt < ttlMs) return known

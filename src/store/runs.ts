@@ -89,6 +89,7 @@ export function createRunStore(db: Db) {
       `SELECT * FROM runs WHERE status = 'running' AND (lease_expires_at <= ? OR lease_owner = ?)`,
     )
     .safeIntegers(true)
+  const everyRunning = db.prepare<[], RunRow>(`SELECT * FROM runs WHERE status = 'running'`).safeIntegers(true)
   const nextForeignExpiry = db.prepare<[string, string], { next: string | null }>(
     `SELECT MIN(lease_expires_at) AS next FROM runs WHERE status = 'running' AND (lease_owner IS NULL OR lease_owner <> ?)
        AND lease_expires_at > ?`,
@@ -130,6 +131,8 @@ export function createRunStore(db: Db) {
     releaseLease: (id: string, at: string) => release.run(at, id).changes > 0,
     /** Running runs nobody can be streaming: an expired lease, or a lease of this node's previous life. */
     abandoned: (now: string, previousSelf: string) => abandoned.all(now, previousSelf),
+    /** Every running run, whoever holds its lease: what a newly promoted LiteFS primary takes over. */
+    everyRunning: () => everyRunning.all(),
     /**
      * When the next lease held by another node (or by nobody) expires after `after`, if one does.
      * Leases already expired are not waited for: a sweep just saw them (decision 020).

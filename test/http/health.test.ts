@@ -34,7 +34,7 @@ async function appAs(role: ReplicationRole, options: { readOnly?: boolean } = {}
     allModels: [],
     env: { NODE_ID: 'health-test' },
     build: { version: '0.0.0-test', commit: 'test' },
-    role: { current: () => role },
+    role: { current: () => role, exclusiveWriter: true },
   })
   const app = await buildApp(deps)
   cleanups.push(async () => {

@@ -1495,7 +1495,7 @@ describe('chat machine: shutdown (INTERRUPT)', () => {
     h.streams[0]!.d.resolve({ ...result('cancelled'), usage: { ...ZERO_USAGE, output_tokens: 7 } })
     await h.at({ running: 'settling' })
     const settled = h.settles[0]!.input.result
-    expect(settled).toMatchObject({ status: 'failed', stopReason: null, error: { code: 'interrupted', message: 'the server shut down' } })
+    expect(settled).toMatchObject({ status: 'failed', stopReason: null, error: { code: 'interrupted', message: 'interrupted' } })
     expect(settled.usage.output_tokens).toBe(7)
     h.settles[0]!.settle()
     await h.at('idle')
