@@ -1,10 +1,15 @@
-import { openDatabase } from '../store/database.ts'
+import { CLI_BUSY_TIMEOUT_MS, openDatabase } from '../store/database.ts'
 import { createStore } from '../store/index.ts'
 import { litefsRole } from '../store/replication-role.ts'
+import { databaseErrorOf } from '../store/sqlite-errors.ts'
 import { readSettings } from '../settings.ts'
 import { AdminError, adminHelp, runAdminCommand } from './admin-commands.ts'
 
-/** Works on the server's DATA_DIR while it runs: WAL and busy_timeout let both write. */
+/**
+ * Works on the server's DATA_DIR while it runs: WAL and busy_timeout let both write. This process
+ * serves nothing else, so it waits for a lock held elsewhere far longer than the server does
+ * (docs/decisions/028-busy-and-full-database.md).
+ */
 function runCommand(argv: string[]): void {
   try {
     const settings = readSettings()
@@ -14,7 +19,7 @@ function runCommand(argv: string[]): void {
       const where = role.kind === 'replica' ? `the primary is ${role.primaryUrl}` : 'no primary is known yet'
       throw new AdminError(`this node is a LiteFS read replica and cannot write; run the command on the primary (${where})`)
     }
-    const db = openDatabase(settings.databaseFile)
+    const db = openDatabase(settings.databaseFile, { busyTimeoutMs: CLI_BUSY_TIMEOUT_MS })
     try {
       const result = runAdminCommand(createStore(db), argv)
       process.stdout.write(`${JSON.stringify(result)}\n`)
@@ -22,7 +27,9 @@ function runCommand(argv: string[]): void {
       db.close()
     }
   } catch (error) {
-    process.stderr.write(`admin: ${error instanceof AdminError ? error.message : String(error)}\n`)
+    const database = databaseErrorOf(error)
+    const message = error instanceof AdminError ? error.message : database ? `${database.message} (${String(error)})` : String(error)
+    process.stderr.write(`admin: ${message}\n`)
     process.exitCode = 1
   }
 }

@@ -105,6 +105,25 @@ export class UnavailableError extends DomainError {
   readonly code = 'unavailable'
 }
 
+/** Why the database cannot take a write now (docs/decisions/028-busy-and-full-database.md). */
+export type DatabaseUnavailableReason = 'database_busy' | 'storage_full' | 'read_only'
+
+/**
+ * 503 `unavailable`: the database cannot take this request now (its write lock held elsewhere past
+ * the wait, a full disk, a node that cannot write). Nothing was written; `retryAfterSeconds` says
+ * when to try again (the `Retry-After` header), `details.reason` which condition it was.
+ */
+export class DatabaseUnavailableError extends UnavailableError {
+  readonly reason: DatabaseUnavailableReason
+  readonly retryAfterSeconds: number
+  constructor(message: string, reason: DatabaseUnavailableReason, retryAfterSeconds: number, hint: string, options: { cause?: unknown } = {}) {
+    super(message, { reason }, hint)
+    this.reason = reason
+    this.retryAfterSeconds = retryAfterSeconds
+    if ('cause' in options) this.cause = options.cause
+  }
+}
+
 export class RateLimitedError extends DomainError {
   readonly code = 'rate_limited'
 }

@@ -6,20 +6,44 @@ import { migrations, type Migration } from './migrations/index.ts'
 export type Db = Database.Database
 
 /**
+ * How long one statement of the server's connection waits, synchronously and so on the event loop,
+ * for a lock held by another process (the admin CLI, a LiteFS transaction or checkpoint) before it
+ * fails with SQLITE_BUSY. Small on purpose (docs/decisions/028-busy-and-full-database.md): it
+ * absorbs a lock held for moments and bounds how long a busy database can stall every request;
+ * longer waits are asynchronous (the write queue's retries) or a 503 with Retry-After.
+ */
+export const SERVER_BUSY_TIMEOUT_MS = 20
+
+/** Opening, setting the journal mode and migrating may wait this long: nothing is served yet. */
+export const STARTUP_BUSY_TIMEOUT_MS = 5_000
+
+/** A separate process (the admin CLI) may block as long as it likes: it waits this long for the lock. */
+export const CLI_BUSY_TIMEOUT_MS = 10_000
+
+export type OpenOptions = {
+  migrations?: Migration[]
+  replica?: boolean
+  /** The connection's busy_timeout once open and migrated: SERVER_BUSY_TIMEOUT_MS unless told. */
+  busyTimeoutMs?: number
+}
+
+/**
  * Opens (creating if needed) the database file, sets the pragmas and applies pending migrations.
  * A LiteFS replica (`replica: true`) only reads its copy: the primary creates the file, sets the
  * journal mode and migrates, and replication brings all of it.
  */
-export function openDatabase(file: string, options: { migrations?: Migration[]; replica?: boolean } = {}): Db {
+export function openDatabase(file: string, options: OpenOptions = {}): Db {
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true })
   // LiteFS keeps a replica's file read-only; opening it so makes a stray write fail here, loudly.
-  const db = new Database(file, options.replica ? { readonly: true, fileMustExist: true } : {})
+  // Until it is migrated the connection waits for a lock as long as STARTUP_BUSY_TIMEOUT_MS.
+  const db = new Database(file, { timeout: STARTUP_BUSY_TIMEOUT_MS, ...(options.replica ? { readonly: true, fileMustExist: true } : {}) })
   if (!options.replica) db.pragma('journal_mode = WAL')
   db.pragma('synchronous = NORMAL')
   db.pragma('foreign_keys = ON')
-  // The admin CLI writes while the server runs: wait for the lock instead of failing.
-  db.pragma('busy_timeout = 5000')
   if (!options.replica) migrate(db, options.migrations ?? migrations)
+  // The admin CLI writes while the server runs, and LiteFS takes the lock to apply and checkpoint:
+  // the server's statements wait for it only briefly (see SERVER_BUSY_TIMEOUT_MS).
+  db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? SERVER_BUSY_TIMEOUT_MS}`)
   return db
 }
 

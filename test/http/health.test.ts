@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { composeApp } from '../../src/compose.ts'
 import { buildApp, type App } from '../../src/http/app.ts'
-import { openDatabase, type Db } from '../../src/store/database.ts'
+import { openDatabase, SERVER_BUSY_TIMEOUT_MS, type Db } from '../../src/store/database.ts'
 import { createStore } from '../../src/store/index.ts'
 import type { ReplicationRole } from '../../src/store/replication-role.ts'
 import { REPO_ROOT } from '../e2e/server-process.ts'
@@ -68,7 +68,7 @@ describe('/readyz', () => {
     expect(res.json()).toEqual({ status: 'ready', role: 'primary' })
     expect(db.inTransaction).toBe(false)
     // Requests wait for the lock as long as before the probe.
-    expect(db.pragma('busy_timeout', { simple: true })).toBe(5000)
+    expect(db.pragma('busy_timeout', { simple: true })).toBe(SERVER_BUSY_TIMEOUT_MS)
   })
 
   it('answers 503 unavailable on a primary whose database is read-only', async () => {

@@ -3,6 +3,7 @@ import { resolve } from 'node:path'
 import { Decimal } from 'decimal.js'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { moneyToUnits } from '../../src/domain/money.ts'
+import { CLI_BUSY_TIMEOUT_MS } from '../../src/store/database.ts'
 import { openTempStore } from '../helpers/temp-store.ts'
 import { MODEL_IDS, plannedEntry, SHARED_RUN, type PlannedEntry } from './fixtures/balance-amounts.ts'
 
@@ -24,6 +25,9 @@ let orgId: string
 
 beforeEach(() => {
   t = openTempStore()
+  // This process writes synchronously, outside the server's write queue (which waits for a busy lock
+  // asynchronously, docs/decisions/028): it waits for the lock as a separate writer does.
+  t.db.pragma(`busy_timeout = ${CLI_BUSY_TIMEOUT_MS}`)
   orgId = t.store.organisations.create('Acme', 'acme').id
 })
 afterEach(() => {

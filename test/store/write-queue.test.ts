@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { DatabaseUnavailableError } from '../../src/domain/errors.ts'
 import { createWriteQueue, type WriteQueue } from '../../src/store/write-queue.ts'
 import { openTempStore } from '../helpers/temp-store.ts'
 
@@ -107,19 +108,89 @@ describe('createWriteQueue', () => {
     expect(committed()).toEqual([3])
   })
 
-  it('rejects every write of the batch when BEGIN fails, and runs none of them', async () => {
-    t.db.pragma('busy_timeout = 0')
+  it('waits for a write lock held elsewhere without holding up the event loop, then commits; writes queued meanwhile join', async () => {
     other.exec('BEGIN IMMEDIATE')
     let ran = 0
-    const outcomes = await Promise.all([1, 2].map((n) => settle(queue.write(() => (ran++, insert(n))))))
+    const first = Promise.all([1, 2].map((n) => queue.write(() => (ran++, insert(n)))))
+    // While the batch waits, timers fire on time: no statement blocks longer than the busy timeout.
+    const gaps: number[] = []
+    let last = performance.now()
+    const ticker = setInterval(() => {
+      const now = performance.now()
+      gaps.push(now - last)
+      last = now
+    }, 10)
+    await new Promise((resolve) => setTimeout(resolve, 150))
+    const joined = queue.write(() => (ran++, insert(3)))
+    await new Promise((resolve) => setTimeout(resolve, 150))
+    expect(ran).toBe(0)
+    other.exec('ROLLBACK')
+    await Promise.all([first, joined])
+    clearInterval(ticker)
+
+    expect(ran).toBe(3)
+    expect(committed()).toEqual([1, 2, 3])
+    expect(gaps.length).toBeGreaterThan(10)
+    // 10 ms ticks; a statement waits for the lock at most SERVER_BUSY_TIMEOUT_MS (20 ms) at a time.
+    expect(Math.max(...gaps)).toBeLessThan(100)
+  })
+
+  it('gives up after its budget: every write of the batch rejects with 503 database_busy, none of them ran', async () => {
+    const short = createWriteQueue(t.db, { busyBudgetMs: 200 })
+    other.exec('BEGIN IMMEDIATE')
+    let ran = 0
+    const started = performance.now()
+    const outcomes = await Promise.all([1, 2].map((n) => settle(short.write(() => (ran++, insert(n))))))
+    const waited = performance.now() - started
     other.exec('ROLLBACK')
 
     expect(ran).toBe(0)
-    for (const outcome of outcomes) expect(outcome).toMatchObject({ error: { code: 'SQLITE_BUSY' } })
+    expect(waited).toBeGreaterThanOrEqual(190)
+    for (const outcome of outcomes) {
+      const error = (outcome as { error: unknown }).error
+      expect(error).toBeInstanceOf(DatabaseUnavailableError)
+      expect(error).toMatchObject({ code: 'unavailable', reason: 'database_busy', retryAfterSeconds: 2, cause: { code: 'SQLITE_BUSY' } })
+    }
     expect(committed()).toEqual([])
+    expect(t.db.inTransaction).toBe(false)
     // The queue is usable again once the lock is gone.
-    await queue.write(() => insert(3))
+    await short.write(() => insert(3))
     expect(committed()).toEqual([3])
+  })
+
+  it('rejects a batch that fills the disk with 503 storage_full, and leaves the file intact', async () => {
+    await queue.write(() => insert(1))
+    t.db.pragma(`max_page_count = ${t.db.pragma('page_count', { simple: true }) as number}`)
+    // 100,000 rows need hundreds of new pages; the file may not grow by one.
+    const many = 'WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 100000) INSERT INTO scratch (n) SELECT i FROM c'
+    const outcomes = await Promise.all([
+      settle(queue.write(() => insert(2))),
+      settle(queue.write(() => t.db.prepare(many).run())),
+    ])
+    for (const outcome of outcomes) {
+      expect((outcome as { error: unknown }).error).toMatchObject({ code: 'unavailable', reason: 'storage_full', cause: { code: 'SQLITE_FULL' } })
+    }
+    expect(t.db.inTransaction).toBe(false)
+    expect(committed()).toEqual([1])
+    expect(other.pragma('integrity_check', { simple: true })).toBe('ok')
+    t.db.pragma('max_page_count = 1073741823')
+    await queue.write(() => insert(4))
+    expect(committed()).toEqual([1, 4])
+  })
+
+  it('rejects the writes of a batch whose connection was closed meanwhile (a role change, shutdown) with 503 read_only', async () => {
+    const pending = settle(queue.write(() => insert(1)))
+    t.db.close()
+    expect(((await pending) as { error: unknown }).error).toMatchObject({ code: 'unavailable', reason: 'read_only', retryAfterSeconds: 2 })
+  })
+
+  it('rejects a batch waiting for a busy lock whose connection is closed meanwhile, without throwing from its timer', async () => {
+    other.exec('BEGIN IMMEDIATE')
+    const pending = settle(queue.write(() => insert(1)))
+    await new Promise((resolve) => setTimeout(resolve, 60))
+    t.db.close()
+    expect(((await pending) as { error: unknown }).error).toMatchObject({ code: 'unavailable', reason: 'read_only' })
+    other.exec('ROLLBACK')
   })
 
   it('rejects every write of the batch when COMMIT fails, and writes none of them', async () => {

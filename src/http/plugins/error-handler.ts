@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify'
 import {
+  DatabaseUnavailableError,
   DomainError,
   InvalidRequestError,
   NotFoundError,
@@ -7,6 +8,7 @@ import {
   ValidationError,
   type Problem,
 } from '../../domain/errors.ts'
+import { databaseErrorOf, sqliteCodeOf } from '../../store/sqlite-errors.ts'
 import { allowedMethods } from '../edge-errors.ts'
 import { problemsFromAjv } from './validation.ts'
 
@@ -47,6 +49,8 @@ export function sendError(reply: FastifyReply, error: DomainError): FastifyReply
   const body: Record<string, unknown> = { code: error.code, message: error.message }
   if (error.details !== undefined) body.details = error.details
   if (error.hint !== undefined) body.hint = error.hint
+  // A condition that passes (the database's write lock, a full disk): when to come back.
+  if (error instanceof DatabaseUnavailableError) reply.header('retry-after', String(error.retryAfterSeconds))
   return reply.code(statusOf(error)).send({ error: body })
 }
 
@@ -55,6 +59,10 @@ const contextToWhere: Record<string, Problem['in']> = { body: 'body', querystrin
 /** Framework errors (validation, parsing, limits) expressed as the domain's errors. */
 function translate(error: FastifyError): DomainError | null {
   if (error instanceof DomainError) return error
+  // The database's condition (docs/decisions/028-busy-and-full-database.md): busy, full or read-only
+  // is a 503 with Retry-After, whichever route's statement met it; corruption and bugs stay 500s.
+  const database = databaseErrorOf(error)
+  if (database) return database
   if (error.validation) {
     const where = contextToWhere[error.validationContext ?? 'body'] ?? 'body'
     const problems = problemsFromAjv(error.validation as never, where)
@@ -94,6 +102,10 @@ export function installErrorHandler(app: FastifyInstance): void {
   })
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const known = translate(error)
+    if (known instanceof DatabaseUnavailableError) {
+      // The operator's line: which condition, and SQLite's own code (never in the answer).
+      request.log.warn({ reason: known.reason, sqlite_code: sqliteCodeOf(known.cause) }, 'database unavailable')
+    }
     if (known) return sendError(reply, known)
     request.log.error({ err: error }, 'unhandled error')
     return reply.code(500).send({ error: { code: 'internal', message: 'internal error' } })
