@@ -13,7 +13,8 @@ type OpenApiDoc = { openapi: string; paths: Record<string, Record<string, Operat
 
 /**
  * Every implemented route, as the OpenAPI document must name it, with the statuses spec §4 lists for it
- * (and 400 for a malformed body on chat creation; keyed routes also list 429, decision 021).
+ * (and 400 for a malformed body on chat creation; keyed routes also list 429, decision 021; keyed
+ * reads list 400 for a malformed `x-parley-txid` header, decision 029).
  */
 const ROUTES: Array<{ method: string; path: string; keyed: boolean; statuses: string[] }> = [
   { method: 'get', path: '/', keyed: false, statuses: ['200'] },
@@ -24,13 +25,13 @@ const ROUTES: Array<{ method: string; path: string; keyed: boolean; statuses: st
   { method: 'get', path: '/v1/catalogue', keyed: false, statuses: ['200', '404', '500', '503'] },
   { method: 'get', path: '/v1/catalogue/{name}', keyed: false, statuses: ['200', '400', '404', '500', '503'] },
   { method: 'get', path: '/v1/catalogue/models.md', keyed: false, statuses: ['200', '404', '500', '503'] },
-  { method: 'get', path: '/api/v1/chats', keyed: true, statuses: ['200', '401', '422', '500', '503'] },
+  { method: 'get', path: '/api/v1/chats', keyed: true, statuses: ['200', '400', '401', '422', '500', '503'] },
   { method: 'post', path: '/api/v1/chats', keyed: true, statuses: ['201', '400', '401', '413', '422', '500', '503'] },
   { method: 'get', path: '/api/v1/chats/{chat_id}', keyed: true, statuses: ['200', '400', '401', '404', '422', '500', '503'] },
   { method: 'delete', path: '/api/v1/chats/{chat_id}', keyed: true, statuses: ['204', '400', '401', '404', '422', '500', '503'] },
   { method: 'get', path: '/api/v1/chats/{chat_id}/history', keyed: true, statuses: ['200', '400', '401', '404', '422', '500', '503'] },
-  { method: 'get', path: '/api/v1/namespaces', keyed: true, statuses: ['200', '401', '422', '500', '503'] },
-  { method: 'get', path: '/api/v1/models', keyed: true, statuses: ['200', '401', '422', '500', '503'] },
+  { method: 'get', path: '/api/v1/namespaces', keyed: true, statuses: ['200', '400', '401', '422', '500', '503'] },
+  { method: 'get', path: '/api/v1/models', keyed: true, statuses: ['200', '400', '401', '422', '500', '503'] },
 ]
 
 let ctx: TestContext

@@ -2252,7 +2252,10 @@ export interface operations {
                 /** @description 1-100; out-of-range values are clamped. */
                 limit?: number;
             };
-            header?: never;
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2265,6 +2268,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ChatPage"];
+                };
+            };
+            /** @description A malformed `x-parley-txid` header (16 hexadecimal digits). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
             /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
@@ -2311,9 +2323,11 @@ export interface operations {
                     "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2347,6 +2361,10 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name. */
+                    "x-parley-txid"?: string;
+                    /** @description With LiteFS: `parley-txid=<TXID>; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`, the same TXID as a cookie, which a read presents like the header. */
+                    "set-cookie"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2429,7 +2447,10 @@ export interface operations {
     getChat: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
             path: {
                 chat_id: string;
             };
@@ -2446,7 +2467,7 @@ export interface operations {
                     "application/json": components["schemas"]["ChatSummary"];
                 };
             };
-            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. Or a malformed `x-parley-txid` header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2508,9 +2529,11 @@ export interface operations {
                     "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2533,6 +2556,10 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    /** @description With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name. */
+                    "x-parley-txid"?: string;
+                    /** @description With LiteFS: `parley-txid=<TXID>; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`, the same TXID as a cookie, which a read presents like the header. */
+                    "set-cookie"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2622,7 +2649,10 @@ export interface operations {
                 /** @description `stubs` (default): media described without bytes; `none`: no media; `full`: media with their bytes. */
                 include?: "stubs" | "none" | "full";
             };
-            header?: never;
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
             path: {
                 chat_id: string;
             };
@@ -2639,7 +2669,7 @@ export interface operations {
                     "application/json": components["schemas"]["HistoryPageResponse"];
                 };
             };
-            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. Or a malformed `x-parley-txid` header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2701,9 +2731,11 @@ export interface operations {
                     "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2715,7 +2747,10 @@ export interface operations {
     listNamespaces: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2730,6 +2765,15 @@ export interface operations {
                     "application/json": components["schemas"]["NamespacePage"];
                 };
             };
+            /** @description A malformed `x-parley-txid` header (16 hexadecimal digits). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
@@ -2774,9 +2818,11 @@ export interface operations {
                     "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2788,7 +2834,10 @@ export interface operations {
     listModels: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2803,6 +2852,15 @@ export interface operations {
                     "application/json": components["schemas"]["CatalogueModel"][];
                 };
             };
+            /** @description A malformed `x-parley-txid` header (16 hexadecimal digits). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
             401: {
                 headers: {
@@ -2847,9 +2905,11 @@ export interface operations {
                     "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2864,7 +2924,10 @@ export interface operations {
                 /** @description Slash-separated scope, e.g. `acme/support`. */
                 namespace?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2879,7 +2942,7 @@ export interface operations {
                     "application/json": components["schemas"]["ConfigVersionResponse"][];
                 };
             };
-            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. Or a malformed `x-parley-txid` header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2950,9 +3013,11 @@ export interface operations {
                     "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2984,6 +3049,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name. */
+                    "x-parley-txid"?: string;
+                    /** @description With LiteFS: `parley-txid=<TXID>; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`, the same TXID as a cookie, which a read presents like the header. */
+                    "set-cookie"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3096,6 +3165,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name. */
+                    "x-parley-txid"?: string;
+                    /** @description With LiteFS: `parley-txid=<TXID>; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`, the same TXID as a cookie, which a read presents like the header. */
+                    "set-cookie"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3190,7 +3263,10 @@ export interface operations {
                 /** @description Slash-separated scope, e.g. `acme/support`. */
                 namespace?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3205,7 +3281,7 @@ export interface operations {
                     "application/json": components["schemas"]["ConfigVersionResponse"][];
                 };
             };
-            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. Or a malformed `x-parley-txid` header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3276,9 +3352,11 @@ export interface operations {
                     "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3290,7 +3368,10 @@ export interface operations {
     getInstructionsVersion: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
             path: {
                 id: string;
             };
@@ -3307,7 +3388,7 @@ export interface operations {
                     "application/json": components["schemas"]["InstructionResponse"];
                 };
             };
-            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. Or a malformed `x-parley-txid` header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3378,9 +3459,11 @@ export interface operations {
                     "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3403,6 +3486,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name. */
+                    "x-parley-txid"?: string;
+                    /** @description With LiteFS: `parley-txid=<TXID>; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`, the same TXID as a cookie, which a read presents like the header. */
+                    "set-cookie"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3497,7 +3584,10 @@ export interface operations {
                 /** @description Slash-separated scope, e.g. `acme/support`. */
                 namespace?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3512,7 +3602,7 @@ export interface operations {
                     "application/json": components["schemas"]["ConfigVersionResponse"][];
                 };
             };
-            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. Or a malformed `x-parley-txid` header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3583,9 +3673,11 @@ export interface operations {
                     "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3633,6 +3725,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name. */
+                    "x-parley-txid"?: string;
+                    /** @description With LiteFS: `parley-txid=<TXID>; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`, the same TXID as a cookie, which a read presents like the header. */
+                    "set-cookie"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3745,6 +3841,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name. */
+                    "x-parley-txid"?: string;
+                    /** @description With LiteFS: `parley-txid=<TXID>; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`, the same TXID as a cookie, which a read presents like the header. */
+                    "set-cookie"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3839,7 +3939,10 @@ export interface operations {
                 /** @description Slash-separated scope, e.g. `acme/support`. */
                 namespace?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3854,7 +3957,7 @@ export interface operations {
                     "application/json": components["schemas"]["ConfigVersionResponse"][];
                 };
             };
-            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. Or a malformed `x-parley-txid` header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3925,9 +4028,11 @@ export interface operations {
                     "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3939,7 +4044,10 @@ export interface operations {
     getToolsVersion: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
             path: {
                 id: string;
             };
@@ -3956,7 +4064,7 @@ export interface operations {
                     "application/json": components["schemas"]["ToolSchemaResponse"];
                 };
             };
-            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. Or a malformed `x-parley-txid` header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4027,9 +4135,11 @@ export interface operations {
                     "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4052,6 +4162,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name. */
+                    "x-parley-txid"?: string;
+                    /** @description With LiteFS: `parley-txid=<TXID>; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`, the same TXID as a cookie, which a read presents like the header. */
+                    "set-cookie"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4146,7 +4260,10 @@ export interface operations {
                 /** @description Slash-separated scope, e.g. `acme/support`. */
                 namespace?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4161,7 +4278,7 @@ export interface operations {
                     "application/json": components["schemas"]["RetentionPolicyResponse"][];
                 };
             };
-            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. Or a malformed `x-parley-txid` header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4232,9 +4349,11 @@ export interface operations {
                     "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4268,6 +4387,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name. */
+                    "x-parley-txid"?: string;
+                    /** @description With LiteFS: `parley-txid=<TXID>; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`, the same TXID as a cookie, which a read presents like the header. */
+                    "set-cookie"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4380,6 +4503,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name. */
+                    "x-parley-txid"?: string;
+                    /** @description With LiteFS: `parley-txid=<TXID>; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`, the same TXID as a cookie, which a read presents like the header. */
+                    "set-cookie"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4474,7 +4601,10 @@ export interface operations {
                 /** @description Slash-separated scope, e.g. `acme/support`. */
                 namespace?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4489,7 +4619,7 @@ export interface operations {
                     "application/json": components["schemas"]["RetentionPolicyResponse"][];
                 };
             };
-            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. Or a malformed `x-parley-txid` header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4560,9 +4690,11 @@ export interface operations {
                     "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4574,7 +4706,10 @@ export interface operations {
     getRetentionPolicyVersion: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
             path: {
                 id: string;
             };
@@ -4591,7 +4726,7 @@ export interface operations {
                     "application/json": components["schemas"]["RetentionPolicyResponse"];
                 };
             };
-            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. Or a malformed `x-parley-txid` header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4662,9 +4797,11 @@ export interface operations {
                     "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4687,6 +4824,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name. */
+                    "x-parley-txid"?: string;
+                    /** @description With LiteFS: `parley-txid=<TXID>; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`, the same TXID as a cookie, which a read presents like the header. */
+                    "set-cookie"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4781,7 +4922,10 @@ export interface operations {
                 /** @description Slash-separated scope, e.g. `acme/support`. */
                 namespace?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4796,7 +4940,7 @@ export interface operations {
                     "application/json": components["schemas"]["ContextBudgetResponse"][];
                 };
             };
-            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. Or a malformed `x-parley-txid` header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4867,9 +5011,11 @@ export interface operations {
                     "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4905,6 +5051,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name. */
+                    "x-parley-txid"?: string;
+                    /** @description With LiteFS: `parley-txid=<TXID>; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`, the same TXID as a cookie, which a read presents like the header. */
+                    "set-cookie"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5018,6 +5168,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name. */
+                    "x-parley-txid"?: string;
+                    /** @description With LiteFS: `parley-txid=<TXID>; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`, the same TXID as a cookie, which a read presents like the header. */
+                    "set-cookie"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5113,7 +5267,10 @@ export interface operations {
                 namespace?: string;
                 model?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5128,7 +5285,7 @@ export interface operations {
                     "application/json": components["schemas"]["ContextBudgetResponse"][];
                 };
             };
-            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. Or a malformed `x-parley-txid` header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5199,9 +5356,11 @@ export interface operations {
                     "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5213,7 +5372,10 @@ export interface operations {
     getBudgetVersion: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
             path: {
                 id: string;
             };
@@ -5230,7 +5392,7 @@ export interface operations {
                     "application/json": components["schemas"]["ContextBudgetResponse"];
                 };
             };
-            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. Or a malformed `x-parley-txid` header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5301,9 +5463,11 @@ export interface operations {
                     "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5326,6 +5490,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name. */
+                    "x-parley-txid"?: string;
+                    /** @description With LiteFS: `parley-txid=<TXID>; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`, the same TXID as a cookie, which a read presents like the header. */
+                    "set-cookie"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5417,7 +5585,10 @@ export interface operations {
     getDefaultPolicies: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5432,7 +5603,7 @@ export interface operations {
                     "application/json": components["schemas"]["DefaultPoliciesResponse"];
                 };
             };
-            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. Or a malformed `x-parley-txid` header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5503,9 +5674,11 @@ export interface operations {
                     "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5517,7 +5690,10 @@ export interface operations {
     listConfigNamespaces: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5532,7 +5708,7 @@ export interface operations {
                     "application/json": string[];
                 };
             };
-            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. Or a malformed `x-parley-txid` header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5603,9 +5779,11 @@ export interface operations {
                     "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5620,7 +5798,10 @@ export interface operations {
                 /** @description Slash-separated scope, e.g. `acme/support`. */
                 namespace?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5635,7 +5816,7 @@ export interface operations {
                     "application/json": components["schemas"]["ResolvedConfig"];
                 };
             };
-            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. Or a malformed `x-parley-txid` header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5706,9 +5887,11 @@ export interface operations {
                     "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5724,7 +5907,10 @@ export interface operations {
                 namespace?: string;
                 model?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5739,7 +5925,7 @@ export interface operations {
                     "application/json": components["schemas"]["ResolvedBudget"];
                 };
             };
-            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. Or a malformed `x-parley-txid` header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5810,9 +5996,11 @@ export interface operations {
                     "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5830,7 +6018,10 @@ export interface operations {
                 /** @description Slash-separated scope, e.g. `acme/support`. */
                 namespace?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5843,6 +6034,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UsageReport"];
+                };
+            };
+            /** @description A malformed `x-parley-txid` header (16 hexadecimal digits). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestError"];
                 };
             };
             /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
@@ -5889,9 +6089,11 @@ export interface operations {
                     "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5929,6 +6131,10 @@ export interface operations {
             /** @description The turn's events as `text/event-stream`. Each frame is `event: <name>` then `data: <JSON>`, frames separated by a blank line; the data of each event is described by its variant below. Order: `run` (always first), `config_warnings`, `translation_warnings`; then `compacting` when the turn waits for summaries of older history, followed by `config_warnings` again if they changed; then per content block `block_start`, any number of `delta` (of the block's kind; `tool_input` for a tool call), `block_stop`; blocks never interleave. The stream ends with exactly one `done` (success) or `error` (failure after the stream opened; failures before it are HTTP errors in JSON). A comment line (`: heartbeat`) comes every 15 s and carries no event. Closing the connection does not cancel the run: read `GET /api/v1/runs/{run_id}` and the history. */
             200: {
                 headers: {
+                    /** @description With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name. */
+                    "x-parley-txid"?: string;
+                    /** @description With LiteFS: `parley-txid=<TXID>; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`, the same TXID as a cookie, which a read presents like the header. */
+                    "set-cookie"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6047,7 +6253,10 @@ export interface operations {
     getRun: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
             path: {
                 run_id: string;
             };
@@ -6064,7 +6273,7 @@ export interface operations {
                     "application/json": components["schemas"]["RunInspection"];
                 };
             };
-            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. Or a malformed `x-parley-txid` header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6126,9 +6335,11 @@ export interface operations {
                     "application/json": components["schemas"]["InternalError"];
                 };
             };
-            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6151,6 +6362,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name. */
+                    "x-parley-txid"?: string;
+                    /** @description With LiteFS: `parley-txid=<TXID>; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`, the same TXID as a cookie, which a read presents like the header. */
+                    "set-cookie"?: string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -74,6 +74,7 @@ type Operation = {
   description?: string
   security?: unknown[]
   requestBody?: { content: Record<string, { example?: unknown; schema?: unknown }> }
+  parameters?: unknown[]
   responses: Record<string, unknown>
   [extension: `x-${string}`]: unknown
 }
@@ -97,12 +98,64 @@ const badPathEncoding = {
   content: { 'application/json': { schema: { $ref: '#/components/schemas/BadRequestError' } } },
 }
 
+type Response = { description?: string; headers?: Record<string, unknown>; content?: unknown }
+
+const TXID_FORMAT = { type: 'string', pattern: '^[0-9a-fA-F]{16}$', example: '00000000002df417' }
+
+/** Read-your-writes across nodes (decision 029): the TXID a keyed read may present. */
+const txidParameter = {
+  in: 'header',
+  name: 'x-parley-txid',
+  required: false,
+  description:
+    'The `x-parley-txid` of an earlier write\'s answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400.',
+  schema: TXID_FORMAT,
+}
+
+/** What a write's answer says of the position it left the database at (with LiteFS only). */
+const TXID_HEADERS = {
+  'x-parley-txid': {
+    description:
+      "With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name.",
+    schema: TXID_FORMAT,
+  },
+  'set-cookie': {
+    description: 'With LiteFS: `parley-txid=<TXID>; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`, the same TXID as a cookie, which a read presents like the header.',
+    schema: { type: 'string' },
+  },
+}
+
+/** Keyed reads present a TXID: a malformed header is a 400, a replica that does not catch up in time a 503 with Retry-After. */
+function documentReadYourWrites(operation: Operation): void {
+  operation.parameters = [...(operation.parameters ?? []), txidParameter]
+  const badRequest = operation.responses['400'] as Response | undefined
+  operation.responses['400'] = badRequest
+    ? { ...badRequest, description: `${badRequest.description ?? ''} Or a malformed \`x-parley-txid\` header.`.trim() }
+    : { description: 'A malformed `x-parley-txid` header (16 hexadecimal digits).', content: { 'application/json': { schema: { $ref: '#/components/schemas/BadRequestError' } } } }
+  const unavailable = operation.responses['503'] as Response | undefined
+  operation.responses['503'] = {
+    ...unavailable,
+    description: `${unavailable?.description ?? ''} Also a LiteFS replica that did not reach the read's \`x-parley-txid\` within 2 s: retry after \`Retry-After\` seconds.`.trim(),
+    headers: { ...unavailable?.headers, 'retry-after': { description: 'Seconds to wait before reading again (a replica catching up).', schema: Type.Integer({ minimum: 0 }) } },
+    content: unavailable?.content ?? { 'application/json': { schema: { $ref: '#/components/schemas/UnavailableError' } } },
+  }
+}
+
+function documentWritePosition(operation: Operation): void {
+  for (const [status, response] of Object.entries(operation.responses)) {
+    if (/^2\d\d$/.test(status)) (response as Response).headers = { ...(response as Response).headers, ...TXID_HEADERS }
+  }
+}
+
 /** The whole document, once built: what each operation needs beyond its route's schema. */
 function completeDocument(document: OpenApiDocument): OpenApiDocument {
   for (const [path, methods] of Object.entries(document.paths ?? {})) {
     for (const [method, operation] of Object.entries(methods)) {
+      const keyed = operation.security === undefined || operation.security.length > 0
+      if (keyed && method === 'get') documentReadYourWrites(operation)
+      if (keyed && method !== 'get') documentWritePosition(operation)
       // Operations behind an API key are the rate-limited ones (decision 011).
-      if (operation.security === undefined || operation.security.length > 0) operation.responses['429'] = rateLimited
+      if (keyed) operation.responses['429'] = rateLimited
       // A path whose parameter is not valid percent-encoding (`%ZZ`) is refused by the router, 400, before
       // any route runs: every operation with a path parameter can answer it (the fuzz suite sends it).
       if (path.includes('{') && operation.responses['400'] === undefined) operation.responses['400'] = badPathEncoding
