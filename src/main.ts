@@ -1,9 +1,10 @@
+import { existsSync } from 'node:fs'
 import { readBuildInfo } from './build-info.ts'
 import { composeApp } from './compose.ts'
 import { buildApp, REDACTED_LOG_PATHS } from './http/app.ts'
 import { bootstrapDevOrganisation } from './store/bootstrap-dev-organisation.ts'
 import { openDatabase } from './store/database.ts'
-import { createStore } from './store/index.ts'
+import { createStore, replaceConnection } from './store/index.ts'
 import { activeProviders } from './providers/catalogue/active-providers.ts'
 import { createCatalogueService } from './providers/catalogue/catalogue-service.ts'
 import { loadCatalogue } from './providers/catalogue/load-catalogue.ts'
@@ -17,9 +18,15 @@ import { ALWAYS_PRIMARY, litefsRole } from './store/replication-role.ts'
 
 const settings = readSettings()
 const role = settings.litefs ? litefsRole(settings.litefs.primaryFile, settings.litefs.primaryPort) : ALWAYS_PRIMARY
+// A replica of a cluster whose primary has not created the database yet waits for it to arrive.
+if (role.current().kind !== 'primary' && !existsSync(settings.databaseFile)) {
+  process.stdout.write(`waiting for the primary's database to replicate to ${settings.databaseFile}\n`)
+  while (role.current().kind !== 'primary' && !existsSync(settings.databaseFile)) await new Promise((resolve) => setTimeout(resolve, 200))
+}
 const startedAsPrimary = role.current().kind === 'primary'
-const db = openDatabase(settings.databaseFile, { replica: !startedAsPrimary })
-const store = createStore(db)
+const store = createStore(openDatabase(settings.databaseFile, { replica: !startedAsPrimary }))
+/** The role this process serves in now: it follows LiteFS's without a restart (decision 009). */
+let servingAsPrimary = startedAsPrimary
 
 const loaded = loadCatalogue()
 const catalogue = createCatalogueService(
@@ -29,7 +36,9 @@ const catalogue = createCatalogueService(
   store.now,
 )
 const stopStats = catalogue.start()
-store.providerCalls.onRecord(() => catalogue.noteCall())
+// Registered again on each new connection's query modules (a role change).
+const wireStore = () => store.providerCalls.onRecord(() => catalogue.noteCall())
+wireStore()
 
 const position = settings.litefs ? litefsPosition(settings.litefs.positionFile) : NO_POSITION
 const deps = composeApp({
@@ -71,7 +80,7 @@ try {
   stopStats()
   stopHost()
   deps.host.stopAll()
-  db.close()
+  store.db.close()
   process.exit(1)
 }
 
@@ -92,28 +101,61 @@ if (inspection.kind === 'on') {
 }
 
 let stopping = false
-function shutDown(why: Record<string, unknown>, exitCode: number) {
+/**
+ * SIGTERM or SIGINT (a deploy, `litefs mount` passing its signal on): no new turns; running
+ * runs get SHUTDOWN_GRACE_MS to end, then are stopped and settled as interrupted, so no chat is left
+ * blocked by a lease this process no longer renews (decision 009). Then the process ends.
+ */
+async function shutDown(why: Record<string, unknown>) {
   if (stopping) return
   stopping = true
-  app.log.info(why, 'shutting down')
+  app.log.info({ ...why, graceMs: settings.shutdownGraceMs }, 'shutting down')
+  clearInterval(roleWatch)
+  // New turns are refused with 503 while the runs in flight end (their streams stay open meanwhile);
+  // then the server closes, ending any stream still open.
+  if (servingAsPrimary) await deps.host.drain(settings.shutdownGraceMs)
   stopStats()
   stopHost()
-  clearInterval(roleWatch)
   deps.host.stopAll()
-  void app.close().finally(() => {
-    db.close()
-    process.exit(exitCode)
-  })
+  await Promise.race([app.close(), new Promise((resolve) => setTimeout(resolve, 5_000).unref())])
+  store.db.close()
+  process.exit(0)
 }
 
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => shutDown({ signal }, 0))
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void shutDown({ signal }))
 
-// A replica's connection never writes; promoted (or demoted), the process ends with EX_TEMPFAIL so
-// its supervisor (litefs mount, then Fly) starts it again in its new role (decision 009).
-const ROLE_CHANGED_EXIT_CODE = 75
-app.log.info({ role: role.current(), node: deps.nodeId }, 'replication role')
-const roleWatch = setInterval(() => {
+/**
+ * LiteFS moved the primary (decision 009). Promoted: the database is opened writable and migrated,
+ * and every run still `running` is settled at once (the only writer knows nobody streams them).
+ * Demoted: every chat's actor gives its chat up (running streams end with `unavailable`), and the
+ * database is opened read-only; writes are relayed to the new primary from then on. A change that
+ * fails (the file cannot be opened yet) is tried again at the next look.
+ */
+function followRole() {
   const current = role.current()
-  if ((current.kind === 'primary') !== startedAsPrimary) shutDown({ role: current, was: startedAsPrimary ? 'primary' : 'replica' }, ROLE_CHANGED_EXIT_CODE)
-}, 1_000)
+  const primaryNow = current.kind === 'primary'
+  if (primaryNow === servingAsPrimary || stopping) return
+  const was = servingAsPrimary ? 'primary' : 'replica'
+  try {
+    if (primaryNow) {
+      replaceConnection(store, openDatabase(settings.databaseFile))
+      wireStore()
+      servingAsPrimary = true
+      const settled = deps.host.takeOver()
+      app.log.info({ role: current, was, node: deps.nodeId, runsSettled: settled.length }, 'promoted: this node is the primary')
+    } else {
+      servingAsPrimary = false
+      const relinquished = deps.host.relinquishAll('this node is no longer the primary; the run is settled by the new primary')
+      replaceConnection(store, openDatabase(settings.databaseFile, { replica: true }))
+      wireStore()
+      app.log.info({ role: current, was, node: deps.nodeId, runsRelinquished: relinquished }, 'demoted: this node is a replica')
+    }
+  } catch (error) {
+    app.log.error({ err: error, role: current, was }, 'role change not completed; trying again')
+  }
+}
+
+app.log.info({ role: role.current(), node: deps.nodeId }, 'replication role')
+// Five looks a second: a demoted node stops taking turns within a fifth of a second of LiteFS.
+const roleWatch = setInterval(followRole, 200)
 roleWatch.unref()

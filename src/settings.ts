@@ -22,7 +22,16 @@ export type Settings = {
    * (present on replicas only). Null without LiteFS: the one process is the primary.
    */
   litefs: { dir: string; primaryFile: string; primaryPort: number; positionFile: string } | null
+  /**
+   * SHUTDOWN_GRACE_MS: on SIGTERM or SIGINT, how long running runs may go on streaming before they
+   * are stopped and settled as interrupted (docs/decisions/009-multi-node-litefs.md). Fly's
+   * `kill_timeout` (fly.toml) must leave room for it and for the settlements after it.
+   */
+  shutdownGraceMs: number
 }
+
+/** 10 s: most turns end within it; fly.toml's kill_timeout of 30 s leaves 20 s for the rest. */
+export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000
 
 /** 60 s to send a request: the largest turn body (32 MiB) still fits an upload of about 4.5 Mbit/s. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000
@@ -41,6 +50,10 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   if (!Number.isInteger(requestTimeoutMs) || requestTimeoutMs <= 0) {
     throw new Error(`REQUEST_TIMEOUT_MS must be a positive whole number of milliseconds, got ${env.REQUEST_TIMEOUT_MS}`)
   }
+  const shutdownGraceMs = env.SHUTDOWN_GRACE_MS === undefined || env.SHUTDOWN_GRACE_MS === '' ? DEFAULT_SHUTDOWN_GRACE_MS : Number(env.SHUTDOWN_GRACE_MS)
+  if (!Number.isInteger(shutdownGraceMs) || shutdownGraceMs < 0) {
+    throw new Error(`SHUTDOWN_GRACE_MS must be a whole number of milliseconds, got ${env.SHUTDOWN_GRACE_MS}`)
+  }
   const litefsDir = env.LITEFS_DIR ? resolve(env.LITEFS_DIR) : null
   const primaryPort = Number(env.LITEFS_PRIMARY_PORT ?? port)
   if (!Number.isInteger(primaryPort) || primaryPort <= 0 || primaryPort > 65535) {
@@ -56,6 +69,7 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     sandbox,
     rateLimitPerMinute: rateLimit,
     requestTimeoutMs,
+    shutdownGraceMs,
     litefs: litefsDir
       ? {
           dir: litefsDir,

@@ -49,6 +49,8 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
    * here even if that release could not be written; the sweep settles them.
    */
   const released = new Set<string>()
+  /** Set by drain (a shutdown): no new turn is admitted here any more. */
+  let draining = false
   const report = options.onError ?? ((what: string, error: unknown) => console.error(`chat actor host: ${what}:`, error))
 
   const compactor = createCompactor(deps)
@@ -218,6 +220,7 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
       if (this.ownerOf(submission.chatId).kind !== 'local') {
         return Promise.reject(new UnavailableError('this node does not own the chat'))
       }
+      if (draining) return Promise.reject(new UnavailableError('this server is shutting down', undefined, 'try again shortly'))
       return new Promise((resolve, reject) => {
         const actor = actorFor(submission.chatId)
         // The ledger, not this node's memory, says whether the chat has a running run (docs/guide/runs.md),
@@ -271,12 +274,13 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
     },
 
     /**
-     * Graceful shutdown (SIGTERM): running runs get up to `graceMs` to end on their own; those still
+     * Graceful shutdown (SIGTERM): new turns are refused (503); running runs get up to `graceMs` to end on their own; those still
      * running are stopped and settled as `interrupted` for what they streamed (INTERRUPT), so the
      * next turn on their chats is admitted at once, on whichever node (docs/decisions/009-multi-node-litefs.md).
      * Resolves once every run is settled, or after `settleMs` more.
      */
     async drain(graceMs: number, settleMs = 5_000): Promise<void> {
+      draining = true
       const running = () => [...actors.values()].flatMap(({ actor }) => actor.getSnapshot().context.admission ?? [])
       const deadline = Date.now() + graceMs
       while (running().length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25))

@@ -50,3 +50,18 @@ export function createStore(db: Db, options: StoreOptions = {}) {
   }
 }
 export type Store = ReturnType<typeof createStore>
+
+/**
+ * A LiteFS role change (docs/decisions/009-multi-node-litefs.md): the store moves to a new
+ * connection, writable after a promotion, read-only after a demotion. Every query module is
+ * prepared again on it, in place, so whoever holds the store uses the new connection from its next
+ * call. The old connection closes once writes already queued on it have had their turn (they fail
+ * on a demoted node, which can no longer write).
+ */
+export function replaceConnection(store: Store, db: Db): void {
+  const old = store.db
+  Object.assign(store, createStore(db, { now: store.now }))
+  setImmediate(() => {
+    if (old.open) old.close()
+  })
+}

@@ -203,9 +203,37 @@ describe('a LiteFS replica relays writes to the primary', () => {
     }, 15_000)
   })
 
-  test('promoted (its .primary file gone), the replica exits so that it restarts as the primary', async () => {
+  test('the primary moves without a restart: the demoted node ends its run with unavailable, the promoted one settles it at once and takes turns', async () => {
+    const chat = (await on(primary, '/api/v1/chats', { method: 'POST', body: {} })).json().id
+    const answer = await postTurn(primary.url, key, chat, { model: 'sandbox/echo', input: [{ type: 'prompt', text: '/slow 300\n/long 200' }] })
+    if (!answer.ok) throw new Error(`HTTP ${answer.status}: ${answer.text}`)
+    const runId = (await answer.frame('run', () => true)).data.run_id
+    await answer.frame('delta', () => true)
+
+    // LiteFS hands the lease over: node-a's .primary now names node-b, and node-b's is gone.
+    writeFileSync(join(shared, 'primary.primary'), `127.0.0.1:${replica.port}`)
     unlinkSync(replicaPrimaryFile)
-    const code = await waitFor('the replica to exit', () => (replica.child.exitCode !== null ? replica.child.exitCode : undefined), 10_000)
-    expect(code).toBe(75)
-  })
+    expect(await answer.closed).toBe('end')
+    expect(answer.frames.at(-1)).toMatchObject({ event: 'error', data: { code: 'unavailable', details: { run_id: runId } } })
+
+    // The promoted node settled the run at once, not after its 30 s lease.
+    const settled = await waitFor('the run to be settled by the new primary', async () => {
+      const run = (await on(replica, `/api/v1/runs/${runId}`)).json()
+      return run.status !== 'running' ? run : undefined
+    }, 10_000)
+    expect(settled).toMatchObject({ status: 'failed', error: 'interrupted', is_live: false })
+
+    // A turn on the same chat through the demoted node is relayed to the new primary and runs there.
+    const next = await postTurn(primary.url, key, chat, { model: 'sandbox/echo', input: [{ type: 'prompt', text: 'after the move' }] })
+    if (!next.ok) throw new Error(`HTTP ${next.status}: ${next.text}`)
+    expect(await next.closed).toBe('end')
+    expect(next.frames.at(-1)!.event).toBe('done')
+    const nextRun = next.frames[0]!.data.run_id
+    expect(readDatabase(dbFile, (db) => db.prepare('SELECT lease_owner, status FROM runs WHERE id = ?').get(nextRun))).toMatchObject({ status: 'succeeded' })
+    expect((await on(primary, `/api/v1/runs/${nextRun}`)).json()).toMatchObject({ status: 'succeeded' })
+
+    // Neither process restarted (before, both exited with 75 to be restarted in their new role).
+    expect(primary.child.exitCode).toBeNull()
+    expect(replica.child.exitCode).toBeNull()
+  }, 30_000)
 })

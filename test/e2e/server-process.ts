@@ -91,7 +91,8 @@ export type StartOptions = {
 export async function startServer(options: StartOptions = {}): Promise<ServerProcess> {
   const port = await freePort()
   const url = `http://127.0.0.1:${port}`
-  const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn' }
+  // A stopped server's running runs get 1 s (not 10 s) before they are interrupted, within stop()'s grace.
+  const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', SHUTDOWN_GRACE_MS: '1000' }
   // Vitest sets NODE_ENV=test; the child decides for itself unless told.
   delete env.NODE_ENV
   for (const [name, value] of Object.entries(options.env ?? {})) {
