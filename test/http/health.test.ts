@@ -79,7 +79,7 @@ describe('/readyz', () => {
     expect(db.inTransaction).toBe(false)
   })
 
-  it('answers 503 while another connection holds the write lock past the probe wait (1 s), then 200 once it lets go', async () => {
+  it('answers 503 while another connection holds the write lock past the connection busy timeout, then 200 once it lets go', async () => {
     const { app, file } = await appAs({ kind: 'primary' })
     const holder = new Database(file)
     cleanups.push(() => {
