@@ -109,6 +109,11 @@ export type ClusterOptions = {
   logLevel?: string
   /** How long start() waits for every node to answer /readyz. */
   readyTimeoutMs?: number
+  /**
+   * The directory each node's server runs from (`node --import tsx src/main.ts` there): the
+   * repository by default; another build's tree (with its node_modules) to run that build instead.
+   */
+  serverDir?: string
 }
 
 export type NodeStart = { pid: number; at: number }
@@ -158,6 +163,12 @@ export type LitefsCluster = {
   node: (nameOrIndex: string | number) => ClusterNode
   /** This node's `.primary` content (trimmed), or null when the file is absent (on the primary, or a replica connected to none). */
   primaryFile: (node: ClusterNode) => string | null
+  /**
+   * LiteFS's `.lag` file: 0 only while this node holds the primary lease; on a replica the
+   * milliseconds since the primary's last frame (growing while disconnected), 2147483647 before its
+   * first sync; null when the mount does not answer.
+   */
+  lagFile: (node: ClusterNode) => number | null
   /** LiteFS's own view of the node (GET /info on its HTTP API); null when LiteFS does not answer. */
   info: (node: ClusterNode) => Promise<LitefsNodeInfo | null>
   /** The node LiteFS says is the primary right now (exactly one, else null). */
@@ -371,7 +382,7 @@ export async function startLitefsCluster(options: ClusterOptions = {}): Promise<
     mkdirSync(node.fuseDir, { recursive: true })
     const log = openSync(node.litefsLog, 'a')
     const child = spawn(litefs, ['mount', '-config', node.configFile], {
-      cwd: REPO_ROOT,
+      cwd: options.serverDir ?? REPO_ROOT,
       env: envOf(node),
       // Its own process group: kill9 ends litefs and the server under it together.
       detached: true,
@@ -518,6 +529,13 @@ export async function startLitefsCluster(options: ClusterOptions = {}): Promise<
       return found
     },
     primaryFile,
+    lagFile(node) {
+      try {
+        return Number(readFileSync(join(node.fuseDir, '.lag'), 'utf8').trim())
+      } catch {
+        return null
+      }
+    },
     info,
     primary,
     waitForPrimary,
