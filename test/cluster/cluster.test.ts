@@ -20,6 +20,7 @@ const MODEL = 'sandbox/echo'
 const SLOW_TURN = '/slow 200\n/long 12'
 
 if (!gate.run) {
+  console.info(gate.reason)
   test.skip(gate.reason, () => {})
 } else {
   describe('Parley on a three-node LiteFS cluster', () => {

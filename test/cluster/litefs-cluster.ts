@@ -57,6 +57,7 @@ export function checkPrerequisites(): Prerequisites {
     return { ok: false, reason: 'no litefs binary on PATH, in /root/go/bin or in $(go env GOPATH)/bin (CGO_ENABLED=1 go install github.com/superfly/litefs/cmd/litefs@v0.5.14)' }
   }
   try {
+    if (!statSync('/dev/fuse').isCharacterDevice()) return { ok: false, reason: '/dev/fuse is not a character device: FUSE is not available here' }
     closeSync(openSync('/dev/fuse', 'r+'))
   } catch (error) {
     return { ok: false, reason: `/dev/fuse cannot be opened for reading and writing (${(error as Error).message}): FUSE is not available to this user` }
