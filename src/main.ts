@@ -17,7 +17,7 @@ import { litefsPosition, NO_POSITION } from './store/replication-position.ts'
 import { ALWAYS_PRIMARY, litefsRole } from './store/replication-role.ts'
 
 const settings = readSettings()
-const role = settings.litefs ? litefsRole(settings.litefs.primaryFile, settings.litefs.primaryPort) : ALWAYS_PRIMARY
+const role = settings.litefs ? litefsRole(settings.litefs.primaryFile, settings.litefs.lagFile, settings.litefs.primaryPort) : ALWAYS_PRIMARY
 // A replica of a cluster whose primary has not created the database yet waits for it to arrive.
 if (role.current().kind !== 'primary' && !existsSync(settings.databaseFile)) {
   process.stdout.write(`waiting for the primary's database to replicate to ${settings.databaseFile}\n`)

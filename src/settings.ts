@@ -21,7 +21,7 @@ export type Settings = {
    * LiteFS (decision 009): the mount holding the database, and the file that names the primary
    * (present on replicas only). Null without LiteFS: the one process is the primary.
    */
-  litefs: { dir: string; primaryFile: string; primaryPort: number; positionFile: string } | null
+  litefs: { dir: string; primaryFile: string; lagFile: string; primaryPort: number; positionFile: string } | null
   /**
    * SHUTDOWN_GRACE_MS: on SIGTERM or SIGINT, how long running runs may go on streaming before they
    * are stopped and settled as interrupted (docs/decisions/009-multi-node-litefs.md). Fly's
@@ -74,6 +74,7 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
       ? {
           dir: litefsDir,
           primaryFile: resolve(env.LITEFS_PRIMARY_FILE ?? resolve(litefsDir, '.primary')),
+          lagFile: resolve(env.LITEFS_LAG_FILE ?? resolve(litefsDir, '.lag')),
           primaryPort,
           positionFile: resolve(env.LITEFS_POSITION_FILE ?? resolve(litefsDir, 'parley.db-pos')),
         }

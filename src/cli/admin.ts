@@ -14,7 +14,7 @@ function runCommand(argv: string[]): void {
   try {
     const settings = readSettings()
     // Most commands write, and only the LiteFS primary may (decision 009); all run there alike.
-    const role = settings.litefs ? litefsRole(settings.litefs.primaryFile, settings.litefs.primaryPort).current() : { kind: 'primary' as const }
+    const role = settings.litefs ? litefsRole(settings.litefs.primaryFile, settings.litefs.lagFile, settings.litefs.primaryPort).current() : { kind: 'primary' as const }
     if (role.kind !== 'primary') {
       const where = role.kind === 'replica' ? `the primary is ${role.primaryUrl}` : 'no primary is known yet'
       throw new AdminError(`this node is a LiteFS read replica and cannot write; run the command on the primary (${where})`)

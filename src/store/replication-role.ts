@@ -25,12 +25,17 @@ export type ReplicationRoleSource = {
 export const ALWAYS_PRIMARY: ReplicationRoleSource = { current: () => ({ kind: 'primary' }), exclusiveWriter: false }
 
 /**
- * Reads LiteFS's `.primary` file: absent on the primary; on a replica it holds the primary's
- * host name (its lease's advertised host). The primary's API is at that host on `primaryPort`,
- * unless the file names a port itself (`host:port`). Read at most once per `ttlMs` (a tenth of a
- * second: a demoted node must stop taking writes quickly), since every write asks.
+ * Reads LiteFS's `.primary` file: on a replica connected to its primary it holds the primary's host
+ * name (its lease's advertised host). The primary's API is at that host on `primaryPort`, unless
+ * the file names a port itself (`host:port`). LiteFS 0.5 also leaves the file absent on a replica
+ * that lost its primary (an election in progress), so an absent file means "primary" only when the
+ * `.lag` file beside it says 0: LiteFS sets it to 0 when it takes the lease, and on a replica it
+ * counts the milliseconds since its primary last spoke. Without a `.lag` file (not a LiteFS mount:
+ * the tests' shared-file stand-in), an absent `.primary` means primary. Both are read at most once
+ * per `ttlMs` (a tenth of a second: a demoted node must stop taking writes quickly), since every
+ * write asks.
  */
-export function litefsRole(primaryFile: string, primaryPort: number, ttlMs = 100, clock = () => Date.now()): ReplicationRoleSource {
+export function litefsRole(primaryFile: string, lagFile: string, primaryPort: number, ttlMs = 100, clock = () => Date.now()): ReplicationRoleSource {
   let known: ReplicationRole = { kind: 'primary' }
   let readAt = Number.NEGATIVE_INFINITY
   return {
@@ -39,13 +44,14 @@ export function litefsRole(primaryFile: string, primaryPort: number, ttlMs = 100
       const now = clock()
       if (now - readAt < ttlMs) return known
       readAt = now
-      known = roleFrom(readPrimaryFile(primaryFile), primaryPort)
+      const primary = readIfThere(primaryFile)
+      known = roleFrom(primary, primaryPort, primary === null ? readIfThere(lagFile) : null)
       return known
     },
   }
 }
 
-function readPrimaryFile(file: string): string | null {
+function readIfThere(file: string): string | null {
   try {
     return readFileSync(file, 'utf8')
   } catch (error) {
@@ -54,9 +60,15 @@ function readPrimaryFile(file: string): string | null {
   }
 }
 
-/** What a `.primary` file's content (null when there is none) says of this node. */
-export function roleFrom(content: string | null, primaryPort: number): ReplicationRole {
-  if (content === null) return { kind: 'primary' }
+/**
+ * What a `.primary` file's content (null when there is none) says of this node; with no `.primary`,
+ * the `.lag` file's content (null when there is none) decides.
+ */
+export function roleFrom(content: string | null, primaryPort: number, lag: string | null = null): ReplicationRole {
+  if (content === null) {
+    if (lag === null) return { kind: 'primary' }
+    return /^\+?0+$/.test(lag.trim()) ? { kind: 'primary' } : { kind: 'replica-without-primary' }
+  }
   const host = content.trim()
   if (host === '') return { kind: 'replica-without-primary' }
   let url: URL
