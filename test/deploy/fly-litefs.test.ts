@@ -18,13 +18,14 @@ describe('deployment files', () => {
   const docker = read('Dockerfile')
   const env = Object.fromEntries([...one(fly, /\[env\]\n([\s\S]*?)\n\n/, 'fly.toml [env]').matchAll(/(\w+) = "(.*)"/g)].map((m) => [m[1], m[2]]))
 
-  it('the server finds the database in the LiteFS mount, and the primary file LiteFS writes there', () => {
+  it('the server finds the database in the LiteFS mount, and the .primary and .lag files LiteFS writes there', () => {
     const settings = readSettings(env)
     expect(one(litefs, /fuse:\n\s+dir: "(.+)"/, 'fuse.dir')).toBe(env.LITEFS_DIR)
     expect(settings.databaseFile).toBe(join(env.LITEFS_DIR!, 'parley.db'))
     expect(settings.litefs).toEqual({
       dir: env.LITEFS_DIR,
       primaryFile: join(env.LITEFS_DIR!, '.primary'),
+      lagFile: join(env.LITEFS_DIR!, '.lag'),
       primaryPort: 8080,
       positionFile: join(env.LITEFS_DIR!, 'parley.db-pos'),
     })

@@ -321,7 +321,7 @@ describe('SIGTERM during a streaming turn', () => {
     rmSync(dataDir, { recursive: true, force: true })
   })
 
-  test('the server shuts down by itself, ending the open stream with an error; the next start settles the run as interrupted', async () => {
+  test('the server shuts down by itself, settling the run as interrupted first and ending the open stream with that error', async () => {
     const first = await startServer({ env, timeoutMs: START_TIMEOUT_MS })
     servers.push(first)
     const key = readFileSync(join(dataDir, 'dev-api-key.txt'), 'utf8').trim()
@@ -333,13 +333,14 @@ describe('SIGTERM during a streaming turn', () => {
     await stream.frame('the first delta', (f) => f.event === 'delta')
     const runId = stream.frames[0]!.data.run_id as string
 
-    // SIGTERM; SIGKILL only if it has not exited 10 s later. Exit code 0: it stopped by itself.
+    // SIGTERM; SIGKILL only if it has not exited 10 s later. Exit code 0: it stopped by itself,
+    // once the run had its grace (SHUTDOWN_GRACE_MS, 1 s here) and was settled (decision 009).
     expect(await first.stop(10_000)).toBe(0)
     // Spec §4.2 rule 1: a failure after the stream opened arrives as the `error` event.
     expect(await stream.closed).toBe('end')
     const last = stream.frames.at(-1)!
     expect(last.event).toBe('error')
-    expect(last.data).toMatchObject({ code: 'unavailable', details: { run_id: runId } })
+    expect(last.data).toMatchObject({ code: 'interrupted', details: { run_id: runId } })
 
     const second = await startServer({ env, timeoutMs: START_TIMEOUT_MS })
     servers.push(second)
