@@ -1,9 +1,9 @@
-import { existsSync } from 'node:fs'
 import { readBuildInfo } from './build-info.ts'
 import { composeApp } from './compose.ts'
 import { buildApp, REDACTED_LOG_PATHS } from './http/app.ts'
 import { bootstrapDevOrganisation } from './store/bootstrap-dev-organisation.ts'
-import { openDatabase } from './store/database.ts'
+import { openDatabase, schemaVersionOf } from './store/database.ts'
+import { migrations } from './store/migrations/index.ts'
 import { createStore, replaceConnection } from './store/index.ts'
 import { activeProviders } from './providers/catalogue/active-providers.ts'
 import { createCatalogueService } from './providers/catalogue/catalogue-service.ts'
@@ -18,10 +18,12 @@ import { ALWAYS_PRIMARY, litefsRole } from './store/replication-role.ts'
 
 const settings = readSettings()
 const role = settings.litefs ? litefsRole(settings.litefs.primaryFile, settings.litefs.lagFile, settings.litefs.primaryPort) : ALWAYS_PRIMARY
-// A replica of a cluster whose primary has not created the database yet waits for it to arrive.
-if (role.current().kind !== 'primary' && !existsSync(settings.databaseFile)) {
-  process.stdout.write(`waiting for the primary's database to replicate to ${settings.databaseFile}\n`)
-  while (role.current().kind !== 'primary' && !existsSync(settings.databaseFile)) await new Promise((resolve) => setTimeout(resolve, 200))
+// A replica whose primary has not yet created and migrated the database waits for it to arrive
+// whole: opened half-way (seen on the LiteFS cluster test), its statements would not prepare.
+const schemaArrived = () => (schemaVersionOf(settings.databaseFile) ?? -1) >= migrations.length
+if (role.current().kind !== 'primary' && !schemaArrived()) {
+  process.stdout.write(`waiting for the primary's database (schema version ${migrations.length}) to replicate to ${settings.databaseFile}\n`)
+  while (role.current().kind !== 'primary' && !schemaArrived()) await new Promise((resolve) => setTimeout(resolve, 200))
 }
 const startedAsPrimary = role.current().kind === 'primary'
 const store = createStore(openDatabase(settings.databaseFile, { replica: !startedAsPrimary }))

@@ -68,3 +68,21 @@ export function migrate(db: Db, list: Migration[]): void {
  */
 export type Clock = () => Date
 export const wallClock: Clock = () => new Date()
+
+/**
+ * The schema version (`user_version`) of a database file, read on a connection of its own; null
+ * when the file is not there or cannot be read yet. A LiteFS replica starting beside a primary that
+ * is still creating or migrating the database waits until this reaches the build's migrations.
+ */
+export function schemaVersionOf(file: string): number | null {
+  try {
+    const db = new Database(file, { readonly: true, fileMustExist: true })
+    try {
+      return db.pragma('user_version', { simple: true }) as number
+    } finally {
+      db.close()
+    }
+  } catch {
+    return null
+  }
+}

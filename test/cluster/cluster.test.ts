@@ -100,6 +100,8 @@ if (!gate.run) {
       expect(txid).toBeGreaterThan(primaryTxid!)
       await waitFor('the replicas to reach the write', () => replicas.every((r) => (cluster.position(r) ?? 0n) >= txid), 30_000)
 
+      // A replica waits for the primary's database to arrive migrated: no server start fails and is restarted.
+      for (const n of cluster.nodes) expect(cluster.starts(n), n.name).toHaveLength(1)
       const starts = cluster.nodes.map((n) => `${n.name} ${n === primary ? 'primary' : 'replica'}: ${cluster.starts(n).length} start(s), litefs exits ${JSON.stringify(cluster.exits(n).map((e) => e.code))}`)
       console.log(`boot: every node ready ${cluster.bootMs()} ms after the three litefs mounts started (${starts.join('; ')})`)
     }, 120_000)

@@ -137,8 +137,10 @@ if (!gate.run) {
       const handoffAt = Date.now()
       await c.handoff(target)
       const promotedAt = c.lease!.acquisitions(c.leaseKey).at(-1)!.at
-      await waitFor('a turn admitted after the handoff', () => traffic.admissions.some((a) => a.at > handoffAt), 60_000)
-      const resumedAt = traffic.admissions.find((a) => a.at > handoffAt)!.at
+      // The interruption: from the last turn admitted before the lease moved to the first one after.
+      await waitFor('a turn admitted after the lease moved', () => traffic.admissions.some((a) => a.at > promotedAt), 60_000)
+      const resumedAt = traffic.admissions.find((a) => a.at > promotedAt)!.at
+      const lastBefore = traffic.admissions.filter((a) => a.at <= promotedAt).at(-1)?.at ?? handoffAt
       await waitFor('more turns on the new primary', () => traffic.acknowledged.filter((a) => a.startedAt > resumedAt && a.done).length >= 6, 60_000)
       await traffic.stop()
       expect(traffic.errors).toEqual([])
@@ -174,8 +176,8 @@ if (!gate.run) {
 
       const turns = traffic.acknowledged.length
       console.log(
-        `planned handoff ${primary.name} → ${target.name}: turns admitted again ${resumedAt - handoffAt} ms after the handoff began ` +
-          `(lease moved ${promotedAt - handoffAt} ms in); ${turns} turns acknowledged, ${traffic.acknowledged.reduce((n, a) => n + a.parts, 0)} parts, 0 lost; ` +
+        `planned handoff ${primary.name} → ${target.name}: no turn admitted for ${resumedAt - lastBefore} ms around the move ` +
+          `(lease moved ${promotedAt - handoffAt} ms after the handoff began, first admission ${resumedAt - promotedAt} ms after that); ${turns} turns acknowledged, ${traffic.acknowledged.reduce((n, a) => n + a.parts, 0)} parts, 0 lost; ` +
           `${interrupted.length} runs interrupted, settled ${settleDelays.length ? `${Math.min(...settleDelays)}–${Math.max(...settleDelays)}` : '–'} ms after the promotion; ` +
           `refusals meanwhile ${JSON.stringify(traffic.refusals)}; server starts per node ${JSON.stringify(startsBefore)}`,
       )
