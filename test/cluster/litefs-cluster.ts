@@ -494,17 +494,20 @@ export async function startLitefsCluster(options: ClusterOptions = {}): Promise<
     await exited
   }
 
+  /** SIGKILL to the node's process group (litefs and its server), then its FUSE mount undone. */
+  const killAndUnmount = (node: ClusterNode) => {
+    if (node.process?.pid) {
+      try {
+        process.kill(-node.process.pid, 'SIGKILL')
+      } catch {}
+    }
+    unmount(node.fuseDir, fusermount)
+  }
+
   const emergency = {
     emergencyStop() {
       stopped = true
-      for (const node of nodes) {
-        if (node.process?.pid) {
-          try {
-            process.kill(-node.process.pid, 'SIGKILL')
-          } catch {}
-        }
-        unmount(node.fuseDir, fusermount)
-      }
+      for (const node of nodes) killAndUnmount(node)
       void lease?.close()
       if (process.env.PARLEY_LITEFS_KEEP !== '1' && !nodes.some((n) => mounted(n.fuseDir))) rmSync(dir, { recursive: true, force: true })
     },
@@ -607,14 +610,7 @@ export async function startLitefsCluster(options: ClusterOptions = {}): Promise<
     async stop() {
       stopped = true
       await Promise.all(nodes.map((node) => stopNode(node, 10_000).catch(() => undefined)))
-      for (const node of nodes) {
-        if (node.process?.pid) {
-          try {
-            process.kill(-node.process.pid, 'SIGKILL')
-          } catch {}
-        }
-        unmount(node.fuseDir, fusermount)
-      }
+      for (const node of nodes) killAndUnmount(node)
       await lease?.close()
       liveClusters.delete(emergency)
       if (process.env.PARLEY_LITEFS_KEEP === '1') {

@@ -98,13 +98,10 @@ describe('SQLITE_BUSY (the write lock held by another process)', () => {
 
   it("a route's own write answers 503 database_busy with Retry-After at once; reads are served", async () => {
     other.exec('BEGIN IMMEDIATE')
-    const started = performance.now()
+    // The wait is the connection's busy_timeout (at most 50 ms, asserted above), not the old 5 s; timings belong in bench/.
     const res = await createChat()
-    const took = performance.now() - started
     expectUnavailable(res, 'database_busy')
     expect(res.headers['retry-after']).toBe('1')
-    // Not the old 5 s busy_timeout: a short wait, then the answer.
-    expect(took).toBeLessThan(1_000)
     expect((await history(ctx, org.auth, chatId)).data.length).toBeGreaterThan(0)
     other.exec('ROLLBACK')
     expect((await createChat()).statusCode).toBe(201)
