@@ -49,13 +49,15 @@ export function createCompactor(deps: RunDeps) {
     },
 
     /**
-     * Summarises `blocks` (oldest first), waiting for those already being made. A cancel (`signal`)
+     * Summarises `blocks` (oldest first), waiting for those already being made; merges once the
+     * blocks they merge are summarised (one that lacks a summary then fails). A cancel (`signal`)
      * stops this request's runs (each settles as cancelled) and stops waiting; what was made stays.
      */
     async summarise(job: CompactionJob, blocks: readonly BlockToSummarise[], signal: AbortSignal): Promise<CompactionOutcome> {
       const waits: { block: BlockToSummarise; result: Promise<BlockSummary | null> }[] = []
       const mine: { block: BlockToSummarise; resolve: (s: BlockSummary | null) => void; result: Promise<BlockSummary | null> }[] = []
-      for (const block of blocks) {
+      // Blocks first: a merge reads the summaries of the blocks it merges.
+      for (const block of [...blocks.filter((b) => b.kind === 'block'), ...blocks.filter((b) => b.kind === 'merge')]) {
         const key = keyOf(job.chatId, block)
         const elsewhere = inFlight.get(key)
         if (elsewhere) {
@@ -78,6 +80,10 @@ export function createCompactor(deps: RunDeps) {
             continue
           }
           try {
+            if (claim.block.kind === 'merge') {
+              const blocksOf = mine.filter((m) => m.block.kind === 'block').map((m) => m.result)
+              await Promise.all([...blocksOf, ...waits.map((w) => untilAborted(w.result, signal, null))])
+            }
             const summary = await summariseBlock(deps, job, claim.block, signal)
             if (summary) deps.history.addSummary(job.chatId, summary)
             claim.resolve(summary)

@@ -3,7 +3,8 @@ import { packContext, type PackedContext, type PackInput, type PackResult } from
 import { PackingHistory, type HistoryEntry } from '../domain/context/packing-history.ts'
 import { BlockIndex, blockKey } from '../domain/context/cut-blocks.ts'
 import type { BlockToSummarise } from '../domain/context/block-to-summarise.ts'
-import { SUMMARY_ESTIMATE_TOKENS, type BlockSummary } from '../domain/context/render-summary.ts'
+import type { BlockSummary } from '../domain/context/render-summary.ts'
+import { compactionSizes, summaryBound, unmadeSummaryEstimate } from '../domain/context/compaction-sizes.ts'
 import { estimateBudget, vendorInputBudget } from '../domain/context/model-limits.ts'
 import type { PartBody, PartKind } from '../domain/parts.ts'
 import type { DecodedMedia } from '../domain/turns/submission.ts'
@@ -20,8 +21,14 @@ type ChatHistory = {
   /** Bytes of the attachments the latest turn sent: most of them are sent again next turn. */
   media: Map<string, Buffer>
   blocks: BlockIndex
-  /** The chat's stored summaries by blockKey. */
+  /** The chat's stored summaries by blockKey (of blocks, and merged ones). */
   summaries: Map<string, BlockSummary>
+  /** Where each stored block summary ends, by its first ordinal: blocks are cut along them. */
+  summarisedUntil: Map<number, number>
+  /** The latest merged summary: the chat's summaries begin with it. */
+  merged: BlockSummary | null
+  /** Tokens of the chat's latest block summaries: what an unmade one is estimated at. */
+  recent: number[]
   /** Where the previous turn began its verbatim history, and under which window and budget. */
   previous: { start: number; firstSummary: number | null; window: number; budget: object } | null
 }
@@ -59,6 +66,21 @@ const ENTRY_OVERHEAD_BYTES = 160
 const BODY_SLACK = 64
 
 const summaryBytes = (summary: BlockSummary) => ENTRY_OVERHEAD_BYTES + summary.text.length * 2
+/** How many of the chat's latest block summaries its estimate of an unmade one looks at. */
+const RECENT_SUMMARIES = 8
+
+/** Files a stored summary where packing looks for it. */
+function fileSummary(chat: Pick<ChatHistory, 'summaries' | 'summarisedUntil' | 'merged' | 'recent'>, summary: BlockSummary) {
+  chat.summaries.set(blockKey(summary), summary)
+  if (summary.merged) {
+    const latest = chat.merged
+    if (!latest || summary.lastOrdinal > latest.lastOrdinal || (summary.lastOrdinal === latest.lastOrdinal && summary.firstOrdinal < latest.firstOrdinal)) chat.merged = summary
+    return
+  }
+  if (!chat.summarisedUntil.has(summary.firstOrdinal)) chat.summarisedUntil.set(summary.firstOrdinal, summary.lastOrdinal)
+  chat.recent.push(summary.tokens)
+  if (chat.recent.length > RECENT_SUMMARIES) chat.recent.shift()
+}
 
 const toMediaRef = (m: MediaRow): MediaRef => ({
   mediaId: m.media_id,
@@ -106,10 +128,17 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs' | 'summ
       bytes: 0,
       media: new Map<string, Buffer>(),
       blocks: new BlockIndex(),
-      summaries: new Map(store.summaries.ofChat(chatId).map((summary) => [blockKey(summary), summary])),
+      summaries: new Map(),
+      summarisedUntil: new Map(),
+      merged: null,
+      recent: [],
       previous: null,
     }
-    if (!found) for (const summary of chat.summaries.values()) chat.bytes += summaryBytes(summary)
+    if (!found)
+      for (const summary of store.summaries.ofChat(chatId)) {
+        fileSummary(chat, summary)
+        chat.bytes += summaryBytes(summary)
+      }
     drop(chatId)
     // A failed run's output is never packed (docs/guide/runs.md); a run fails after its output was kept.
     const failedNow = store.runs.failedRunIds(chatId).filter((id) => !chat.failed.has(id))
@@ -216,18 +245,23 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs' | 'summ
         // The budget packing measures against: a new correction moves the previous turn's start too.
         const window = estimateBudget(vendorInputBudget(request.model, request.budget), request.tokenCorrection ?? 1)
         const previous = chat.previous?.window === window && chat.previous.budget === request.budget ? chat.previous : null
+        const sizes = compactionSizes(Math.min(window, request.budget.max_history_tokens ?? Number.POSITIVE_INFINITY))
         const input: PackInput = {
           ...request,
           history: chat.history,
           compaction: {
             blocks: chat.blocks,
+            cut: { blockTokens: sizes.blockTokens, summarisedUntil: (ordinal) => chat.summarisedUntil.get(ordinal) },
             summaryOf: (block) => chat.summaries.get(blockKey(block)) ?? null,
+            merged: chat.merged,
+            mergedBound: summaryBound(sizes.mergedMaxTokens),
+            mergeInputTokens: sizes.mergeInputTokens,
             unavailable: request.compaction?.unavailable ?? new Set(),
             madeNow: request.compaction?.madeNow ?? new Set(),
             // Eager planning looks ahead: it does not move the turns' boundary.
             previousStart: request.fillFraction === undefined ? previous?.start ?? null : null,
             previousFirstSummary: request.fillFraction === undefined ? previous?.firstSummary ?? null : null,
-            estimate: SUMMARY_ESTIMATE_TOKENS,
+            estimate: unmadeSummaryEstimate(chat.recent, sizes.summaryMaxTokens),
           },
         }
         let result = packContext(input)
@@ -245,7 +279,11 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs' | 'summ
           chat.previous = { start: packed.verbatimStart, firstSummary: packed.firstSummary, window, budget: request.budget }
         }
         const entries = chat.history.entries
-        const needed = packed.needed.map((block) => ({ ...block, ordinals: entries.slice(block.start, block.end).map((e) => e.ordinal) }))
+        const needed = packed.needed.map(({ of, ...block }): BlockToSummarise =>
+          of
+            ? { ...block, kind: 'merge', of, maxTokens: sizes.mergedMaxTokens }
+            : { ...block, kind: 'block', ordinals: entries.slice(block.start, block.end).map((e) => e.ordinal), maxTokens: sizes.summaryMaxTokens },
+        )
 
         const newBytes = new Map(request.newParts.flatMap((p) => p.media.map((m) => [m.mediaId, m.bytes] as const)))
         const sent: string[] = []
@@ -271,7 +309,7 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs' | 'summ
     addSummary(chatId: string, summary: BlockSummary): void {
       const chat = chats.get(chatId)
       if (!chat || chat.summaries.has(blockKey(summary))) return
-      chat.summaries.set(blockKey(summary), summary)
+      fileSummary(chat, summary)
       chat.bytes += summaryBytes(summary)
       totalBytes += summaryBytes(summary)
     },

@@ -17,7 +17,9 @@ export function planEagerCompaction(deps: RunDeps, compactor: Compactor, admissi
   if (eager?.mode !== 'at_fill' || (request.budget.history_mode ?? 'summarize') !== 'summarize') return null
   try {
     const packed = deps.history.pack(admission.chatId, { ...request, newParts: [], currentRuns: [], fillFraction: eager.at })
-    const blocks = packed.needed.filter((block) => compactor.inProgress(admission.chatId, [block]) === 0)
+    // Blocks only: a merge is planned against the whole budget, by the turn that needs it (at a
+    // fraction of the budget every summary would look like one to merge).
+    const blocks = packed.needed.filter((block) => block.kind === 'block' && compactor.inProgress(admission.chatId, [block]) === 0)
     return blocks.length > 0 ? { job: compactionJobOf(admission, null), blocks } : null
   } catch (error) {
     // The fixed parts alone no longer fit: the next turn answers 422 whatever is summarised.

@@ -2,11 +2,11 @@ import { readFinish } from '../providers/read-finish.ts'
 import { describeVendorError } from '../providers/describe-vendor-error.ts'
 import { newVendorCallRecord, withVendorCallRecord } from '../providers/vendor-call-record.ts'
 import type { LanguageModelV3StreamPart } from '@ai-sdk/provider'
-import { SUMMARY_MAX_TOKENS, summaryTokens, type BlockSummary } from '../domain/context/render-summary.ts'
+import { summaryTokens, type BlockSummary } from '../domain/context/render-summary.ts'
 import { newId } from '../domain/new-id.ts'
 import type { PartBody } from '../domain/parts.ts'
 import type { Usage } from '../domain/pricing/usage.ts'
-import { compactionPrompt } from '../providers/compaction-prompt.ts'
+import { compactionPrompt, mergePrompt } from '../providers/compaction-prompt.ts'
 import { estimatePromptTokens } from '../providers/estimate-prompt-tokens.ts'
 import type { BlockToSummarise } from '../domain/context/block-to-summarise.ts'
 import type { CompactionJob } from '../domain/context/compaction-job.ts'
@@ -16,21 +16,43 @@ import type { RunDeps } from './run-deps.ts'
 import { type StopReason, usageKnownSoFar } from '../domain/runs/run-outcome.ts'
 import { settleRun } from './settle-run.ts'
 
+/** What a compaction run sends: a block's parts, or the summaries a merge reads (all stored, oldest first). */
+function promptFor(deps: RunDeps, chatId: string, block: BlockToSummarise) {
+  const { store } = deps
+  if (block.kind === 'merge') {
+    const inputs = block.of.map((range) => store.summaries.ofRange(chatId, range.firstOrdinal, range.lastOrdinal))
+    const missing = block.of.find((_, i) => inputs[i] === null)
+    if (missing) throw new Error(`the summary of ordinals ${missing.firstOrdinal}-${missing.lastOrdinal} is not stored: nothing to merge`)
+    const summaries = inputs as BlockSummary[]
+    return {
+      prompt: mergePrompt(block.firstOrdinal, block.lastOrdinal, summaries, block.maxTokens),
+      described: {
+        block: { first_ordinal: block.firstOrdinal, last_ordinal: block.lastOrdinal, parts: block.parts, tokens: summaries.reduce((n, x) => n + x.tokens, 0) },
+        merges: summaries.map((x) => ({ first_ordinal: x.firstOrdinal, last_ordinal: x.lastOrdinal, run_id: x.runId })),
+      },
+    }
+  }
+  const wanted = new Set(block.ordinals)
+  const parts = store.parts
+    .bodiesBetween(chatId, block.firstOrdinal, block.lastOrdinal)
+    .filter((row) => wanted.has(row.ordinal))
+    .map((row) => ({ ordinal: row.ordinal, body: JSON.parse(row.body) as PartBody }))
+  return {
+    prompt: compactionPrompt(block.firstOrdinal, block.lastOrdinal, parts, block.maxTokens),
+    described: { block: { first_ordinal: block.firstOrdinal, last_ordinal: block.lastOrdinal, parts: parts.length, tokens: block.tokens } },
+  }
+}
+
 /**
  * One compaction run (docs/guide/context.md): `origin: compaction`, the chat's model, our instruction and
- * the block's parts. Written `running` before the provider is called; settled, billed as a
+ * the block's parts, or the summaries it merges (decisions §5.3). Written `running` before the provider is called; settled, billed as a
  * `compaction` entry and its summary stored in one transaction, so a crash leaves either a settled
  * run with its summary or a running run the sweep fails, never half a summary. Resolves with the
  * summary, or null when the run did not make one (failed or cancelled).
  */
 export async function summariseBlock(deps: RunDeps, job: CompactionJob, block: BlockToSummarise, signal: AbortSignal): Promise<BlockSummary | null> {
   const { store } = deps
-  const wanted = new Set(block.ordinals)
-  const parts = store.parts
-    .bodiesBetween(job.chatId, block.firstOrdinal, block.lastOrdinal)
-    .filter((row) => wanted.has(row.ordinal))
-    .map((row) => ({ ordinal: row.ordinal, body: JSON.parse(row.body) as PartBody }))
-  const prompt = compactionPrompt(block.firstOrdinal, block.lastOrdinal, parts)
+  const { prompt, described } = promptFor(deps, job.chatId, block)
   const inputTokens = estimatePromptTokens(prompt)
   const runId = newId()
   const now = deps.now()
@@ -54,10 +76,10 @@ export async function summariseBlock(deps: RunDeps, job: CompactionJob, block: B
         model: job.model.name,
         model_id: job.model.id,
         vendor_model_id: job.model.vendor_model_id,
-        block: { first_ordinal: block.firstOrdinal, last_ordinal: block.lastOrdinal, parts: parts.length, tokens: block.tokens },
+        ...described,
         for_run: job.forRunId,
         estimated_input_tokens: inputTokens,
-        max_tokens: SUMMARY_MAX_TOKENS,
+        max_tokens: block.maxTokens,
         markup_percent: job.markupPercent,
       },
     }),
@@ -76,7 +98,7 @@ export async function summariseBlock(deps: RunDeps, job: CompactionJob, block: B
     const call = await withVendorCallRecord(vendorCall, () =>
       deps.languageModelFor(job.model).doStream({
         prompt,
-        maxOutputTokens: SUMMARY_MAX_TOKENS,
+        maxOutputTokens: block.maxTokens,
         abortSignal: signal,
         providerOptions: {
           // Parley keeps the history: OpenAI keeps nothing of a summary call either (decision 026).
@@ -111,7 +133,14 @@ export async function summariseBlock(deps: RunDeps, job: CompactionJob, block: B
   if (status === 'failed' && error === null) error = finished ? 'the summary came back empty' : 'the provider stream ended without finishing'
   const summary: BlockSummary | null =
     status === 'succeeded'
-      ? { firstOrdinal: block.firstOrdinal, lastOrdinal: block.lastOrdinal, text: text.trim(), tokens: summaryTokens(block.firstOrdinal, block.lastOrdinal, text.trim()), runId }
+      ? {
+          firstOrdinal: block.firstOrdinal,
+          lastOrdinal: block.lastOrdinal,
+          text: text.trim(),
+          tokens: summaryTokens(block.firstOrdinal, block.lastOrdinal, text.trim()),
+          runId,
+          ...(block.kind === 'merge' ? { merged: true } : {}),
+        }
       : null
 
   await store.writes.write(() => {

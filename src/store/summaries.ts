@@ -1,7 +1,7 @@
 import type { BlockSummary } from '../domain/context/render-summary.ts'
 import type { Db } from './database.ts'
 
-type SummaryRow = { first_ordinal: number; last_ordinal: number; text: string; tokens: number; run_id: string }
+type SummaryRow = { first_ordinal: number; last_ordinal: number; text: string; tokens: number; run_id: string; merged: number }
 
 const toSummary = (row: SummaryRow): BlockSummary => ({
   firstOrdinal: row.first_ordinal,
@@ -9,22 +9,32 @@ const toSummary = (row: SummaryRow): BlockSummary => ({
   text: row.text,
   tokens: row.tokens,
   runId: row.run_id,
+  ...(row.merged === 1 ? { merged: true } : {}),
 })
 
-/** Block summaries (migration 0007). */
+/** Block summaries (migration 0007) and merged ones (0011). */
 export function createSummaryStore(db: Db) {
   const ofChat = db.prepare<[string], SummaryRow>(
-    'SELECT first_ordinal, last_ordinal, text, tokens, run_id FROM summaries WHERE chat_id = ? ORDER BY first_ordinal',
+    'SELECT first_ordinal, last_ordinal, text, tokens, run_id, merged FROM summaries WHERE chat_id = ? ORDER BY first_ordinal, last_ordinal',
+  )
+  const ofRange = db.prepare<[string, number, number], SummaryRow>(
+    'SELECT first_ordinal, last_ordinal, text, tokens, run_id, merged FROM summaries WHERE chat_id = ? AND first_ordinal = ? AND last_ordinal = ?',
   )
   // A block is summarised once: a second summary of the same block is ignored; so is the summary of
   // a chat deleted while its compaction ran.
   const insert = db.prepare(
-    `INSERT OR IGNORE INTO summaries (chat_id, first_ordinal, last_ordinal, text, tokens, run_id, created_at)
-     SELECT @chatId, @firstOrdinal, @lastOrdinal, @text, @tokens, @runId, @createdAt
+    `INSERT OR IGNORE INTO summaries (chat_id, first_ordinal, last_ordinal, text, tokens, run_id, created_at, merged)
+     SELECT @chatId, @firstOrdinal, @lastOrdinal, @text, @tokens, @runId, @createdAt, @merged
      WHERE EXISTS (SELECT 1 FROM chats WHERE id = @chatId)`,
   )
   return {
     ofChat: (chatId: string) => ofChat.all(chatId).map(toSummary),
-    insert: (chatId: string, summary: BlockSummary, createdAt: string) => insert.run({ chatId, ...summary, createdAt }).changes > 0,
+    /** The stored summary of exactly this range, if any. */
+    ofRange: (chatId: string, firstOrdinal: number, lastOrdinal: number) => {
+      const row = ofRange.get(chatId, firstOrdinal, lastOrdinal)
+      return row ? toSummary(row) : null
+    },
+    insert: (chatId: string, summary: BlockSummary, createdAt: string) =>
+      insert.run({ chatId, firstOrdinal: summary.firstOrdinal, lastOrdinal: summary.lastOrdinal, text: summary.text, tokens: summary.tokens, runId: summary.runId, createdAt, merged: summary.merged ? 1 : 0 }).changes > 0,
   }
 }

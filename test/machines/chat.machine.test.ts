@@ -80,6 +80,8 @@ const framesOf = (a: Admission): RunFrame[] => {
 
 /** The i-th sealed block of a chat's ledger, ten ordinals long. */
 const block = (i: number): BlockToSummarise => ({
+  kind: 'block',
+  maxTokens: 400,
   start: i * 10,
   end: i * 10 + 10,
   firstOrdinal: i * 10 + 1,

@@ -12,7 +12,7 @@ import type { EntryCache, HistoryEntry, PackingHistory, Rendering } from './pack
 import { applyAttachmentLimits, modelRefusal, modelWarnings, overAttachmentLimit, policyOfKind, type PackItem } from './attachment-limits.ts'
 import { choicesOfCode, renderTreated, wholeCode } from './render-treated.ts'
 import { mediaRetainFor, thresholdOrAll, thresholdOrNone } from './retention-choices.ts'
-import { BlockIndex, type Block } from './cut-blocks.ts'
+import { BlockIndex, type Block, type BlockCut } from './cut-blocks.ts'
 import { planSummaries, type SummaryPlan } from './plan-summaries.ts'
 import { packedSummary, type BlockSummary } from './render-summary.ts'
 
@@ -41,10 +41,18 @@ export type PackInput = {
 }
 
 export type CompactionInput = {
-  /** The chat's sealed blocks, extended here up to the current exchange. */
+  /** The chat's sealed blocks, extended here up to the current exchange, from the end of the anchors. */
   blocks: BlockIndex
+  /** How blocks are cut (src/domain/context/cut-blocks.ts), but where they begin: packing knows the anchors. */
+  cut: Omit<BlockCut, 'from'>
+  /** The stored summary of a range (a block's, or a merged one). */
   summaryOf: (block: Block) => BlockSummary | null
-  /** Blocks (by blockKey) that will not be summarised this turn: their compaction failed. */
+  /** The chat's latest merged summary (decisions §5.3). */
+  merged: BlockSummary | null
+  /** The most a merged summary costs as sent, and the most a merge reads (src/domain/context/compaction-sizes.ts). */
+  mergedBound: number
+  mergeInputTokens: number
+  /** Ranges (by blockKey) that will not be summarised this turn: their compaction failed. */
   unavailable: ReadonlySet<string>
   /** Blocks summarised for this turn (the others it sends were reused). */
   madeNow: ReadonlySet<string>
@@ -66,8 +74,11 @@ export type PackedContext = {
   estimatedTokens: number
   /** The oldest history entry packing looked at: older bodies are not needed next turn. */
   oldestVisited: number
-  /** Blocks whose summaries this context needs and that do not exist: sent as placeholders until made. */
-  needed: Block[]
+  /**
+   * Summaries this context needs and that do not exist, sent as placeholders until made: blocks, and
+   * merges (`of`: the ranges merged, oldest first), each after the blocks it merges.
+   */
+  needed: NeededSummary[]
   /** The first history entry sent verbatim. */
   verbatimStart: number
   /** Where the first summary sent begins (an entry index); null when none is. */
@@ -75,6 +86,8 @@ export type PackedContext = {
   /** Counts of leading parts that stay the same from turn to turn: where cache breakpoints go. */
   stablePrefixEnds: number[]
 }
+
+export type NeededSummary = Block & { of?: Block[] }
 
 export type PackResult =
   | { kind: 'packed'; value: PackedContext; warnings: { config: ConfigWarning[]; translation: TranslationWarning[] } }
@@ -296,15 +309,18 @@ export function packContext(input: PackInput): PackResult {
       return lo
     }
     plan = planSummaries({
-      blocks: compaction.blocks.extend(history, currentStart),
+      blocks: compaction.blocks.extend(history, currentStart, { ...compaction.cut, from: anchorEnd }),
       anchorEnd,
       currentStart,
       keptFrom,
       verbatimFrom: (start) => suffix[firstKeptAt(start)]!,
       allowance,
       summaryOf: compaction.summaryOf,
+      merged: compaction.merged,
       unavailable: compaction.unavailable,
       estimate: compaction.estimate,
+      mergedBound: compaction.mergedBound,
+      mergeInputTokens: compaction.mergeInputTokens,
       previousStart: compaction.previousStart,
       previousFirstSummary: compaction.previousFirstSummary,
     })
@@ -326,42 +342,48 @@ export function packContext(input: PackInput): PackResult {
   for (const item of anchors) addSegment(segments, item.ordinal, item.ordinal, 1, 'verbatim', item.rendering.tokens)
   const packed: PackedPart[] = anchors.map(packedWhole)
   const summaries: ContextManifest['summaries'] = []
-  const needed: Block[] = []
+  const needed: NeededSummary[] = []
   const droppedRanges: { start: number; end: number }[] = []
+  const reasons = new Set<DropReason>()
   let summaryTokens = 0
   if (plan) {
     if (plan.skipped) {
+      reasons.add('earlier')
       const { start, end } = plan.skipped
       droppedRanges.push(plan.skipped)
       addSegment(segments, entries[start]!.ordinal, entries[end - 1]!.ordinal, end - start, 'dropped', 0)
     }
     for (const choice of plan.choices) {
-      const start = Math.max(choice.block.start, anchorEnd)
-      const first = entries[start]!.ordinal
-      const count = choice.block.end - start
+      const { start, end, firstOrdinal, lastOrdinal } = choice.block
+      const count = end - start
       if (choice.kind === 'dropped') {
-        droppedRanges.push({ start, end: choice.block.end })
-        addSegment(segments, first, choice.block.lastOrdinal, count, 'dropped', 0)
+        reasons.add(compaction!.unavailable.has(`${firstOrdinal}-${lastOrdinal}`) ? 'failed' : 'no-room')
+        droppedRanges.push({ start, end })
+        addSegment(segments, firstOrdinal, lastOrdinal, count, 'dropped', 0)
         continue
       }
-      const tokensOf = choice.kind === 'summary' ? choice.summary.tokens : compaction!.estimate
+      const tokensOf = choice.kind === 'summary' ? choice.summary.tokens : choice.kind === 'merge' ? choice.tokens : compaction!.estimate
       summaryTokens += tokensOf
-      addSegment(segments, first, choice.block.lastOrdinal, count, 'summarised', tokensOf)
+      addSegment(segments, firstOrdinal, lastOrdinal, count, 'summarised', tokensOf)
       if (choice.kind === 'summary') {
         packed.push(packedSummary(choice.summary))
         summaries.push({
-          first_ordinal: choice.block.firstOrdinal,
-          last_ordinal: choice.block.lastOrdinal,
+          first_ordinal: firstOrdinal,
+          last_ordinal: lastOrdinal,
           run_id: choice.summary.runId,
           tokens: choice.summary.tokens,
-          reused: !compaction!.madeNow.has(`${choice.block.firstOrdinal}-${choice.block.lastOrdinal}`),
+          reused: !compaction!.madeNow.has(`${firstOrdinal}-${lastOrdinal}`),
         })
-      } else {
-        needed.push(choice.block)
-        packed.push({ ordinal: choice.block.firstOrdinal, kind: 'summary', treatment: 'summarised', content: null, tokens: tokensOf })
+        continue
       }
+      if (choice.kind === 'merge') for (const input of choice.of) if (compaction!.summaryOf(input) === null) needed.push(input)
+      needed.push(choice.kind === 'merge' ? { ...choice.block, of: choice.of } : choice.block)
+      packed.push({ ordinal: firstOrdinal, kind: 'summary', treatment: 'summarised', content: null, tokens: tokensOf })
     }
-    if (plan.gap) droppedRanges.push(plan.gap)
+    if (plan.gap) {
+      reasons.add('unsealed')
+      droppedRanges.push(plan.gap)
+    }
   } else if (keptFrom > anchorEnd) droppedRanges.push({ start: anchorEnd, end: keptFrom })
   if (plan?.gap) addSegment(segments, entries[plan.gap.start]!.ordinal, entries[plan.gap.end - 1]!.ordinal, plan.gap.end - plan.gap.start, 'dropped', 0)
   else if (!plan && keptFrom > anchorEnd) addSegment(segments, entries[anchorEnd]!.ordinal, entries[keptFrom - 1]!.ordinal, keptFrom - anchorEnd, 'dropped', 0)
@@ -395,7 +417,7 @@ export function packContext(input: PackInput): PackResult {
 
   const historyEnd = packed.length - current.length
   const total = saturatingAdd(tokens.instructions, tokens.tools, tokens.anchors, summaryTokens, keptTokens, tokens.current)
-  const config: ConfigWarning[] = dropped ? [historyDropped(dropped, budget.history_mode ?? 'summarize', plan !== null)] : []
+  const config: ConfigWarning[] = dropped ? [historyDropped(dropped, budget.history_mode ?? 'summarize', plan === null ? null : reasons)] : []
   return {
     kind: 'packed',
     value: {
@@ -439,11 +461,21 @@ const packedOf = (ordinal: number, kind: PartKind, rendering: Rendering, treatme
 /** Anchors and the current exchange are listed as verbatim (docs/guide/context.md). */
 const packedWhole = (item: PackItem): PackedPart => packedOf(item.ordinal, item.entry?.kind ?? item.body!.type, item.rendering, 'verbatim')
 
-function historyDropped(dropped: NonNullable<ContextManifest['dropped']>, mode: HistoryMode, summarised: boolean): ConfigWarning {
+type DropReason = 'failed' | 'no-room' | 'earlier' | 'unsealed'
+
+const DROP_REASONS: Record<DropReason, string> = {
+  failed: 'their compaction run failed (a later turn tries again)',
+  'no-room': 'even a merged summary of them did not fit the history budget',
+  earlier: 'an earlier turn dropped them for want of room, and summaries go on after them',
+  unsealed: 'they are not in a sealed block yet and did not fit verbatim',
+}
+
+/** `reasons`: why `summarize` dropped what it dropped; null when it did not plan summaries. */
+function historyDropped(dropped: NonNullable<ContextManifest['dropped']>, mode: HistoryMode, reasons: ReadonlySet<DropReason> | null): ConfigWarning {
   const warning: ConfigWarning = { code: 'history_dropped', ...dropped }
   if (mode === 'drop_oldest') return warning
-  const message = summarised
-    ? 'summaries replace the oldest history; these parts were dropped because their summaries could not be made or did not fit, or they are not in a sealed block yet'
+  const message = reasons
+    ? `summaries replace the oldest history; these parts were dropped because ${[...reasons].map((r) => DROP_REASONS[r]).join('; ')}`
     : 'the oldest history was dropped as under drop_oldest: summaries are not made here'
   return { ...warning, history_mode: 'summarize', message }
 }

@@ -1,13 +1,10 @@
 import { estimateTokens } from '../tokens/estimate-tokens.ts'
 import type { PackedPart } from './context-types.ts'
 
-/** What a compaction run may write (its max_tokens): a summary is short next to its block. */
-export const SUMMARY_MAX_TOKENS = 400
-
-/** What packing sets aside for a summary not made yet: the most a compaction run writes, framed. */
-export const SUMMARY_ESTIMATE_TOKENS = SUMMARY_MAX_TOKENS + 24
-
-/** A stored summary of a block of the ledger (docs/guide/context.md). */
+/**
+ * A stored summary of a block of the ledger (docs/guide/context.md), or of several consecutive
+ * blocks when the oldest summaries were merged into one (`merged`, decisions §5.3).
+ */
 export type BlockSummary = {
   firstOrdinal: number
   lastOrdinal: number
@@ -15,6 +12,7 @@ export type BlockSummary = {
   /** The estimate of the summary as sent (render-summary.ts), what packing budgets for it. */
   tokens: number
   runId: string
+  merged?: boolean
 }
 
 /**

@@ -8,17 +8,19 @@ export type SandboxCompaction = { firstOrdinal: number; lastOrdinal: number }
 
 /** Words of each part the sandbox keeps in its summary. */
 const WORDS_PER_PART = 6
-/** A transcript item (src/providers/compaction-prompt.ts): `[#ordinal kind]`, a newline, the text. */
-const ITEM = /^\[#(\d+) (\w+)\]\n([\s\S]*)$/
+/** A transcript item (src/providers/compaction-prompt.ts): `[#ordinal kind]` (`[#A-B summary]` in a merge), a newline, the text. */
+const ITEM = /^\[#(\d+(?:-\d+)?) (\w+)\]\n([\s\S]*)$/
+/** How the sandbox's own summaries begin: left out when it merges them, so a merge keeps their gist. */
+const OWN_HEAD = /^Summary of ordinals \d+-\d+:\s*/
 
 /**
  * docs/guide/sandbox.md: the sandbox summarises a block deterministically, `Summary of ordinals A-B:` then
- * the first words of each part; a block holding a prompt with the line `/fail-summary` cannot be
+ * the first words of each part (of each summary's gist, when it merges summaries); a block holding a prompt with the line `/fail-summary` cannot be
  * summarised (the compaction run fails before its first byte).
  */
 export function sandboxSummaryCall(modelId: string, options: LanguageModelV3CallOptions, range: SandboxCompaction) {
   const items = options.prompt.flatMap((m) => (m.role === 'user' ? m.content : [])).flatMap((c) => (c.type === 'text' ? [ITEM.exec(c.text)] : []))
-  const parts = items.flatMap((match) => (match ? [{ kind: match[2]!, text: match[3]! }] : []))
+  const parts = items.flatMap((match) => (match ? [{ kind: match[2]!, text: match[2] === 'summary' ? match[3]!.replace(OWN_HEAD, '') : match[3]! }] : []))
   if (parts.some((p) => p.kind === 'prompt' && p.text.split('\n').some((line) => line.trim() === '/fail-summary'))) {
     throw new APICallError({ message: 'sandbox: this block cannot be summarised (/fail-summary)', url: `sandbox://${modelId}`, requestBodyValues: {}, statusCode: 502, isRetryable: false })
   }

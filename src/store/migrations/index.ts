@@ -6,6 +6,7 @@ import * as runs from './0004-runs.ts'
 import * as balanceTotals from './0005-balance-totals.ts'
 import * as failedRunsIndex from './0006-failed-runs-index.ts'
 import * as summaries from './0007-summaries.ts'
+import * as mergedSummaries from './0011-merged-summaries.ts'
 import * as configTokenEstimates from './0008-config-token-estimates.ts'
 import * as oneRunningCustomerRun from './0009-one-running-customer-run.ts'
 import * as tokenCorrections from './0010-token-corrections.ts'
@@ -24,4 +25,5 @@ export const migrations: Migration[] = [
   { name: '0008-config-token-estimates', up: configTokenEstimates.up },
   { name: '0009-one-running-customer-run', up: oneRunningCustomerRun.up },
   { name: '0010-token-corrections', up: tokenCorrections.up },
+  { name: '0011-merged-summaries', up: mergedSummaries.up },
 ]

@@ -7,15 +7,20 @@
 import fc from 'fast-check'
 import { describe, expect, it, test } from 'vitest'
 import type { ContextBudget, RetentionRules } from '../../../src/domain/config/config-types.ts'
-import { BlockIndex, blockKey, type Block } from '../../../src/domain/context/cut-blocks.ts'
+import { BLOCK_TOKENS, BlockIndex, blockKey, type Block } from '../../../src/domain/context/cut-blocks.ts'
+import { summaryBound } from '../../../src/domain/context/compaction-sizes.ts'
 import type { CompactionInput, NewPart } from '../../../src/domain/context/pack-context.ts'
-import { SUMMARY_ESTIMATE_TOKENS, summaryText, summaryTokens, type BlockSummary } from '../../../src/domain/context/render-summary.ts'
+import { summaryText, summaryTokens, type BlockSummary } from '../../../src/domain/context/render-summary.ts'
 import { ContextTooLargeError } from '../../../src/domain/errors.ts'
 import { Ledger, TEN, call, message, model, pack, prompt, reasoning, result, words, type PackOptions } from './context-fixtures.ts'
 
 const SUMMARIZE: ContextBudget = { version: 3, headroom: 0, history_mode: 'summarize' }
-const SUMMARISED_MESSAGE =
-  'summaries replace the oldest history; these parts were dropped because their summaries could not be made or did not fit, or they are not in a sealed block yet'
+/** The history_dropped message under summarize, saying why (src/domain/context/pack-context.ts). */
+const because = (why: string) => `summaries replace the oldest history; these parts were dropped because ${why}`
+const FAILED = because('their compaction run failed (a later turn tries again)')
+const NO_ROOM = because('even a merged summary of them did not fit the history budget')
+const EARLIER = because('an earlier turn dropped them for want of room, and summaries go on after them')
+const UNSEALED = because('they are not in a sealed block yet and did not fit verbatim')
 
 /** `runs` runs of a prompt and a reply of `size` tokens each; ordinals 10, 20, …; one sealed block per run. */
 function chat(runs: number, size: number, ledger = new Ledger(), from = 0): Ledger {
@@ -53,10 +58,18 @@ class Summaries {
   }
 }
 
+/** What packing sets aside here for an unmade summary (an input: the chat's keeper works it out). */
+const SUMMARY_ESTIMATE_TOKENS = 424
+
+/** Merges are off unless a test turns them on (`mergeInputTokens`): the oldest summaries are dropped instead. */
 function compaction(over: Partial<CompactionInput> = {}): CompactionInput {
   return {
     blocks: new BlockIndex(),
+    cut: { blockTokens: BLOCK_TOKENS },
     summaryOf: () => null,
+    merged: null,
+    mergedBound: summaryBound(1600),
+    mergeInputTokens: 0,
     unavailable: new Set(),
     madeNow: new Set(),
     previousStart: null,
@@ -284,7 +297,7 @@ describe('packContext under summarize', () => {
     ])
     expect(packed.context.dropped).toEqual({ dropped: 2, start_ordinal: 30, end_ordinal: 40 })
     expect(packed.warnings.config).toEqual([
-      { code: 'history_dropped', dropped: 2, start_ordinal: 30, end_ordinal: 40, history_mode: 'summarize', message: SUMMARISED_MESSAGE },
+      { code: 'history_dropped', dropped: 2, start_ordinal: 30, end_ordinal: 40, history_mode: 'summarize', message: FAILED },
     ])
     expect(packed.context.tokens).toMatchObject({ history: 4000, summaries: 150, total: 4160 })
     expect(packed.stablePrefixEnds).toEqual([3, 7])
@@ -304,7 +317,7 @@ describe('packContext under summarize', () => {
       { first_ordinal: 110, last_ordinal: 120, parts: 2, treatment: 'verbatim', tokens: 2000 },
     ])
     expect(packed.warnings.config).toEqual([
-      { code: 'history_dropped', dropped: 2, start_ordinal: 10, end_ordinal: 20, history_mode: 'summarize', message: SUMMARISED_MESSAGE },
+      { code: 'history_dropped', dropped: 2, start_ordinal: 10, end_ordinal: 20, history_mode: 'summarize', message: FAILED },
     ])
     expectCoverage(packed, ledger)
     expectTotals(packed)
@@ -330,7 +343,7 @@ describe('packContext under summarize', () => {
     ])
     expect(packed.context.dropped).toEqual({ dropped: 24, start_ordinal: 10, end_ordinal: 240 })
     expect(packed.warnings.config).toEqual([
-      { code: 'history_dropped', dropped: 24, start_ordinal: 10, end_ordinal: 240, history_mode: 'summarize', message: SUMMARISED_MESSAGE },
+      { code: 'history_dropped', dropped: 24, start_ordinal: 10, end_ordinal: 240, history_mode: 'summarize', message: NO_ROOM },
     ])
     expect(packed.context.tokens).toMatchObject({ history: 1024, summaries: 2100, current: 10, total: 3134 })
     expect(packed.firstSummary).toBe(24)
@@ -360,7 +373,7 @@ describe('packContext under summarize', () => {
       { first_ordinal: 450, last_ordinal: 460, parts: 2, treatment: 'verbatim', tokens: 1024 },
     ])
     expect(turn2.warnings.config).toEqual([
-      { code: 'history_dropped', dropped: 24, start_ordinal: 10, end_ordinal: 240, history_mode: 'summarize', message: SUMMARISED_MESSAGE },
+      { code: 'history_dropped', dropped: 24, start_ordinal: 10, end_ordinal: 240, history_mode: 'summarize', message: EARLIER },
     ])
     expectCoverage(turn2, ledger)
     expectTotals(turn2)
@@ -391,7 +404,7 @@ describe('packContext under summarize', () => {
       { first_ordinal: 140, last_ordinal: 140, parts: 1, treatment: 'verbatim', tokens: 300 },
     ])
     expect(packed.warnings.config).toEqual([
-      { code: 'history_dropped', dropped: 1, start_ordinal: 130, end_ordinal: 130, history_mode: 'summarize', message: SUMMARISED_MESSAGE },
+      { code: 'history_dropped', dropped: 1, start_ordinal: 130, end_ordinal: 130, history_mode: 'summarize', message: UNSEALED },
     ])
     expect(packed.context.tokens).toMatchObject({ history: 300, summaries: 300, total: 610 })
     expect(packed.stablePrefixEnds).toEqual([6, 7])
@@ -445,21 +458,22 @@ describe('packContext under summarize', () => {
     expect(packed.stablePrefixEnds).toEqual([12])
   })
 
-  it('anchors are never summarised away: a block straddling them is summarised, the anchors sent verbatim before it', () => {
+  it('anchors are in no block: blocks begin after them, no summary covers them, the anchors are sent once (defect 1 of issue 21)', () => {
     // Six runs of 512 + 512; the first part is an anchor. Instructions 7 and tools 5 tokens.
     const ledger = chat(6, 512)
     const rules: RetentionRules = { version: 1, anchor_parts: 1 }
     const store = new Summaries(50)
     // Input budget 4534 − instructions, tools, anchor and input (534) = 4000.
     const packed = packSummarize(ledger, 4534, { rules, instructionsTokens: 7, toolsTokens: 5, compaction: compaction({ summaryOf: store.of }) })
-    // drop_oldest keeps 7 parts (from 5). From 6: 150 + 3072 = 3222 fits, above 3000; from 8: 200 + 2048 = 2248.
-    expect(packed.verbatimStart).toBe(8)
+    // Blocks from entry 1: [1,3), [3,5), … drop_oldest keeps 7 parts (from 5). From 5: 100 + 3584 = 3684 fits,
+    // above 3000; from 7: 150 + 2560 = 2710.
+    expect(packed.verbatimStart).toBe(7)
     expect(ordinalsOf(packed)).toEqual([
       [10, 'prompt', 'verbatim'],
-      [10, 'summary', 'summarised'],
-      [30, 'summary', 'summarised'],
-      [50, 'summary', 'summarised'],
-      [70, 'summary', 'summarised'],
+      [20, 'summary', 'summarised'],
+      [40, 'summary', 'summarised'],
+      [60, 'summary', 'summarised'],
+      [80, 'message', 'verbatim'],
       [90, 'prompt', 'verbatim'],
       [100, 'message', 'verbatim'],
       [110, 'prompt', 'verbatim'],
@@ -467,37 +481,54 @@ describe('packContext under summarize', () => {
       [-1, 'prompt', 'verbatim'],
     ])
     expect(packed.parts[0]!.content).toEqual({ type: 'prompt', text: words(512), attachments: [] })
-    // The block [0,2) is summarised whole (its summary's range starts at the anchor); its segment starts after it.
-    expect(packed.context.summaries[0]).toMatchObject({ first_ordinal: 10, last_ordinal: 20 })
+    // The first summary's range starts after the anchor: the manifest's ranges never overlap a verbatim segment.
+    expect(packed.context.summaries.map((s) => [s.first_ordinal, s.last_ordinal])).toEqual([
+      [20, 30],
+      [40, 50],
+      [60, 70],
+    ])
     expect(packed.context.segments).toEqual([
       { first_ordinal: 10, last_ordinal: 10, parts: 1, treatment: 'verbatim', tokens: 512 },
-      { first_ordinal: 20, last_ordinal: 80, parts: 7, treatment: 'summarised', tokens: 200 },
-      { first_ordinal: 90, last_ordinal: 120, parts: 4, treatment: 'verbatim', tokens: 2048 },
+      { first_ordinal: 20, last_ordinal: 70, parts: 6, treatment: 'summarised', tokens: 150 },
+      { first_ordinal: 80, last_ordinal: 120, parts: 5, treatment: 'verbatim', tokens: 2560 },
     ])
-    expect(packed.context.tokens).toEqual({ instructions: 7, tools: 5, anchors: 512, history: 2048, summaries: 200, current: 10, total: 2782 })
-    expect(packed.stablePrefixEnds).toEqual([5, 9])
+    expect(packed.context.tokens).toEqual({ instructions: 7, tools: 5, anchors: 512, history: 2560, summaries: 150, current: 10, total: 3244 })
+    expect(packed.stablePrefixEnds).toEqual([4, 9])
     expectCoverage(packed, ledger)
     expectTotals(packed, 7, 5)
   })
 
-  it('anchors covering whole blocks: those blocks are neither summarised nor dropped', () => {
+  it('anchors covering whole blocks: blocks begin after the third part', () => {
     const ledger = chat(6, 512)
     const store = new Summaries(50)
     // Anchors: the first 3 parts (1536 tokens); history budget 4000 again.
     const packed = packSummarize(ledger, 5546, { rules: { version: 1, anchor_parts: 3 }, compaction: compaction({ summaryOf: store.of }) })
-    // drop_oldest keeps 7 parts of 9 (from 5). Blocks [2,4) … eligible. From 6: 100 + 3072 = 3172 fits, above 3000;
-    // from 8: 150 + 2048 = 2198.
-    expect(packed.verbatimStart).toBe(8)
-    expect(packed.context.summaries.map((s) => s.first_ordinal)).toEqual([30, 50, 70])
+    // Blocks [3,5), [5,7), … drop_oldest keeps 7 parts of 9 (from 5). From 5: 50 + 3584 = 3634 fits, above 3000;
+    // from 7: 100 + 2560 = 2660.
+    expect(packed.verbatimStart).toBe(7)
+    expect(packed.context.summaries.map((s) => [s.first_ordinal, s.last_ordinal])).toEqual([
+      [40, 50],
+      [60, 70],
+    ])
     expect(packed.context.segments).toEqual([
       { first_ordinal: 10, last_ordinal: 30, parts: 3, treatment: 'verbatim', tokens: 1536 },
-      { first_ordinal: 40, last_ordinal: 80, parts: 5, treatment: 'summarised', tokens: 150 },
-      { first_ordinal: 90, last_ordinal: 120, parts: 4, treatment: 'verbatim', tokens: 2048 },
+      { first_ordinal: 40, last_ordinal: 70, parts: 4, treatment: 'summarised', tokens: 100 },
+      { first_ordinal: 80, last_ordinal: 120, parts: 5, treatment: 'verbatim', tokens: 2560 },
     ])
-    expect(packed.stablePrefixEnds).toEqual([6, 10])
+    expect(packed.stablePrefixEnds).toEqual([5, 10])
     expect(packed.warnings.config).toEqual([])
     expectCoverage(packed, ledger)
     expectTotals(packed)
+  })
+
+  it('a change of anchor_parts cuts the blocks again from the new end of the anchors', () => {
+    const ledger = chat(6, 512)
+    const blocks = new BlockIndex()
+    const store = new Summaries(50)
+    packSummarize(ledger, 4534, { rules: { version: 1, anchor_parts: 1 }, compaction: compaction({ blocks, summaryOf: store.of }) })
+    expect(blocks.blocks[0]).toMatchObject({ start: 1, firstOrdinal: 20 })
+    packSummarize(ledger, 5546, { rules: { version: 1, anchor_parts: 3 }, compaction: compaction({ blocks, summaryOf: store.of }) })
+    expect(blocks.blocks[0]).toMatchObject({ start: 3, firstOrdinal: 40 })
   })
 })
 

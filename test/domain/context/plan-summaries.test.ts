@@ -42,6 +42,10 @@ type Scenario = {
   anchorEnd?: number
   /** Default: where drop_oldest would begin, every entry a unit of 512 tokens. */
   keptFrom?: number
+  /** The chat's latest merged summary; the most a merge costs and reads (default 0: no merges). */
+  merged?: BlockSummary | null
+  mergedBound?: number
+  mergeInputTokens?: number
 }
 
 /** The drop_oldest start: as many whole 512-token entries as fit, newest first, never before the anchors. */
@@ -67,8 +71,11 @@ function plan(s: Scenario): SummaryPlan {
     verbatimFrom: (start) => ENTRY * (s.currentStart - start),
     allowance: s.allowance,
     summaryOf: lookup,
+    merged: s.merged ?? null,
     unavailable: new Set((s.unavailable ?? []).map(blockKey)),
     estimate: s.estimate ?? 100,
+    mergedBound: s.mergedBound ?? 424,
+    mergeInputTokens: s.mergeInputTokens ?? 0,
     previousStart: s.previousStart ?? null,
     previousFirstSummary: s.previousFirstSummary ?? null,
   })
@@ -329,14 +336,16 @@ describe('planSummaries', () => {
     expect(none).toMatchObject({ verbatimStart: 7, choices: [], gap: { start: 0, end: 7 }, summaryTokens: 0 })
   })
 
-  it('anchors: blocks within them are not summarised, a block straddling them is, and the gap starts after them', () => {
-    // Anchors are entries 0..2: block [0,2) is inside them, [2,4) straddles. From 8: 3 × 50 + 2048 = 2198 <= 2250.
-    const p = plan({ currentStart: 12, blocks: blocks(5), allowance: 3000, summaries: all(5, 50), anchorEnd: 3 })
-    expect(p.verbatimStart).toBe(8)
+  it('anchors: blocks begin after them (cut-blocks.ts), so every summary starts after the anchors, and so does the gap', () => {
+    // Anchors are entries 0..3; blocks [3,5), [5,7), [7,9), [9,11). drop_oldest keeps 5 entries (from 7).
+    // From 7: 2 × 50 + 2560 = 2660 fits; above 2250; from 9: 150 + 1536 = 1686.
+    const from3 = [3, 5, 7, 9].map((s) => block(s, s + 2))
+    const p = plan({ currentStart: 12, blocks: from3, allowance: 3000, summaries: all(4, 50), anchorEnd: 3 })
+    expect(p.verbatimStart).toBe(9)
     expect(shape(p.choices)).toEqual([
-      ['summary', 2, 4, 50],
-      ['summary', 4, 6, 50],
-      ['summary', 6, 8, 50],
+      ['summary', 3, 5, 50],
+      ['summary', 5, 7, 50],
+      ['summary', 7, 9, 50],
     ])
     expect(p.summaryTokens).toBe(150)
     expect(plan({ currentStart: 12, blocks: [], allowance: 2700, anchorEnd: 3 }).gap).toEqual({ start: 3, end: 7 })
@@ -356,18 +365,21 @@ describe('planSummaries', () => {
   })
 
   it('asks only for the summaries of blocks it may send', () => {
-    // Anchors end at 4: blocks [4,6) … [8,10) are eligible, never [0,2) or [2,4) (nor [10,12), not sealed here).
+    // Anchors end at 4, blocks begin there: [4,6) … [8,10) are eligible (not [10,12), not sealed here).
     const asked: string[] = []
     planSummaries({
-      blocks: blocks(5),
+      blocks: blocks(5).slice(2),
       anchorEnd: 4,
       currentStart: 12,
       keptFrom: 7,
       verbatimFrom: (s) => ENTRY * (12 - s),
       allowance: 3000,
       summaryOf: (b) => (asked.push(blockKey(b)), null),
+      merged: null,
       unavailable: new Set(),
       estimate: 100,
+      mergedBound: 424,
+      mergeInputTokens: 0,
       previousStart: null,
       previousFirstSummary: null,
     })
