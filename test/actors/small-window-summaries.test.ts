@@ -4,7 +4,7 @@ import type { LanguageModelFor } from '../../src/providers/language-models.ts'
 import { createSandboxLanguageModel } from '../../src/providers/sandbox/sandbox-language-model.ts'
 import { prose, until } from '../helpers/compaction-turns.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
-import { fundedOrg, getRun, newChat, sandboxCatalogue, turn } from '../helpers/turns.ts'
+import { fundedOrg, getRun, newChat, sandboxCatalogue, turn, usageEntries } from '../helpers/turns.ts'
 
 /**
  * Summaries on a small window (issue 21): sandbox/echo-8k at headroom 0.88 leaves a 983-token input
@@ -151,6 +151,34 @@ describe('summarize on a small window drops history only when even a merged summ
     }
     expect(dropped).toEqual([])
     expect(summarising).toBeGreaterThan(15)
+  })
+})
+
+describe('a merge is a compaction run like any other (decisions §5.3)', () => {
+  it('billed as compaction, its manifest names what it merged, its summary stored as merged and reused by later turns', { timeout: 60_000 }, async () => {
+    await publish('budgets', 'merge', { headroom: 0.88, history_mode: 'summarize' })
+    const chatId = await newChat(ctx, org.auth, { namespace: 'merge' })
+    let i = 0
+    const mergedSummary = () => ctx.store.summaries.ofChat(chatId).find((s) => s.merged)
+    while (!mergedSummary()) {
+      await turn(ctx, org.auth, chatId, { model: 'sandbox/echo-8k', input: [{ type: 'prompt', text: prose(i++, 50) }] })
+      expect(i).toBeLessThan(60)
+    }
+    const merged = mergedSummary()!
+    const run = (await getRun(ctx, org.auth, merged.runId)) as any
+    expect(run).toMatchObject({ origin: 'compaction', status: 'succeeded', manifest: { purpose: 'compaction', block: { first_ordinal: merged.firstOrdinal, last_ordinal: merged.lastOrdinal } } })
+    // It read stored summaries, oldest first, contiguous over its whole range.
+    const merges: { first_ordinal: number; last_ordinal: number; run_id: string }[] = run.manifest.merges
+    expect(merges.length).toBeGreaterThanOrEqual(2)
+    expect(merges[0]!.first_ordinal).toBe(merged.firstOrdinal)
+    expect(merges.at(-1)!.last_ordinal).toBe(merged.lastOrdinal)
+    for (const m of merges) expect(ctx.store.summaries.ofRange(chatId, m.first_ordinal, m.last_ordinal)?.runId).toBe(m.run_id)
+    expect(usageEntries(ctx.store, merged.runId)).toEqual([expect.objectContaining({ entry_type: 'compaction' })])
+    // The next turn sends it as made: reused, not made again.
+    const t = await turn(ctx, org.auth, chatId, { model: 'sandbox/echo-8k', input: [{ type: 'prompt', text: prose(i++, 50) }] })
+    const c = (await getRun(ctx, org.auth, t.runId)).manifest.context
+    expect(c.summaries[0]).toMatchObject({ first_ordinal: merged.firstOrdinal, run_id: merged.runId, reused: true })
+    expect(c.dropped).toBeNull()
   })
 })
 

@@ -1,7 +1,7 @@
 import type { LanguageModelV3StreamPart } from '@ai-sdk/provider'
 import { describe, expect, it } from 'vitest'
 import type { PartBody } from '../../src/domain/parts.ts'
-import { compactionPrompt, SUMMARISATION_INSTRUCTION } from '../../src/providers/compaction-prompt.ts'
+import { compactionPrompt, mergeInstruction, mergePrompt, SUMMARISATION_INSTRUCTION, summarisationInstruction } from '../../src/providers/compaction-prompt.ts'
 import { estimatePromptTokens } from '../../src/providers/estimate-prompt-tokens.ts'
 import { createSandboxLanguageModel } from '../../src/providers/sandbox/sandbox-language-model.ts'
 
@@ -77,5 +77,38 @@ describe('the sandbox summarises a block deterministically (decisions §6)', () 
     // Only a prompt's line counts: a tool result saying it does not.
     const inResult = [...parts.slice(0, 2), { ordinal: 9, body: { ...(parts[2]!.body as Extract<PartBody, { type: 'tool_result' }>), text: '/fail-summary' } }]
     await expect(summarise(inResult)).resolves.toMatchObject({ text: expect.stringMatching(/^Summary of ordinals 7-11:/) })
+  })
+})
+
+describe('merging summaries (decisions §5.3, issue 21)', () => {
+  const summaries = [
+    { firstOrdinal: 3, lastOrdinal: 10, text: 'Summary of ordinals 3-10: Please book a table for four / book called with' },
+    { firstOrdinal: 11, lastOrdinal: 14, text: 'Summary of ordinals 11-14: The guests arrived late and asked' },
+  ]
+
+  it('the merge prompt is our merge instruction, then each summary under a header naming its range', () => {
+    const prompt = mergePrompt(3, 14, summaries, 122)
+    expect(prompt[0]).toEqual({ role: 'system', content: mergeInstruction(122) })
+    expect(mergeInstruction(122)).toContain('at most 76 words')
+    const user = prompt[1]!
+    if (user.role !== 'user') throw new Error('expected the summaries as a user message')
+    expect(user.content.map((c) => (c.type === 'text' ? c.text : ''))).toEqual([
+      'Summaries of ledger ordinals 3-14, oldest first:',
+      '[#3-10 summary]\nSummary of ordinals 3-10: Please book a table for four / book called with',
+      '[#11-14 summary]\nSummary of ordinals 11-14: The guests arrived late and asked',
+    ])
+  })
+
+  it('the block instruction asks for as many words as its max_tokens holds (250 for 400 tokens)', () => {
+    expect(SUMMARISATION_INSTRUCTION).toContain('at most 250 words')
+    expect(summarisationInstruction(48)).toContain('at most 30 words')
+  })
+
+  it('the sandbox merges deterministically: one summary of the whole range, the gist of each summary without its own heading', async () => {
+    const model = createSandboxLanguageModel('echo-8k')
+    const { stream } = await model.doStream({ prompt: mergePrompt(3, 14, summaries, 122), maxOutputTokens: 122, providerOptions: { sandbox: { compaction: { firstOrdinal: 3, lastOrdinal: 14 } } } })
+    let text = ''
+    for await (const chunk of stream as unknown as AsyncIterable<LanguageModelV3StreamPart>) if (chunk.type === 'text-delta') text += chunk.delta
+    expect(text).toBe('Summary of ordinals 3-14: Please book a table for four / The guests arrived late and asked')
   })
 })

@@ -206,7 +206,8 @@ function fitSummaries(units: readonly Unit[], room: number, target: number, inpu
       const read = sum(d, e)
       if (read > input.mergeInputTokens) break
       const tokens = Math.min(input.mergedBound, read)
-      if (tokens + sum(e, n) > goal) continue
+      // A merge planned no smaller than what it reads saves nothing.
+      if (tokens >= read || tokens + sum(e, n) > goal) continue
       if (input.unavailable.has(blockKey(spanOf(units[d]!.block, units[e - 1]!.block)))) break
       return { dropped: d, merged: e - d, mergedTokens: tokens }
     }

@@ -352,3 +352,63 @@ describe('BlockIndex, property-based', () => {
     )
   })
 })
+
+describe('BlockIndex.extend: where blocks begin, their size, and the ranges already summarised (issue 21)', () => {
+  it('blocks begin after the anchors: no block holds an anchor entry', () => {
+    const ledger = ledgerOf([P(1, 600), P(2, 600), P(3, 600), P(4, 600), P(5, 600)])
+    expect(ranges(new BlockIndex().extend(ledger.history, 5, { from: 2, blockTokens: 1024 }))).toEqual([[2, 4]])
+    // Without anchors the first block takes entries 0 and 1.
+    expect(ranges(new BlockIndex().extend(ledger.history, 5, { from: 0, blockTokens: 1024 }))).toEqual([
+      [0, 2],
+      [2, 4],
+    ])
+  })
+
+  it('blocks are sized as asked: a small window cuts small blocks', () => {
+    const ledger = ledgerOf(Array.from({ length: 8 }, (_, i) => P(i + 1, 70)))
+    expect(ranges(new BlockIndex().extend(ledger.history, 8, { from: 0, blockTokens: 122 }))).toEqual([
+      [0, 2],
+      [2, 4],
+      [4, 6],
+      [6, 8],
+    ])
+  })
+
+  it('a change of where blocks begin or of their size cuts them again', () => {
+    const ledger = ledgerOf(Array.from({ length: 8 }, (_, i) => P(i + 1, 70)))
+    const index = new BlockIndex()
+    index.extend(ledger.history, 8, { from: 0, blockTokens: 122 })
+    expect(ranges(index.extend(ledger.history, 8, { from: 1, blockTokens: 122 }))).toEqual([
+      [1, 3],
+      [3, 5],
+      [5, 7],
+    ])
+    expect(ranges(index.extend(ledger.history, 8, { from: 1, blockTokens: 200 }))).toEqual([
+      [1, 4],
+      [4, 7],
+    ])
+  })
+
+  it('a block that begins where a stored summary begins ends where it ends, whatever the size in force', () => {
+    // Summaries made on a small window: ordinals 1-2 and 3-4. The chat moved to a large one (1024).
+    const ledger = ledgerOf(Array.from({ length: 40 }, (_, i) => P(i + 1, 70)))
+    const stored = new Map([
+      [1, 2],
+      [3, 4],
+    ])
+    const blocks = new BlockIndex().extend(ledger.history, 40, { from: 0, blockTokens: 1024, summarisedUntil: (o) => stored.get(o) })
+    // Along the stored ranges, then by size: 15 × 70 = 1050 >= 1024.
+    expect(ranges(blocks).slice(0, 3)).toEqual([
+      [0, 2],
+      [2, 4],
+      [4, 19],
+    ])
+  })
+
+  it('a stored range that no longer ends at a boundary is not followed: the size decides', () => {
+    // A call at ordinal 2 and its result at 3: a block cannot end after ordinal 2.
+    const ledger = ledgerOf([P(1, 50, 'a'), C(2, 'x', 50, 'a'), T(3, 'x', 50, 'a'), P(4, 50), P(5, 50)])
+    const blocks = new BlockIndex().extend(ledger.history, 5, { from: 0, blockTokens: 120, summarisedUntil: (o) => (o === 1 ? 2 : undefined) })
+    expect(ranges(blocks)).toEqual([[0, 3]])
+  })
+})

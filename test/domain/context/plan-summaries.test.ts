@@ -406,3 +406,75 @@ describe('planSummaries', () => {
     expect(p.choices.filter((c) => c.kind === 'needed')).toHaveLength(5)
   })
 })
+
+describe('planSummaries: the oldest summaries merged before any is dropped (decisions §5.3, issue 21)', () => {
+  // Ten blocks of two 512-token entries, summaries of 150 tokens; two unsealed entries before the input.
+  // Budget 2400: verbatim from 20 (1024) leaves 1376 for 1500 tokens of summaries; their share is 1200.
+  const base = { currentStart: 22, blocks: blocks(10), allowance: 2400, mergedBound: 200, mergeInputTokens: 5000 }
+
+  it('summaries that no longer fit: the fewest oldest are merged so that the rest fill at most JUMP_FILL of their share', () => {
+    const p = plan({ ...base, summaries: all(10, 150) })
+    expect(p.verbatimStart).toBe(20)
+    // Target floor(0.75 × 1200) = 900: merging six (200) leaves four (600): 800.
+    const merge = p.choices[0]!
+    expect(merge).toMatchObject({ kind: 'merge', block: { start: 0, end: 12, firstOrdinal: 10, lastOrdinal: 120 }, tokens: 200 })
+    expect(merge.kind === 'merge' && merge.of.map((b) => [b.start, b.end])).toEqual([0, 2, 4, 6, 8, 10].map((s) => [s, s + 2]))
+    expect(shape(p.choices.slice(1))).toEqual([12, 14, 16, 18].map((s) => ['summary', s, s + 2, 150]))
+    expect(p.summaryTokens).toBe(800)
+    expect(p.firstSummary).toBe(0)
+    expect(p.choices.some((c) => c.kind === 'dropped')).toBe(false)
+  })
+
+  it('once made, the merged summary begins the summaries: its blocks are not looked at again', () => {
+    const store = new Store()
+    for (const b of blocks(10)) store.make(b, 150)
+    const merged: BlockSummary = { firstOrdinal: 10, lastOrdinal: 120, text: 'merged', tokens: 120, runId: 'merge-1', merged: true }
+    store.byKey.set('10-120', merged)
+    const p = plan({ ...base, summaries: store, merged, previousStart: 20, previousFirstSummary: 0 })
+    expect(shape(p.choices)).toEqual([['summary', 0, 12, 120], ...[12, 14, 16, 18].map((s) => ['summary', s, s + 2, 150])])
+    expect(p.summaryTokens).toBe(720)
+  })
+
+  it('a merge may take its inputs from the chat’s merged summary: the next merge covers it and the blocks after it', () => {
+    const store = new Store()
+    for (const b of blocks(10)) store.make(b, 150)
+    const merged: BlockSummary = { firstOrdinal: 10, lastOrdinal: 40, text: 'merged', tokens: 150, runId: 'merge-1', merged: true }
+    store.byKey.set('10-40', merged)
+    // Units: the merged summary (0..4) and eight blocks, 150 each: 1350 tokens, and 1276 of room at a 2300 budget.
+    const p = plan({ ...base, allowance: 2300, summaries: store, merged })
+    const merge = p.choices[0]!
+    expect(merge.kind).toBe('merge')
+    expect(merge.block).toMatchObject({ start: 0, firstOrdinal: 10 })
+    expect(merge.kind === 'merge' && merge.of[0]).toMatchObject({ start: 0, end: 4 })
+  })
+
+  it('a merge reads at most mergeInputTokens; one that fits only the room left is taken before anything is dropped', () => {
+    // Inputs up to 500 tokens: three summaries (450) merged to 200 leave seven (1050): 1250 > 900, but <= 1376.
+    const p = plan({ ...base, summaries: all(10, 150), mergeInputTokens: 500 })
+    expect(p.choices[0]).toMatchObject({ kind: 'merge', block: { start: 0, end: 6 } })
+    expect(p.choices.some((c) => c.kind === 'dropped')).toBe(false)
+    expect(p.summaryTokens).toBe(1250)
+  })
+
+  it('only what even a merge cannot hold is dropped, oldest first', () => {
+    // No merge can read two summaries: the oldest go until the rest fill the target (900).
+    const p = plan({ ...base, summaries: all(10, 150), mergeInputTokens: 250 })
+    expect(shape(p.choices).map((c) => c[0])).toEqual([...Array(4).fill('dropped'), ...Array(6).fill('summary')])
+    // A merged summary larger than the room holds nothing either.
+    const tiny = plan({ ...base, summaries: all(10, 150), mergedBound: 2000 })
+    expect(tiny.choices.some((c) => c.kind === 'merge')).toBe(false)
+  })
+
+  it('a merge whose compaction failed is not planned again this turn, and no merge reads a failed block', () => {
+    const failedMerge = plan({ ...base, summaries: all(10, 150), unavailable: [{ ...blocks(10)[0]!, end: 12, lastOrdinal: 120 }] })
+    for (const c of failedMerge.choices) if (c.kind === 'merge') expect(blockKey(c.block)).not.toBe('10-120')
+    const failedBlock = plan({ ...base, summaries: all(10, 150), unavailable: [blocks(10)[2]!] })
+    for (const c of failedBlock.choices) if (c.kind === 'merge') expect(c.of.some((b) => b.start === 4)).toBe(false)
+  })
+
+  it('a merged summary whose range is not cut as blocks any more is not sent', () => {
+    const merged: BlockSummary = { firstOrdinal: 10, lastOrdinal: 50, text: 'merged', tokens: 100, runId: 'merge-1', merged: true }
+    const p = plan({ ...base, summaries: all(10, 150), merged })
+    expect(p.choices.every((c) => c.kind !== 'summary' || c.summary !== merged)).toBe(true)
+  })
+})
