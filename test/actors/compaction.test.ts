@@ -1,10 +1,8 @@
-import type { LanguageModelV3 } from '@ai-sdk/provider'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { estimatePartTokens } from '../../src/domain/context/estimate-part-tokens.ts'
 import type { PartBody } from '../../src/domain/parts.ts'
-import type { LanguageModelFor } from '../../src/providers/language-models.ts'
-import { createSandboxLanguageModel } from '../../src/providers/sandbox/sandbox-language-model.ts'
-import { growUntilHeldAtGate, prose, until } from '../helpers/compaction-turns.ts'
+import { compactionOf, sandboxThrough } from '../helpers/sandbox-through.ts'
+import { compactionRunsOf, growUntilHeldAtGate, prose, until } from '../helpers/compaction-turns.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
 import { deferred, fundedOrg, getRun, newChat, postTurn, sandboxCatalogue, streamOf, turn, usageEntries } from '../helpers/turns.ts'
 
@@ -18,27 +16,13 @@ import { deferred, fundedOrg, getRun, newChat, postTurn, sandboxCatalogue, strea
 function gatedSandbox() {
   let gate = deferred()
   const entered: string[] = []
-  const models = new Map<string, LanguageModelV3>()
-  const languageModelFor: LanguageModelFor = (entry) => {
-    let model = models.get(entry.vendor_model_id)
-    if (!model) {
-      const inner = createSandboxLanguageModel(entry.vendor_model_id)
-      model = {
-        ...inner,
-        async doStream(options) {
-          const compaction = (options.providerOptions?.sandbox as { compaction?: { firstOrdinal: number; lastOrdinal: number } } | undefined)?.compaction
-          if (compaction) {
-            entered.push(`${compaction.firstOrdinal}-${compaction.lastOrdinal}`)
-            await gate.promise
-            if (options.abortSignal?.aborted) throw Object.assign(new Error('aborted'), { name: 'AbortError' })
-          }
-          return inner.doStream(options)
-        },
-      }
-      models.set(entry.vendor_model_id, model)
-    }
-    return model
-  }
+  const languageModelFor = sandboxThrough(async (options) => {
+    const compaction = compactionOf(options)
+    if (!compaction) return
+    entered.push(`${compaction.firstOrdinal}-${compaction.lastOrdinal}`)
+    await gate.promise
+    if (options.abortSignal?.aborted) throw Object.assign(new Error('aborted'), { name: 'AbortError' })
+  })
   return {
     languageModelFor,
     entered,
@@ -67,12 +51,7 @@ const publishBudget = async (namespace: string, budget: Record<string, unknown>)
   expect(res.statusCode, res.body).toBe(200)
 }
 
-const compactionRuns = (chatId: string) =>
-  ctx.store.db.prepare(`SELECT id, status, manifest FROM runs WHERE chat_id = ? AND origin = 'compaction' ORDER BY created_at, rowid`).all(chatId) as {
-    id: string
-    status: string
-    manifest: string
-  }[]
+const compactionRuns = (chatId: string) => compactionRunsOf(ctx.store, chatId)
 
 const say = (chatId: string, text: string) => turn(ctx, org.auth, chatId, { model: 'sandbox/echo-8k', input: [{ type: 'prompt', text }] })
 

@@ -1,7 +1,5 @@
-import type { LanguageModelV3 } from '@ai-sdk/provider'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { LanguageModelFor } from '../../src/providers/language-models.ts'
-import { createSandboxLanguageModel } from '../../src/providers/sandbox/sandbox-language-model.ts'
+import { compactionOf, sandboxThrough } from '../helpers/sandbox-through.ts'
 import { growUntilHeldAtGate, prose, until } from '../helpers/compaction-turns.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
 import { deferred, fundedOrg, newChat, sandboxCatalogue, streamOf, usageEntries } from '../helpers/turns.ts'
@@ -17,27 +15,13 @@ function gatedSandbox() {
   let gate = deferred()
   const entered: string[] = []
   let customerCalls = 0
-  const models = new Map<string, LanguageModelV3>()
-  const languageModelFor: LanguageModelFor = (entry) => {
-    let model = models.get(entry.vendor_model_id)
-    if (!model) {
-      const inner = createSandboxLanguageModel(entry.vendor_model_id)
-      model = {
-        ...inner,
-        async doStream(options) {
-          const compaction = (options.providerOptions?.sandbox as { compaction?: { firstOrdinal: number } } | undefined)?.compaction
-          if (compaction) {
-            entered.push(String(compaction.firstOrdinal))
-            await gate.promise
-            if (options.abortSignal?.aborted) throw Object.assign(new Error('aborted'), { name: 'AbortError' })
-          } else customerCalls++
-          return inner.doStream(options)
-        },
-      }
-      models.set(entry.vendor_model_id, model)
-    }
-    return model
-  }
+  const languageModelFor = sandboxThrough(async (options) => {
+    const compaction = compactionOf(options)
+    if (!compaction) return void customerCalls++
+    entered.push(String(compaction.firstOrdinal))
+    await gate.promise
+    if (options.abortSignal?.aborted) throw Object.assign(new Error('aborted'), { name: 'AbortError' })
+  })
   return { languageModelFor, entered, customerCalls: () => customerCalls, open: () => gate.resolve(), close: () => (gate = deferred()) }
 }
 

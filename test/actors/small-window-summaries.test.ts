@@ -1,8 +1,7 @@
-import type { LanguageModelV3, LanguageModelV3Prompt } from '@ai-sdk/provider'
+import type { LanguageModelV3Prompt } from '@ai-sdk/provider'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { LanguageModelFor } from '../../src/providers/language-models.ts'
-import { createSandboxLanguageModel } from '../../src/providers/sandbox/sandbox-language-model.ts'
-import { prose, until } from '../helpers/compaction-turns.ts'
+import { compactionOf, sandboxThrough } from '../helpers/sandbox-through.ts'
+import { compactionRunsOf, prose, until } from '../helpers/compaction-turns.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
 import { fundedOrg, getRun, newChat, sandboxCatalogue, turn, usageEntries } from '../helpers/turns.ts'
 
@@ -16,26 +15,13 @@ import { fundedOrg, getRun, newChat, sandboxCatalogue, turn, usageEntries } from
 /** The sandbox, recording the text of every customer prompt it is sent (compaction runs are not customer prompts). */
 function recordingSandbox() {
   const prompts: string[] = []
-  const models = new Map<string, LanguageModelV3>()
   const textOf = (prompt: LanguageModelV3Prompt) =>
     prompt
       .flatMap((m) => (typeof m.content === 'string' ? [m.content] : m.content.flatMap((c) => (c.type === 'text' ? [c.text] : []))))
       .join('\n')
-  const languageModelFor: LanguageModelFor = (entry) => {
-    let model = models.get(entry.vendor_model_id)
-    if (!model) {
-      const inner = createSandboxLanguageModel(entry.vendor_model_id)
-      model = {
-        ...inner,
-        async doStream(options) {
-          if (!(options.providerOptions?.sandbox as { compaction?: unknown } | undefined)?.compaction) prompts.push(textOf(options.prompt))
-          return inner.doStream(options)
-        },
-      }
-      models.set(entry.vendor_model_id, model)
-    }
-    return model
-  }
+  const languageModelFor = sandboxThrough((options) => {
+    if (!compactionOf(options)) prompts.push(textOf(options.prompt))
+  })
   return { languageModelFor, prompts }
 }
 
@@ -58,12 +44,7 @@ const publish = async (kind: 'budgets' | 'retention', namespace: string, documen
   expect(res.statusCode, res.body).toBe(200)
 }
 
-const compactionRuns = (chatId: string) =>
-  ctx.store.db.prepare(`SELECT id, status, manifest FROM runs WHERE chat_id = ? AND origin = 'compaction' ORDER BY created_at, rowid`).all(chatId) as {
-    id: string
-    status: string
-    manifest: string
-  }[]
+const compactionRuns = (chatId: string) => compactionRunsOf(ctx.store, chatId)
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b)

@@ -1,4 +1,5 @@
 import { estimateTokens } from '../../src/domain/tokens/estimate-tokens.ts'
+import type { Store } from '../../src/store/index.ts'
 import type { Auth } from './http.ts'
 import type { TestContext } from './test-app.ts'
 import { postTurn } from './turns.ts'
@@ -45,3 +46,11 @@ export async function growUntilHeldAtGate(
   }
   return { pending }
 }
+
+/** A chat's compaction runs, oldest first. */
+export const compactionRunsOf = (store: Store, chatId: string) =>
+  store.db.prepare(`SELECT id, status, manifest FROM runs WHERE chat_id = ? AND origin = 'compaction' ORDER BY created_at, rowid`).all(chatId) as {
+    id: string
+    status: string
+    manifest: string
+  }[]
