@@ -2,12 +2,20 @@
  * `npm run bench -- packing`: what packing one turn costs the chat's actor in steady state, for
  * chats of 1,000, 10,000 and 100,000 parts: `history.pack(chatId, request)` (src/actors/context-history.ts:
  * the parts added since the chat's previous turn read from SQLite, the pure packer, the attachment
- * bytes) and `convertToProviderPrompt(...)`, under the platform default retention and a 200,000-token
- * input budget (`history_mode: drop_oldest`: no compaction runs in process). Beside it, in the same run, a raw better-sqlite3 read of the newest 100 parts of the
- * same chat.
+ * bytes) and `convertToProviderPrompt(...)`. Beside it, in the same run, a raw better-sqlite3 read of the
+ * newest 100 parts of the same chat.
  *
- * Each chat's kept state is warmed by earlier turns first. Every measured turn first appends (untimed)
- * the turn packed before it, its prompt and an answer, as the run would have written them, then packs the next prompt.
+ * Two sets of three chats, interleaved:
+ * - `drop_oldest`, under the platform default retention and a 200,000-token input budget: the oldest history dropped.
+ * - `summarize` (the platform default), under a 32,000-token input budget: the oldest history as block summaries,
+ *   the oldest of those merged into one (issue 21). Compaction runs cannot run in process, so an untimed STAND-IN
+ *   makes what a turn needs (`standIn` in main: stored and filed summaries of a model summary's length whose text is
+ *   pooled prose, not a summary of the block); the turn then packs again over them, timed, as
+ *   src/actors/compact-for-turn.ts does.
+ *
+ * Each chat's kept state is warmed by earlier turns first (for `summarize`, so its summaries and merged summary are
+ * made). Every measured turn first appends (untimed) the turn packed before it, its prompt and an answer, as the run
+ * would have written them, then packs the next prompt.
  *
  * Then, in a real server process (bench/compaction.ts): a 200-turn tool-using chat on sandbox/echo-8k
  * under the platform defaults, grown far past its window, reporting summaries made per 100 turns,
@@ -21,7 +29,11 @@ import { join } from 'node:path'
 import { deflateSync } from 'node:zlib'
 import { createContextHistory, newPartMedia, type ContextHistory, type PackedTurn, type PackRequest } from '../src/actors/context-history.ts'
 import type { CatalogueEntry } from '../src/domain/catalogue/catalogue-entry.ts'
+import type { BlockToSummarise } from '../src/domain/context/block-to-summarise.ts'
 import { inputBudget } from '../src/domain/context/budget.ts'
+import { compactionSizes } from '../src/domain/context/compaction-sizes.ts'
+import { blockKey } from '../src/domain/context/cut-blocks.ts'
+import { summaryTokens, type BlockSummary } from '../src/domain/context/render-summary.ts'
 import { estimateMediaTokens, estimatePartTokens, type MediaShape } from '../src/domain/context/estimate-part-tokens.ts'
 import { PLATFORM_DEFAULT_BUDGET, PLATFORM_DEFAULT_RETENTION } from '../src/domain/config/platform-defaults.ts'
 import type { ContextBudget } from '../src/domain/config/config-types.ts'
@@ -46,6 +58,11 @@ const SEED_BATCH = 2_000
 const MODEL_NAME = 'anthropic/claude-sonnet-4.5'
 /** With the default headroom of 0.1: floor(222,223 × 0.9) = 200,000 tokens of input budget. */
 const CONTEXT_WINDOW = 222_223
+/**
+ * The `summarize` chats: floor(35,556 × 0.9) = 32,000 tokens of input budget, so even the 1,000-part chat
+ * (~350,000 tokens) is many windows long and every chat sends merged and block summaries on every turn.
+ */
+const SUMMARIZE_CONTEXT_WINDOW = 35_556
 const RAW_SQL = 'SELECT * FROM parts WHERE chat_id = ? ORDER BY ordinal DESC LIMIT 100'
 const TOOLS_TOKENS = 2_500
 
@@ -232,6 +249,9 @@ function exchange(texts: Texts, counted: boolean): NewPart[] {
 type Chat = {
   size: number
   chatId: string
+  mode: 'drop_oldest' | 'summarize'
+  budget: ContextBudget
+  model: CatalogueEntry
   history: ContextHistory
   /** The exchange whose prompt the latest pack sent as new: the run writes it before the next turn. */
   pending: NewPart[] | null
@@ -239,9 +259,15 @@ type Chat = {
   last: PackedTurn | null
   lastPrompt: ReturnType<typeof convertToProviderPrompt> | null
   pack: Samples
+  /** `summarize`: the packing again after the stand-in made what a turn needed (only turns that needed some). */
+  repack: Samples
   convert: Samples
   total: Samples
   raw: Samples
+  /** `summarize`: the chat's merged summaries (by blockKey), to tell them among the summaries a turn sends. */
+  mergedKeys: Set<string>
+  /** `summarize`, per measured turn: what its final packing sent. */
+  sent: { summaries: number; merged: number; summaryTokens: number; dropped: number; needed: number; blocksMade: number; mergesMade: number }[]
 }
 
 async function main(): Promise<void> {
@@ -253,13 +279,19 @@ async function main(): Promise<void> {
   const catalogued = loadCatalogue().entries.find((e) => e.name === MODEL_NAME)
   if (!catalogued) throw new Error(`${MODEL_NAME} is not in the catalogue`)
   const model: CatalogueEntry = { ...catalogued, context_window: CONTEXT_WINDOW }
-  // The steady state of a turn that packs from the ledger alone: the oldest history dropped. Under the default
-  // `summarize` each turn would also need compaction runs, which this in-process measurement does not make;
-  // the chat through the real server below (bench/compaction.ts) measures summarised history.
+  // Two steady states. `drop_oldest`: a turn packs from the ledger alone, the oldest history dropped.
+  // `summarize` (the default): the oldest history as block summaries, the oldest of those merged into one. Its
+  // compaction runs cannot run in process: an untimed stand-in (`standIn` below) writes the summaries a turn
+  // needs; the chat through the real server below (bench/compaction.ts) measures real compaction runs.
   const budget: ContextBudget = { ...PLATFORM_DEFAULT_BUDGET, history_mode: 'drop_oldest' }
+  const summarizeBudget: ContextBudget = { ...PLATFORM_DEFAULT_BUDGET, history_mode: 'summarize' }
+  const summarizeModel: CatalogueEntry = { ...catalogued, context_window: SUMMARIZE_CONTEXT_WINDOW }
   const rules = PLATFORM_DEFAULT_RETENTION
   const window = inputBudget(model.context_window, budget)
   if (window !== 200_000) throw new Error(`expected an input budget of 200,000 tokens, got ${window}`)
+  const summarizeWindow = inputBudget(summarizeModel.context_window, summarizeBudget)
+  if (summarizeWindow !== 32_000) throw new Error(`expected an input budget of 32,000 tokens, got ${summarizeWindow}`)
+  const sizes = compactionSizes(summarizeWindow)
   const instructions = prose(5_000)
   const instructionsTokens = estimateTokens(instructions)
 
@@ -272,6 +304,13 @@ async function main(): Promise<void> {
     longResults: pool(40, () => records(between(12_000, 30_000))),
     args: pool(100, toolArguments),
   }
+  // The stand-in's summaries: prose of 55-95 % of what a compaction run may write (its max_tokens), the
+  // length a model's summary of such a block or merge comes to.
+  const summaryPool = (maxTokens: number) =>
+    pool(100, () => prose(between(Math.floor(maxTokens * 0.55 * 5), Math.floor(maxTokens * 0.95 * 5)))).filter((p) => p.tokens <= maxTokens)
+  const blockTexts = summaryPool(sizes.summaryMaxTokens)
+  const mergedTexts = summaryPool(sizes.mergedMaxTokens)
+  if (blockTexts.length < 50 || mergedTexts.length < 50) throw new Error('summary texts over their max_tokens')
   log(`text pools in ${((performance.now() - poolStart) / 1000).toFixed(1)} s`)
 
   // ------------------------------------------------------------ seeding: one transaction, batched appends
@@ -279,9 +318,10 @@ async function main(): Promise<void> {
   const seedStart = performance.now()
   let seededTokens = 0
   const chats: Chat[] = []
+  const seeds = [...SIZES.map((size) => ({ size, mode: 'drop_oldest' as const })), ...SIZES.map((size) => ({ size, mode: 'summarize' as const }))]
   db.transaction(() => {
-    for (const size of SIZES) {
-      const chat = store.chats.create({ orgId: org.id, namespace: 'acme/support', title: `${size} parts`, description: null, userMetadata: {} })
+    for (const { size, mode } of seeds) {
+      const chat = store.chats.create({ orgId: org.id, namespace: 'acme/support', title: `${size} parts (${mode})`, description: null, userMetadata: {} })
       let written = 0
       let batch: NewPart[] = []
       while (written < size) {
@@ -299,15 +339,21 @@ async function main(): Promise<void> {
       chats.push({
         size,
         chatId: chat.id,
+        mode,
+        budget: mode === 'summarize' ? summarizeBudget : budget,
+        model: mode === 'summarize' ? summarizeModel : model,
         history: createContextHistory(store),
         pending: null,
         coldMs: 0,
         last: null,
         lastPrompt: null,
         pack: new Samples(),
+        repack: new Samples(),
         convert: new Samples(),
         total: new Samples(),
         raw: new Samples(),
+        mergedKeys: new Set(),
+        sent: [],
       })
     }
   }).immediate()
@@ -324,6 +370,41 @@ async function main(): Promise<void> {
   // ------------------------------------------------------------ one turn
   const raw = db.prepare<[string], { ordinal: number }>(RAW_SQL)
   let sink = 0
+  let standIns = 0
+  /**
+   * A STAND-IN for the compaction runs a `summarize` turn needs (src/actors/compactor.ts, summarise-block.ts),
+   * which cannot run in process. Untimed. For each needed item, blocks first and then merges (a merge reads the
+   * summaries of the blocks it merges): a summary whose text is prose from a pool of a model summary's length (not a
+   * summary of the block), its tokens `summaryTokens(first, last, text)` as a compaction run stores them, `merged`
+   * for a merge; inserted in the store and filed with `history.addSummary`, as a compaction run does. Returns the
+   * blockKeys made (the turn's `madeNow`).
+   */
+  const standIn = (chat: Chat, needed: readonly BlockToSummarise[]) => {
+    const made = new Set<string>()
+    let blocks = 0
+    let merges = 0
+    const createdAt = new Date().toISOString()
+    for (const item of [...needed.filter((b) => b.kind === 'block'), ...needed.filter((b) => b.kind === 'merge')]) {
+      const merged = item.kind === 'merge'
+      const texts = merged ? mergedTexts : blockTexts
+      const text = texts[standIns++ % texts.length]!.text
+      const summary: BlockSummary = {
+        firstOrdinal: item.firstOrdinal,
+        lastOrdinal: item.lastOrdinal,
+        text,
+        tokens: summaryTokens(item.firstOrdinal, item.lastOrdinal, text),
+        runId: `run_stand_in_${standIns}`,
+        ...(merged ? { merged: true } : {}),
+      }
+      store.summaries.insert(chat.chatId, summary, createdAt)
+      chat.history.addSummary(chat.chatId, summary)
+      if (merged) chat.mergedKeys.add(blockKey(summary))
+      made.add(blockKey(summary))
+      if (merged) merges++
+      else blocks++
+    }
+    return { made, blocks, merges }
+  }
   const turn = (chat: Chat, timed: boolean) => {
     // Untimed: what the previous turn's run wrote (its prompt and answer), then the next prompt as the request.
     if (chat.pending) store.parts.append(chat.chatId, chat.pending)
@@ -341,23 +422,58 @@ async function main(): Promise<void> {
       instructionsTokens,
       toolsTokens: TOOLS_TOKENS,
       rules,
-      budget,
-      model,
+      budget: chat.budget,
+      model: chat.model,
     }
     const start = performance.now()
-    const packed = chat.history.pack(chat.chatId, request)
+    let packed = chat.history.pack(chat.chatId, request)
     const packedAt = performance.now()
+    // `summarize`: what the turn needs is made (the untimed stand-in), then the turn packs again over it, as
+    // src/actors/compact-for-turn.ts does: what that packing still needs is dropped for this turn.
+    const needed = packed.needed.length
+    let repackMs = 0
+    let made = { blocks: 0, merges: 0 }
+    if (needed > 0) {
+      const standing = standIn(chat, packed.needed)
+      made = standing
+      const unavailable = new Set<string>()
+      const compaction = { unavailable, madeNow: standing.made }
+      const repackStart = performance.now()
+      packed = chat.history.pack(chat.chatId, { ...request, compaction })
+      if (packed.needed.length > 0) {
+        for (const block of packed.needed) unavailable.add(blockKey(block))
+        packed = chat.history.pack(chat.chatId, { ...request, compaction })
+      }
+      repackMs = performance.now() - repackStart
+    }
+    const convertStart = performance.now()
     const messages = convertToProviderPrompt(instructions, packed.parts, packed.bytesOf)
     const end = performance.now()
     sink += messages.length
     chat.last = packed
     chat.lastPrompt = messages
+    const packMs = packedAt - start + repackMs
+    const totalMs = packMs + (end - convertStart)
     if (timed) {
-      chat.pack.push((packedAt - start) * 1000)
-      chat.convert.push((end - packedAt) * 1000)
-      chat.total.push((end - start) * 1000)
+      chat.pack.push(packMs * 1000)
+      if (needed > 0) chat.repack.push(repackMs * 1000)
+      chat.convert.push((end - convertStart) * 1000)
+      chat.total.push(totalMs * 1000)
+      if (chat.mode === 'summarize') {
+        const sent = packed.context.summaries
+        if (sent.length === 0) throw new Error(`chat of ${chat.size} (summarize): a measured turn sent no summaries`)
+        chat.sent.push({
+          summaries: sent.length,
+          merged: sent.filter((m) => chat.mergedKeys.has(`${m.first_ordinal}-${m.last_ordinal}`)).length,
+          summaryTokens: packed.context.tokens.summaries,
+          dropped: packed.context.dropped?.dropped ?? 0,
+          needed,
+          blocksMade: made.blocks,
+          mergesMade: made.merges,
+        })
+      }
     }
-    return end - start
+    return totalMs
   }
   const rawRead = (chat: Chat, into: Samples | null) => {
     const start = performance.now()
@@ -371,7 +487,7 @@ async function main(): Promise<void> {
   for (const chat of chats) {
     globalThis.gc?.()
     chat.coldMs = turn(chat, false)
-    log(`chat of ${fmt(chat.size)} parts: first turn (kept state built from the ledger) ${fmt(chat.coldMs, 1)} ms`)
+    log(`chat of ${fmt(chat.size)} parts (${chat.mode}): first turn (kept state built from the ledger) ${fmt(chat.coldMs, 1)} ms`)
   }
   for (let i = 0; i < WARMUP_TURNS; i++) {
     for (const chat of chats) {
@@ -419,33 +535,76 @@ async function main(): Promise<void> {
       partsNow: countOf(chat.chatId),
     }
   }
-  const described = chats.map(describe)
+  const dropChats = chats.filter((c) => c.mode === 'drop_oldest')
+  const sumChats = chats.filter((c) => c.mode === 'summarize')
+  const described = dropChats.map(describe)
   // A turn that rebuilt the kept state from the ledger (the history let go) would cost about the first turn.
-  const rebuilt = chats.map((c) => Array.from(c.pack.values()).filter((us) => us > (c.coldMs * 1000) / 2).length)
+  const rebuiltOf = (list: Chat[]) => list.map((c) => Array.from(c.pack.values()).filter((us) => us > (c.coldMs * 1000) / 2).length)
+  const rebuilt = rebuiltOf(dropChats)
   for (const [k, d] of described.entries()) {
-    if (d.tokens > window) throw new Error(`chat of ${chats[k]!.size}: packed ${d.tokens} tokens over the budget ${window}`)
-    if (d.dropped === 0) throw new Error(`chat of ${chats[k]!.size}: nothing dropped; the chat fits the budget, so it measures no steady state`)
+    if (d.tokens > window) throw new Error(`chat of ${dropChats[k]!.size}: packed ${d.tokens} tokens over the budget ${window}`)
+    if (d.dropped === 0) throw new Error(`chat of ${dropChats[k]!.size}: nothing dropped; the chat fits the budget, so it measures no steady state`)
   }
+  const storedSummaries = (chatId: string) =>
+    db.prepare<[string], { n: number; merged: number }>('SELECT count(*) AS n, coalesce(sum(merged), 0) AS merged FROM summaries WHERE chat_id = ?').get(chatId)!
+  const median = (values: number[]) => percentile(Float64Array.from(values).sort(), 50)
+  const range = (values: number[]) => {
+    const lo = Math.min(...values)
+    const hi = Math.max(...values)
+    return lo === hi ? fmt(lo) : `${fmt(median(values))} (${fmt(lo)}-${fmt(hi)})`
+  }
+  const sumDescribed = sumChats.map((chat) => {
+    const packed = chat.last!
+    const turns = chat.sent
+    const stored = storedSummaries(chat.chatId)
+    if (packed.estimatedTokens > summarizeWindow) throw new Error(`chat of ${chat.size} (summarize): packed ${packed.estimatedTokens} tokens over the budget ${summarizeWindow}`)
+    if (turns.some((t) => t.merged === 0)) throw new Error(`chat of ${chat.size} (summarize): a measured turn sent no merged summary; not the steady state meant`)
+    return {
+      summaries: range(turns.map((t) => t.summaries)),
+      merged: range(turns.map((t) => t.merged)),
+      summaryTokens: range(turns.map((t) => t.summaryTokens)),
+      verbatim: packed.context.segments.reduce((n, s) => n + (s.treatment === 'verbatim' || s.treatment === 'truncated' ? s.parts : 0), 0),
+      history: packed.context.tokens.history,
+      tokens: packed.estimatedTokens,
+      dropped: range(turns.map((t) => t.dropped)),
+      compacted: turns.filter((t) => t.needed > 0).length,
+      blocksMade: turns.reduce((n, t) => n + t.blocksMade, 0),
+      mergesMade: turns.reduce((n, t) => n + t.mergesMade, 0),
+      stored: stored.n,
+      storedMerged: stored.merged,
+      messages: chat.lastPrompt!.length,
+      partsNow: countOf(chat.chatId),
+    }
+  })
+  const sumRebuilt = rebuiltOf(sumChats)
   db.close()
 
-  type Row = { p50: number; p90: number; mean: number; n: number }
+  type Row = { p50: number; p90: number; p99: number; mean: number; n: number }
   const summary = (s: Samples): Row => {
     const sorted = Float64Array.from(s.values()).sort()
-    return { p50: percentile(sorted, 50), p90: percentile(sorted, 90), mean: sorted.reduce((a, b) => a + b, 0) / sorted.length, n: sorted.length }
+    return { p50: percentile(sorted, 50), p90: percentile(sorted, 90), p99: percentile(sorted, 99), mean: sorted.reduce((a, b) => a + b, 0) / sorted.length, n: sorted.length }
   }
-  const rows = chats.map((c) => ({ chat: c, pack: summary(c.pack), convert: summary(c.convert), total: summary(c.total), raw: summary(c.raw) }))
+  const rowsOf = (list: Chat[]) =>
+    list.map((c) => ({ chat: c, pack: summary(c.pack), repack: summary(c.repack), convert: summary(c.convert), total: summary(c.total), raw: summary(c.raw) }))
+  const rows = rowsOf(dropChats)
   const small = rows[0]!
   const large = rows[rows.length - 1]!
   const growth = large.total.p50 / small.total.p50
   const overRaw = large.total.p50 / large.raw.p50
-  const us = (n: number) => (n >= 1000 ? `${fmt(n / 1000, 2)} ms` : `${fmt(n, n < 10 ? 2 : 0)} µs`)
+  const sumRows = rowsOf(sumChats)
+  const sumSmall = sumRows[0]!
+  const sumLarge = sumRows[sumRows.length - 1]!
+  const sumGrowth = sumLarge.total.p50 / sumSmall.total.p50
+  const sumGrowthP99 = sumLarge.total.p99 / sumSmall.total.p99
+  const sumOverRaw = sumLarge.total.p50 / sumLarge.raw.p50
+  const us = (n: number) => (Number.isNaN(n) ? '-' : n >= 1000 ? `${fmt(n / 1000, 2)} ms` : `${fmt(n, n < 10 ? 2 : 0)} µs`)
 
   const table = [
-    '| Chat (parts at start → end) | pack + convert p50 | p90 | mean | `history.pack` p50 | `convertToProviderPrompt` p50 | raw read of newest 100 p50 | p90 | p50 vs raw read | first turn (kept state built) |',
-    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+    '| Chat (parts at start → end) | pack + convert p50 | p90 | p99 | mean | `history.pack` p50 | `convertToProviderPrompt` p50 | raw read of newest 100 p50 | p90 | p50 vs raw read | first turn (kept state built) |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
     ...rows.map(
       (r, k) =>
-        `| ${fmt(r.chat.size)} → ${fmt(described[k]!.partsNow)} | ${us(r.total.p50)} | ${us(r.total.p90)} | ${us(r.total.mean)} | ${us(r.pack.p50)} | ${us(r.convert.p50)} | ` +
+        `| ${fmt(r.chat.size)} → ${fmt(described[k]!.partsNow)} | ${us(r.total.p50)} | ${us(r.total.p90)} | ${us(r.total.p99)} | ${us(r.total.mean)} | ${us(r.pack.p50)} | ${us(r.convert.p50)} | ` +
         `${us(r.raw.p50)} | ${us(r.raw.p90)} | ${(r.total.p50 / r.raw.p50).toFixed(2)}× | ${fmt(r.chat.coldMs, 1)} ms |`,
     ),
   ].join('\n')
@@ -454,11 +613,29 @@ async function main(): Promise<void> {
     '|---|--:|--:|--:|--:|--:|--:|--:|--:|',
     ...described.map(
       (d, k) =>
-        `| ${fmt(chats[k]!.size)} | ${fmt(d.sent)} | ${fmt(d.omitted)} | ${fmt(d.truncated)} | ${d.files} / ${d.markers} | ${fmt(d.dropped)} | ${fmt(d.history)} | ${fmt(d.tokens)} | ${fmt(d.messages)} |`,
+        `| ${fmt(dropChats[k]!.size)} | ${fmt(d.sent)} | ${fmt(d.omitted)} | ${fmt(d.truncated)} | ${d.files} / ${d.markers} | ${fmt(d.dropped)} | ${fmt(d.history)} | ${fmt(d.tokens)} | ${fmt(d.messages)} |`,
     ),
   ].join('\n')
-  process.stdout.write(`${table}\n\n${packedTable}\n`)
-  log(`100k/1k ${growth.toFixed(2)}×, 100k/raw read ${overRaw.toFixed(2)}×; measured in ${timedSeconds.toFixed(1)} s`)
+  const sumTable = [
+    '| Chat (parts at start → end) | pack + convert p50 | p99 | mean | `history.pack` p50 (packing again included) | packing again p50 (turns) | `convertToProviderPrompt` p50 | raw read of newest 100 p50 | p99 | p50 vs raw read | first turn (kept state built) |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+    ...sumRows.map(
+      (r, k) =>
+        `| ${fmt(r.chat.size)} → ${fmt(sumDescribed[k]!.partsNow)} | ${us(r.total.p50)} | ${us(r.total.p99)} | ${us(r.total.mean)} | ${us(r.pack.p50)} | ${us(r.repack.p50)} (${r.repack.n}) | ${us(r.convert.p50)} | ` +
+        `${us(r.raw.p50)} | ${us(r.raw.p99)} | ${(r.total.p50 / r.raw.p50).toFixed(2)}× | ${fmt(r.chat.coldMs, 1)} ms |`,
+    ),
+  ].join('\n')
+  const sumPackedTable = [
+    '| Chat | summaries sent per turn | of them merged | summary tokens per turn | parts sent verbatim (last turn) | history tokens (last turn) | estimated input tokens (last turn) | parts dropped per turn | turns that needed summaries | made by the stand-in while measured: block / merged summaries | summaries stored at the end (merged) |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+    ...sumDescribed.map(
+      (d, k) =>
+        `| ${fmt(sumChats[k]!.size)} | ${d.summaries} | ${d.merged} | ${d.summaryTokens} | ${fmt(d.verbatim)} | ${fmt(d.history)} | ${fmt(d.tokens)} | ${d.dropped} | ${d.compacted} of ${sumChats[k]!.sent.length} | ${fmt(d.blocksMade)} / ${fmt(d.mergesMade)} | ${fmt(d.stored)} (${fmt(d.storedMerged)}) |`,
+    ),
+  ].join('\n')
+  process.stdout.write(`${table}\n\n${packedTable}\n\n${sumTable}\n\n${sumPackedTable}\n`)
+  log(`drop_oldest: 100k/1k ${growth.toFixed(2)}×, 100k/raw read ${overRaw.toFixed(2)}×`)
+  log(`summarize: 100k/1k ${sumGrowth.toFixed(2)}× (p99 ${sumGrowthP99.toFixed(2)}×), 100k/raw read ${sumOverRaw.toFixed(2)}×; measured in ${timedSeconds.toFixed(1)} s`)
 
   // ------------------------------------------------------------ a tool-using chat past its window, through the real server
   log(`a ${COMPACTION_TURNS}-turn tool-using chat on sandbox/echo-8k through the real server`)
@@ -470,9 +647,11 @@ async function main(): Promise<void> {
   const section = [
     ...sectionHead('Packing: one turn of a long chat (context packing)', 'bench/packing.ts', loadBefore),
     `- **Load**: in-process, one caller; per chat one first turn (which builds the kept state from the whole ledger), ${WARMUP_TURNS} warm-up turns,`,
-    `  then ${fmt(perRound * ROUNDS)} measured turns in ${ROUNDS} rounds (a full collection before each), the chats interleaved (each round starting with the next),`,
-    '  each round\'s turns of a chat followed by as many raw reads of it;',
+    `  then ${fmt(perRound * ROUNDS)} measured turns in ${ROUNDS} rounds (a full collection before each), the six chats (three \`drop_oldest\`, three \`summarize\`)`,
+    '  interleaved (each round starting with the next), each round\'s turns of a chat followed by as many raw reads of it;',
     '  every call timed on its own with `performance.now()`.',
+    '',
+    '### `drop_oldest`',
     '',
     table,
     '',
@@ -486,22 +665,52 @@ async function main(): Promise<void> {
     '- **p90**: the slow turns are those where a long tool result (up to ~9,000 tokens) passes `verbatim_within` and is cut once:',
     '  the BPE tokenizer encodes and decodes it (3-5 ms), after which its cut rendering is kept.',
     `- **Baseline**: \`db.prepare('${RAW_SQL}')\` prepared once, \`.all(chatId)\`, on the same connection and chat.`,
-    `- **Budget**: \`PLATFORM_DEFAULT_RETENTION\` and \`PLATFORM_DEFAULT_BUDGET\` (headroom 0.1, no history cap) with \`history_mode: drop_oldest\``,
-    '  (the default `summarize` would need compaction runs, which an in-process turn does not make; the chat below measures them) for',
+    `- **Budget**: \`PLATFORM_DEFAULT_RETENTION\` and \`PLATFORM_DEFAULT_BUDGET\` (headroom 0.1, no history cap) with \`history_mode: drop_oldest\` for`,
     `  \`${MODEL_NAME}\` with its`,
     `  context window set to ${fmt(CONTEXT_WINDOW)}: an input budget of ${fmt(window)} tokens. Instructions of ${fmt(instructionsTokens)} tokens, tools counted as ${fmt(TOOLS_TOKENS)}.`,
     '  What the last measured turn of each chat packed:',
     '',
     packedTable,
     '',
-    `- **Data**: one SQLite file (WAL) in a temporary directory, \`openDatabase\`; the three chats seeded through \`store.parts.append\` in`,
+    `- One kept history (\`createContextHistory(store)\`) per chat. Measured turns that took over half the first turn (a rebuilt kept state): ${rebuilt.join(', ')}.`,
+    '',
+    '### `summarize`: a chat with summaries and a merged summary (issue 21)',
+    '',
+    sumTable,
+    '',
+    `- **Result**: one turn of the 100,000-part chat with summaries packs in ${us(sumLarge.total.p50)} (p50), ${verdict(sumGrowth, 1.5)} the 1,000-part chat's ${us(sumSmall.total.p50)}`,
+    `  (p99: ${us(sumLarge.total.p99)} against ${us(sumSmall.total.p99)}, ${sumGrowthP99.toFixed(2)}×, over ${fmt(sumLarge.total.n)} turns each),`,
+    `  and ${sumOverRaw.toFixed(2)}× a raw read of the newest 100 parts of the same chat (${us(sumLarge.raw.p50)}).`,
+    `- **Budget**: \`PLATFORM_DEFAULT_BUDGET\` as it is (\`history_mode: summarize\`, eager compaction off, headroom 0.1, no history cap) and`,
+    `  \`PLATFORM_DEFAULT_RETENTION\`, for \`${MODEL_NAME}\` with its context window set to ${fmt(SUMMARIZE_CONTEXT_WINDOW)}: an input budget of ${fmt(summarizeWindow)} tokens,`,
+    `  so even the 1,000-part chat (~350,000 tokens) is over ten windows long. Sizes that window gives (\`compactionSizes\`): blocks of ${fmt(sizes.blockTokens)} tokens,`,
+    `  block summaries of at most ${fmt(sizes.summaryMaxTokens)} tokens, merged ones of at most ${fmt(sizes.mergedMaxTokens)}, a merge reading at most ${fmt(sizes.mergeInputTokens)}. Same instructions and tools.`,
+    '- **Stand-in for the compaction runs** (they cannot run in process; not timed): when a turn\'s packing needs summaries (`packed.needed`),',
+    '  the bench writes one for each needed item, blocks first, then merges: its text is prose from a pool (55-95 % of the run\'s',
+    '  `max_tokens`; not a summary of the block), its tokens `summaryTokens(first, last, text)` as a compaction run stores them, `merged: true`',
+    '  for a merge; it is inserted with `store.summaries.insert` and filed with `history.addSummary`. The turn then packs again over them',
+    '  (`compaction.madeNow`; what that packing still needs is marked unavailable and it packs once more, as `compactForTurn` does).',
+    '  The real compaction runs, their cost and the prefix cache are measured through the real server in the next subsection.',
+    '- **Timed per turn**: the first `history.pack(chatId, request)` (reading what was added, cutting new blocks after the anchors, planning',
+    '  which summaries are sent, merged or dropped, and packing), on a turn that needed summaries the packing again after the stand-in',
+    '  (in the `history.pack` column, and alone in the next), and `convertToProviderPrompt` of the final packing. Not timed: the stand-in,',
+    '  appending the previous turn. Warm-up turns made the chats\' summaries and merged summaries before measuring.',
+    '  What every measured turn sent (its manifest\'s `context.summaries`: median, and range over the measured turns; merged ones told by',
+    '  the ranges the stand-in merged) and what the stand-in made while measuring:',
+    '',
+    sumPackedTable,
+    '',
+    `- Measured turns that took over half the first turn (a rebuilt kept state): ${sumRebuilt.join(', ')}.`,
+    '',
+    '### Data',
+    '',
+    `- One SQLite file (WAL) in a temporary directory, \`openDatabase\`; the six chats seeded through \`store.parts.append\` in`,
     `  one transaction (batches of ${fmt(SEED_BATCH)} parts), ${fmt(totalParts)} parts, ${fmt(mediaRows)} attachments, ${fmt(seededTokens)} estimated tokens, ${fmt(dbMiB)} MiB, in ${seedSeconds.toFixed(1)} s.`,
     '  Each exchange is a prompt (40-3,000 characters; 10 % carry one or two real PNG screenshots of 320×240 to 1,024×768) and its answer:',
     '  45 % a message alone; 25 % reasoning then a message; 30 % reasoning, one or two tool calls each with its result',
     '  (JSON records; 12 % of results are long, 12,000-30,000 characters, ~3,500-9,000 tokens; 20 % untrusted, so fenced; 3 % errors),',
     '  then a message (150-5,000 characters). Texts come from pools (estimated once) with a unique prefix per part. Measured turns',
     '  add the same mix, so the chats grow during the run (the parts column).',
-    `- One kept history (\`createContextHistory(store)\`) per chat. Measured turns that took over half the first turn (a rebuilt kept state): ${rebuilt.join(', ')}.`,
     '',
     `### A ${COMPACTION_TURNS}-turn tool-using chat past its window: summaries, their cost, the prefix cache (issue 10)`,
     '',
