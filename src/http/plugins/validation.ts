@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifySchemaCompiler } from 'fastify'
 import { ValidationError, type Problem } from '../../domain/errors.ts'
 import { findTooDeep } from '../../domain/json-depth.ts'
 import { escapeToken } from '../../domain/json-pointer.ts'
+import { findIllFormedText } from '../../domain/well-formed-text.ts'
 
 // ajv-formats is CommonJS; its default export arrives wrapped under Node's ESM loader.
 const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ??
@@ -35,6 +36,12 @@ export function installValidators(app: FastifyInstance, sharedSchemas: object[])
   app.addHook('preValidation', async (request) => {
     const problem = findTooDeep(request.body)
     if (problem) throw new ValidationError([problem])
+  })
+  // Every string and property name of a body must be well-formed text (no lone surrogate), so what
+  // is stored as UTF-8 reads back as sent and limits count what is stored (decision 031).
+  app.addHook('preValidation', async (request) => {
+    const problems = findIllFormedText(request.body)
+    if (problems.length > 0) throw new ValidationError(problems)
   })
 }
 
