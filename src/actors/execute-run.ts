@@ -5,6 +5,7 @@ import { requestIdFrom, toolsForVendor } from '../providers/vendor-fidelity.ts'
 import { describeVendorError } from '../providers/describe-vendor-error.ts'
 import { longContextHeaders } from '../providers/long-context-headers.ts'
 import { newVendorCallRecord, withVendorCallRecord } from '../providers/vendor-call-record.ts'
+import { createIoPacer } from '../providers/io-pacer.ts'
 import { recordVendorWarnings } from './record-vendor-warnings.ts'
 import { usageKnownSoFar } from '../domain/runs/run-outcome.ts'
 import { endOfStream, initialRunStream, step, type Step } from './run-stream/order-blocks.ts'
@@ -129,12 +130,16 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
   const reader = stream.getReader()
   const onAbort = () => void reader.cancel().catch(() => undefined)
   signal.addEventListener('abort', onAbort, { once: true })
+  // A burst of parts all ready at once (a vendor's buffered chunks, a long sandbox answer) is relayed
+  // in slices, the event loop turning over between them (issue 22): frames keep their order.
+  const pace = createIoPacer()
   try {
     for (;;) {
       const { done, value: part } = await reader.read()
       if (done || signal.aborted) break
       await apply(step(state, part))
       if (ledgerFailed || state.failure) break
+      await pace()
     }
   } catch (error) {
     if (!signal.aborted) return result('failed', { code: 'upstream_error', message: `the provider stream broke: ${describeVendorError(error)}` }, true)

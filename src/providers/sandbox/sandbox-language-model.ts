@@ -13,6 +13,7 @@ import { describeContext } from './sandbox-context.ts'
 import { sandboxSummaryCall, type SandboxCompaction } from './sandbox-summary.ts'
 import { createSandboxPrefixCache, prefixItems } from './sandbox-prefix-cache.ts'
 import { newestTurn, readSandboxScript, type SandboxScript } from './sandbox-script.ts'
+import { createIoPacer } from '../io-pacer.ts'
 
 const LOREM = 'lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore et dolore magna aliqua'.split(' ')
 
@@ -101,8 +102,12 @@ export function createSandboxLanguageModel(modelId: string): LanguageModelV3 {
           let reasoning = ''
           let spent = 0
           let finish: LanguageModelV3FinishReason = { unified: 'stop', raw: 'end_turn' }
+          // Deltas go out in slices, the event loop turning over between them (issue 22): a
+          // `/long 40000` or a long echo must not hold every other request until it is all queued.
+          const pace = createIoPacer()
           const emit = async (part: LanguageModelV3StreamPart, delay = false) => {
-            if (delay) await sleep(script.slowMs, signal)
+            if (delay && script.slowMs > 0) await sleep(script.slowMs, signal)
+            else await pace()
             if (!signal?.aborted) controller.enqueue(part)
           }
           controller.enqueue({ type: 'stream-start', warnings: [] })
