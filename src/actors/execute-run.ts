@@ -6,6 +6,7 @@ import { describeVendorError } from '../providers/describe-vendor-error.ts'
 import { longContextHeaders } from '../providers/long-context-headers.ts'
 import { newVendorCallRecord, withVendorCallRecord } from '../providers/vendor-call-record.ts'
 import { createIoPacer } from '../providers/io-pacer.ts'
+import { readsRawChunks, usageOfCutStream } from '../providers/reported-usage.ts'
 import { recordVendorWarnings } from './record-vendor-warnings.ts'
 import { usageKnownSoFar } from '../domain/runs/run-outcome.ts'
 import { endOfStream, initialRunStream, step, type Step } from './run-stream/order-blocks.ts'
@@ -83,7 +84,8 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
       status,
       stopReason: status === 'succeeded' ? state.stopReason ?? 'end_turn' : state.stopReason,
       error,
-      usage: state.usage ?? usageKnownSoFar(admission.estimatedInputTokens, state.emitted, streamOpened),
+      // Without the vendor's final usage: its counts reported before the end (issue 22), the estimate for the rest.
+      usage: state.usage ?? usageOfCutStream(usageKnownSoFar(admission.estimatedInputTokens, state.emitted, streamOpened), state.reportedUsage),
       // Billed for the estimate, reported as lost (docs/guide/runs.md: missing counts are not zero).
       usageLost: state.usage === null,
       providerResponseId: state.providerResponseId,
@@ -106,6 +108,8 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
       maxOutputTokens: admission.vendorReasoning.maxOutputTokens,
       headers: longContextHeaders(admission.model, admission.window),
       abortSignal: signal,
+      // Anthropic's input counts come before the first block but reach the parts only with the finish: read from the raw chunks.
+      includeRawChunks: readsRawChunks(admission.model.provider),
       providerOptions: {
         ...admission.vendorReasoning.providerOptions,
         // The chat keys the vendor's prompt cache (OpenAI's routing, the sandbox's simulation).

@@ -3,9 +3,10 @@ import { join } from 'node:path'
 import { Decimal } from 'decimal.js'
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
 import type { Usage } from '../../src/domain/pricing/usage.ts'
+import { estimateTokens } from '../../src/domain/tokens/estimate-tokens.ts'
 import { REPO_ROOT } from './server-process.ts'
 import { completedBlocks, deltaText, postTurn, type SseFrame } from './turn-client.ts'
-import { ANTHROPIC_TEXT_ID, ANTHROPIC_USAGE_IN_MESSAGE_DELTA } from './vendor-fixtures/anthropic.ts'
+import { ANTHROPIC_CUT_AFTER_START, ANTHROPIC_CUT_BY_ERROR, ANTHROPIC_CUT_DROPPED, ANTHROPIC_TEXT_ID, ANTHROPIC_USAGE_IN_MESSAGE_DELTA } from './vendor-fixtures/anthropic.ts'
 import { ANTHROPIC_THINKING_EMPTY_LAST_DELTA } from './vendor-fixtures/anthropic-thinking.ts'
 import { DEEPSEEK_USAGE_NULL_UNTIL_LAST, DEEPSEEK_USAGE_NULL_UNTIL_LAST_ID } from './vendor-fixtures/deepseek.ts'
 import {
@@ -172,6 +173,41 @@ describe("today's vendor wire shapes through the real server process (issue 19)"
         { type: 'message', text: fixture.text },
       ])
     })
+
+    for (const [how, response] of [
+      ['the connection drops', ANTHROPIC_CUT_DROPPED],
+      ['an error event ends it', ANTHROPIC_CUT_BY_ERROR],
+    ] as const) {
+      test(`a stream cut after message_start (${how}): billed for message_start's input counts, the output estimated (issue 22)`, async () => {
+        const fixture = ANTHROPIC_CUT_AFTER_START
+        const chatId = await vendors.newChat()
+        vendors.replay.respondNext('anthropic', response)
+        const answer = await postTurn(vendors.server.url, vendors.devKey, chatId, { model: VENDOR_MODELS.anthropic, input: [{ type: 'prompt', text: PROMPT }] })
+        if (!answer.ok) throw new Error(`expected a stream, got HTTP ${answer.status}: ${answer.text}`)
+        expect(await answer.closed).toBe('end')
+        const runId = answer.frames[0]!.data.run_id as string
+        expect(answer.frames.at(-1)).toMatchObject({ event: 'error', data: { code: 'upstream_error', details: { run_id: runId } } })
+        const streamed = deltaText(answer.frames, 'text')
+        expect(fixture.partialText.startsWith(streamed)).toBe(true)
+
+        const run = await vendors.getRun(runId)
+        // Still reported as lost (the output is an estimate), but billed for the vendor's input.
+        expect(run).toMatchObject({ status: 'failed', usage: null })
+        const billed: Usage = {
+          input_tokens: fixture.startUsage.input_tokens,
+          output_tokens: estimateTokens(streamed),
+          reasoning_tokens: 0,
+          cache_read_tokens: fixture.startUsage.cache_read_input_tokens,
+          cache_write_tokens: fixture.startUsage.cache_creation_input_tokens,
+        }
+        const report = await vendors.api('/api/v1/usage?range=24h&group_by=run')
+        expect(report.status, report.text).toBe(200)
+        const row = only((report.json().rows as any[]).filter((r) => r.group.run_id === runId), 'the run’s usage row')
+        expect(row).toMatchObject({ runs: 1, ...billed })
+        const cost = expectedCost(VENDOR_MODELS.anthropic, billed, run.manifest.markup_percent)
+        expect(new Decimal(run.cost).toFixed(10)).toBe(cost)
+      })
+    }
 
     test('thinking whose last thinking_delta is empty, then its signature: stored signed, kept out of history, replayed on the next turn', async () => {
       const fixture = ANTHROPIC_THINKING_EMPTY_LAST_DELTA

@@ -5,6 +5,7 @@ import type { TranslationWarning } from '../../domain/turns/coerce-reasoning-eff
 import { readFinish } from '../../providers/read-finish.ts'
 import { storesReplay, vendorWarning, type ReplayKind } from '../../providers/vendor-fidelity.ts'
 import { describeVendorError } from '../../providers/describe-vendor-error.ts'
+import { mergeReportedUsage, readReportedUsage, type ReportedUsage } from '../../providers/reported-usage.ts'
 import { mapStopReason } from '../map-stop-reason.ts'
 import type { StopReason } from '../../domain/runs/run-outcome.ts'
 
@@ -51,6 +52,11 @@ export type RunStreamState = {
   readonly modelServed: string | null
   /** The provider's usage, null until (unless) it reports some. */
   readonly usage: Usage | null
+  /**
+   * The counts the vendor reported before its final usage (Anthropic's message_start, from the raw
+   * chunks): what a stream cut before its finish is billed for, where it has them (issue 22).
+   */
+  readonly reportedUsage: ReportedUsage | null
   readonly stopReason: StopReason | null
   /** Whether the provider said how the answer ended: a stream that just stops may have been cut off. */
   readonly finished: boolean
@@ -76,6 +82,7 @@ export function initialRunStream(provider: string): RunStreamState {
     providerResponseId: null,
     modelServed: null,
     usage: null,
+    reportedUsage: null,
     stopReason: null,
     finished: false,
     failure: null,
@@ -140,6 +147,13 @@ export function step(state: RunStreamState, part: LanguageModelV3StreamPart): St
         },
         effects: [],
       }
+    }
+    case 'raw': {
+      // Only the providers whose usage is read from raw chunks are asked for them (executeRun).
+      const reading = readReportedUsage(state.provider, part.rawValue)
+      const next = reading.value === null ? state : { ...state, reportedUsage: mergeReportedUsage(state.reportedUsage, reading.value) }
+      // Into the manifest only: a frame after content would break the stream's grammar.
+      return { state: next, effects: reading.warnings.length > 0 ? [{ type: 'record_warnings', warnings: reading.warnings }] : [] }
     }
     case 'error':
       // docs/guide/errors.md has one code for a provider that failed: the SSE error carries it too.

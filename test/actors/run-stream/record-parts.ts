@@ -37,26 +37,40 @@ function responseOf(response: ReplayResponse): Response {
     new ReadableStream<Uint8Array>({
       start(controller) {
         controller.enqueue(bytes)
-        if (response.end === 'destroy') controller.error(new TypeError('terminated'))
-        else controller.close()
+        if (response.end !== 'destroy') controller.close()
+      },
+      // The connection drops once the bytes before it are read (an error at once would discard them).
+      pull(controller) {
+        controller.error(new TypeError('terminated'))
       },
     }),
     { status: 200, headers: response.headers },
   )
 }
 
-/** Every stream part the vendor's package makes of `response`, in order. */
-export async function recordParts(vendor: Vendor, response: ReplayResponse): Promise<LanguageModelV3StreamPart[]> {
+/**
+ * Every stream part the vendor's package makes of `response`, in order; with `includeRawChunks`,
+ * its `raw` parts too (as executeRun asks for them from the providers it reads usage from). A
+ * stream that breaks (`end: 'destroy'`) gives its parts up to the break.
+ */
+export async function recordParts(vendor: Vendor, response: ReplayResponse, options: { includeRawChunks?: boolean } = {}): Promise<LanguageModelV3StreamPart[]> {
   const fetch = (async () => responseOf(response)) as typeof globalThis.fetch
   const { stream } = await MODELS[vendor](fetch).doStream({
     prompt: [{ role: 'user', content: [{ type: 'text', text: 'What is the weather in Oslo?' }] }],
     tools: [WEATHER],
+    ...(options.includeRawChunks ? { includeRawChunks: true } : {}),
   })
   const parts: LanguageModelV3StreamPart[] = []
   const reader = stream.getReader()
   for (;;) {
-    const { done, value } = await reader.read()
-    if (done) return parts
-    parts.push(value)
+    let next: ReadableStreamReadResult<LanguageModelV3StreamPart>
+    try {
+      next = await reader.read()
+    } catch (error) {
+      if (response.kind === 'stream' && response.end === 'destroy') return parts
+      throw error
+    }
+    if (next.done) return parts
+    parts.push(next.value)
   }
 }

@@ -1,7 +1,7 @@
 import type { LanguageModelV3StreamPart } from '@ai-sdk/provider'
 import { describe, expect, it } from 'vitest'
 import { endOfStream, initialRunStream, step, type Effect, type RunStreamState } from '../../../src/actors/run-stream/order-blocks.ts'
-import { ANTHROPIC_USAGE_IN_MESSAGE_DELTA } from '../../e2e/vendor-fixtures/anthropic.ts'
+import { ANTHROPIC_CUT_AFTER_START, ANTHROPIC_CUT_BY_ERROR, ANTHROPIC_CUT_DROPPED, ANTHROPIC_USAGE_IN_MESSAGE_DELTA } from '../../e2e/vendor-fixtures/anthropic.ts'
 import { ANTHROPIC_THINKING_EMPTY_LAST_DELTA } from '../../e2e/vendor-fixtures/anthropic-thinking.ts'
 import { DEEPSEEK_USAGE_NULL_UNTIL_LAST } from '../../e2e/vendor-fixtures/deepseek.ts'
 import { GOOGLE_FINISH_IN_OWN_CHUNK, GOOGLE_THOUGHT_SIGNATURE, GOOGLE_THOUGHT_SUMMARIES } from '../../e2e/vendor-fixtures/google.ts'
@@ -17,8 +17,12 @@ import { recordParts } from './record-parts.ts'
  * test/e2e/vendor-wire-shapes.test.ts takes the same fixtures through the whole server.
  */
 
-async function reduce(vendor: Vendor, response: ReplayResponse): Promise<{ state: RunStreamState; effects: Effect[]; parts: LanguageModelV3StreamPart[] }> {
-  const parts = await recordParts(vendor, response)
+async function reduce(
+  vendor: Vendor,
+  response: ReplayResponse,
+  options: { includeRawChunks?: boolean } = {},
+): Promise<{ state: RunStreamState; effects: Effect[]; parts: LanguageModelV3StreamPart[] }> {
+  const parts = await recordParts(vendor, response, options)
   let state = initialRunStream(vendor)
   const effects: Effect[] = []
   for (const part of parts) {
@@ -66,6 +70,32 @@ describe('usage is the last the vendor reported', () => {
     expect(state).toMatchObject({ finished: true, stopReason: 'end_turn' })
     expect(state.usage).toEqual({ input_tokens: u.prompt - u.cached, output_tokens: u.candidates + u.thoughts, reasoning_tokens: u.thoughts, cache_read_tokens: u.cached, cache_write_tokens: 0 })
     expect(persisted(effects)).toEqual([{ type: 'message', text: GOOGLE_FINISH_IN_OWN_CHUNK.text }])
+  })
+})
+
+describe('a stream cut before its final usage keeps what the vendor reported (issue 22)', () => {
+  for (const [how, response] of [
+    ['the connection drops', ANTHROPIC_CUT_DROPPED],
+    ['an error event', ANTHROPIC_CUT_BY_ERROR],
+  ] as const) {
+    it(`Anthropic, ${how} after message_start: its input counts, from the raw chunks`, async () => {
+      const start = ANTHROPIC_CUT_AFTER_START.startUsage
+      const { state } = await reduce('anthropic', response, { includeRawChunks: true })
+      expect(state).toMatchObject({ finished: false, usage: null })
+      // (Here the drop comes as the bytes are parsed, and may take the parts not yet read with it.)
+      expect(ANTHROPIC_CUT_AFTER_START.partialText.startsWith(state.emitted)).toBe(true)
+      expect(state.reportedUsage).toEqual({
+        input_tokens: start.input_tokens,
+        cache_read_tokens: start.cache_read_input_tokens,
+        cache_write_tokens: start.cache_creation_input_tokens,
+      })
+    })
+  }
+
+  it('a finished stream is billed for its finish’s usage, whatever the raw chunks said', async () => {
+    const fixture = ANTHROPIC_USAGE_IN_MESSAGE_DELTA
+    const { state } = await reduce('anthropic', fixture.response, { includeRawChunks: true })
+    expect(state.usage).toMatchObject({ input_tokens: fixture.finalUsage.input_tokens, output_tokens: fixture.finalUsage.output_tokens })
   })
 })
 

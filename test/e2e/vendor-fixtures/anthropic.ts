@@ -170,3 +170,40 @@ export const ANTHROPIC_USAGE_IN_MESSAGE_DELTA = {
     ],
   } satisfies ReplayResponse,
 }
+
+/**
+ * A stream cut after message_start (issue 22): message_start has reported the input, 100 fresh
+ * tokens, 40 read from the cache and 12 written to it; some text streams, and the stream ends before
+ * message_delta (the connection drops, or an error event). The vendor's input counts are known; the
+ * output is not. A cut run is billed for these input counts and an estimate of the output alone.
+ */
+const cutAnswer = pieces('The capital of Norway', ' is Oslo')
+export const ANTHROPIC_CUT_AFTER_START = {
+  partialText: cutAnswer.text,
+  responseId: 'msg_01Kc5Tr8Wn2Qp7Vx4Ld9Hs3M',
+  startUsage: { input_tokens: 100, cache_creation_input_tokens: 12, cache_read_input_tokens: 40, output_tokens: 1 },
+  /** The events before the cut: message_start, a text block left open. */
+  events: [
+    messageStart('msg_01Kc5Tr8Wn2Qp7Vx4Ld9Hs3M', {
+      input_tokens: 100,
+      cache_creation_input_tokens: 12,
+      cache_read_input_tokens: 40,
+      cache_creation: { ephemeral_5m_input_tokens: 12, ephemeral_1h_input_tokens: 0 },
+      output_tokens: 1,
+      service_tier: 'standard',
+    }),
+    ...textBlock(0, cutAnswer.parts).slice(0, -1),
+    ping,
+  ],
+  headers: headers('req_011CUAbeR4tW8yLm2Nq6Vc1X'),
+}
+
+/** The connection drops after the text so far. */
+export const ANTHROPIC_CUT_DROPPED: ReplayResponse = { kind: 'stream', headers: ANTHROPIC_CUT_AFTER_START.headers, events: ANTHROPIC_CUT_AFTER_START.events, end: 'destroy' }
+
+/** An error event after the text so far (the API overloaded mid-answer). */
+export const ANTHROPIC_CUT_BY_ERROR: ReplayResponse = {
+  kind: 'stream',
+  headers: ANTHROPIC_CUT_AFTER_START.headers,
+  events: [...ANTHROPIC_CUT_AFTER_START.events, namedEvent('error', { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } })],
+}
