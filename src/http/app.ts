@@ -6,8 +6,9 @@ import Fastify, { type FastifyServerOptions } from 'fastify'
 import { randomUUID } from 'node:crypto'
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../settings.ts'
 import type { AppDeps } from './app-deps.ts'
-import { clientErrorHandler, frameworkErrors } from './edge-errors.ts'
+import { answerConnect, clientErrorHandler, deferContinue, frameworkErrors } from './edge-errors.ts'
 import { requireApiKey } from './plugins/auth.ts'
+import { installBoundedBodies } from './plugins/bounded-body.ts'
 import { installErrorHandler } from './plugins/error-handler.ts'
 import { installPrimaryRouting } from './plugins/primary-routing.ts'
 import { installRateLimit } from './plugins/rate-limit.ts'
@@ -140,6 +141,11 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
     schemaController: { compilersFactory: { buildSerializer: cachedSerializerFactory } },
   }).withTypeProvider<TypeBoxTypeProvider>()
 
+  // Expect: 100-continue is answered once the request has passed its checks, CONNECT with a 405
+  // (decision 030): both in the envelope, never a bare 100 before a refusal or a closed socket.
+  deferContinue(app.server)
+  app.server.on('connect', answerConnect(app))
+
   app.decorateRequest('identity', null)
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id)
@@ -149,6 +155,8 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema)
   installValidators(app, SHARED_SCHEMAS)
   installErrorHandler(app)
+  // Route, key, declared size, encoding, then depth from the raw bytes, then JSON.parse (decision 030).
+  installBoundedBodies(app, DEFAULT_BODY_LIMIT)
   // Before any route reads a body: on a replica, writes go to the primary whole.
   installPrimaryRouting(app, deps.role, deps.position, deps.nodeId)
   // Bodies are JSON only: Fastify's default text/plain parser would hand a string to the

@@ -1,4 +1,6 @@
 import { STATUS_CODES } from 'node:http'
+import type { IncomingMessage, Server, ServerResponse } from 'node:http'
+import type { Duplex } from 'node:stream'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 
@@ -46,6 +48,63 @@ export function clientErrorHandler(this: FastifyInstance, err: NodeJS.ErrnoExcep
     )
   }
   socket.destroy(err)
+}
+
+/**
+ * A refusal at the edge that carries headers of its own (`Accept-Encoding` for a Content-Encoding
+ * refused): the error handler sends it as it is, in the envelope, with its headers.
+ */
+export class EdgeRefusal extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly headers: Record<string, string> = {},
+    readonly hint?: string,
+  ) {
+    super(message)
+    this.name = 'EdgeRefusal'
+  }
+}
+
+/**
+ * CONNECT (a proxy's tunnel) is no method of this API. Node hands such a request to the server's
+ * 'connect' listeners and, without one, closes the socket with no answer: this one answers 405
+ * `method_not_allowed` in the envelope (Allow lists the methods routed at the target when it is a
+ * path of ours; it is empty otherwise) and closes the connection, whose bytes are no HTTP any more.
+ */
+export function answerConnect(app: FastifyInstance) {
+  return (request: IncomingMessage, socket: Duplex): void => {
+    socket.on('error', () => {})
+    const target = request.url ?? ''
+    const allow = target.startsWith('/') ? allowedMethods(app, target) : []
+    const body = envelope('method_not_allowed', 'CONNECT is not supported: this server is not a proxy')
+    if (!socket.writable) {
+      socket.destroy()
+      return
+    }
+    socket.end(
+      `HTTP/1.1 405 ${STATUS_CODES[405]}\r\n` +
+        `Allow: ${allow.join(', ')}\r\n` +
+        'Content-Type: application/json; charset=utf-8\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+        'Connection: close\r\n\r\n' +
+        body,
+      () => socket.destroy(),
+    )
+  }
+}
+
+/**
+ * `Expect: 100-continue` is answered by the request's own hooks: Node's 'checkContinue' listener
+ * hands the request to Fastify without writing `100 Continue`, and bounded-body.ts writes it only
+ * once the route, the key, the declared size and the encoding have passed. A refusal before that
+ * is the client's only answer, and it never sends the body.
+ */
+export function deferContinue(server: Server): void {
+  server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
+    server.emit('request', request, response)
+  })
 }
 
 /** Fastify's `frameworkErrors`: rejections by the router, before any route or hook. */

@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import {
   DatabaseUnavailableError,
   DomainError,
@@ -9,7 +9,7 @@ import {
   type Problem,
 } from '../../domain/errors.ts'
 import { databaseErrorOf, sqliteCodeOf } from '../../store/sqlite-errors.ts'
-import { allowedMethods } from '../edge-errors.ts'
+import { allowedMethods, EdgeRefusal } from '../edge-errors.ts'
 import { problemsFromAjv } from './validation.ts'
 
 /** docs/guide/errors.md: the one place where a domain error code becomes an HTTP status. */
@@ -101,6 +101,10 @@ export function installErrorHandler(app: FastifyInstance): void {
     return payload
   })
   app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof EdgeRefusal) {
+      const body = { code: error.code, message: error.message, ...(error.hint === undefined ? {} : { hint: error.hint }) }
+      return reply.code(error.status).headers(error.headers).send({ error: body })
+    }
     const known = translate(error)
     if (known instanceof DatabaseUnavailableError) {
       // The operator's line: which condition, and SQLite's own code (never in the answer).
@@ -118,15 +122,22 @@ export function installErrorHandler(app: FastifyInstance): void {
       return sendError(reply, new InvalidRequestError('the Host header is required'))
     }
   })
-  // Known path, other method: 405 with Allow; unknown path: 404. Neither echoes the URL.
-  app.setNotFoundHandler((request, reply) => {
-    const allow = allowedMethods(app, request.url)
-    if (allow.length > 0) {
-      return reply
-        .code(405)
-        .header('allow', allow.join(', '))
-        .send({ error: { code: 'method_not_allowed', message: `${request.method} is not allowed here; use ${allow.join(', ')}` } })
-    }
-    return sendError(reply, new NotFoundError(`no route for ${request.method} at this path`))
+  // Known path, other method: 405 with Allow; unknown path: 404. Neither echoes the URL. Answered
+  // in onRequest, before the body is read or parsed (decision 030): Fastify would otherwise parse
+  // a JSON body for its not-found handler. The handler stays for what reaches it another way.
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.is404) return answerNotFound(app, request, reply)
   })
+  app.setNotFoundHandler((request, reply) => answerNotFound(app, request, reply))
+}
+
+function answerNotFound(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const allow = allowedMethods(app, request.url)
+  if (allow.length > 0) {
+    return reply
+      .code(405)
+      .header('allow', allow.join(', '))
+      .send({ error: { code: 'method_not_allowed', message: `${request.method} is not allowed here; use ${allow.join(', ')}` } })
+  }
+  return sendError(reply, new NotFoundError(`no route for ${request.method} at this path`))
 }

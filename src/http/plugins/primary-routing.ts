@@ -5,6 +5,7 @@ import { Agent, request as forward } from 'undici'
 import { InvalidRequestError, UnavailableError } from '../../domain/errors.ts'
 import { formatTxid, type ReplicationPosition } from '../../store/replication-position.ts'
 import type { ReplicationRoleSource } from '../../store/replication-role.ts'
+import { continueIfExpected } from './bounded-body.ts'
 import { sendError } from './error-handler.ts'
 import { mustWait, parseTxid, READ_RETRY_AFTER_S, READ_WAIT_MS, requestedTxid, TXID, TXID_COOKIE, txidCookie } from './read-your-writes.ts'
 
@@ -17,7 +18,8 @@ const CATCH_UP_MS = 5_000
 
 const READS = new Set(['GET', 'HEAD', 'OPTIONS'])
 // Headers about this hop only (RFC 9110 §7.6.1), and the ones undici sets itself.
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'host'])
+// Expect is answered here (the relay sends 100 Continue before it reads the body), never relayed.
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'host', 'expect'])
 // The end of a turn's stream: its terminal frame.
 const TERMINAL_FRAME = /(^|\n)event: (done|error)\n/
 
@@ -115,6 +117,7 @@ export function installPrimaryRouting(app: FastifyInstance, role: ReplicationRol
     }
 
     let answer: Awaited<ReturnType<typeof forward>>
+    continueIfExpected(request.raw, reply.raw)
     try {
       answer = await forward(`${current.primaryUrl}${request.url}`, {
         method: request.method as 'POST',
