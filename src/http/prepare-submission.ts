@@ -1,37 +1,70 @@
-import { imageSize } from 'image-size'
+import { Buffer } from 'node:buffer'
 import type { Submission, PreparedPart } from '../actors/turn-types.ts'
 import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
 import { validateToolBundle } from '../domain/config/validate-tool-bundle.ts'
 import { estimatePartTokens } from '../domain/context/estimate-part-tokens.ts'
 import { UnsupportedAttachmentError, ValidationError, type Problem } from '../domain/errors.ts'
 import type { PartBody } from '../domain/parts.ts'
-import { checkAttachments, decodeBase64Strict, SNIFF_BYTES, type AttachmentToCheck } from '../domain/turns/check-attachments.ts'
+import {
+  checkAttachments,
+  decodeBase64Strict,
+  LIBRARY_SNIFF_BYTES,
+  SNIFF_BYTES,
+  sniffAttachment,
+  type AttachmentToCheck,
+  type Sniffed,
+} from '../domain/turns/check-attachments.ts'
+import { maxImageSide } from '../domain/turns/image-limits.ts'
+import { inspectAttachment } from '../domain/turns/inspect-attachment.ts'
+import { parseMediaType } from '../domain/turns/media-type.ts'
 import type { DecodedMedia, SubmittedMedia, TurnRequest } from '../domain/turns/submission.ts'
 import { applyToolResultHygiene } from '../domain/turns/tool-result-hygiene.ts'
 import { checkUserMetadata } from '../domain/user-metadata.ts'
 import { newId } from '../domain/new-id.ts'
-import { countPdfPages } from '../domain/turns/count-pdf-pages.ts'
 
-function decodeMedia(media: SubmittedMedia, pointer: string, problems: Problem[]): DecodedMedia | null {
+/** What each submitted attachment's bytes are, by input index then media index (`sniffSubmission`). */
+export type SniffedMedia = readonly (readonly (Sniffed | null)[])[]
+
+/** Base64 characters that decode to the LIBRARY_SNIFF_BYTES a sniff reads. */
+const SNIFF_CHARS = Math.ceil(LIBRARY_SNIFF_BYTES / 3) * 4
+
+/**
+ * Sniffs every attachment of a turn with the file-type library, which answers asynchronously: only
+ * each file's first few KiB are decoded for it, so a 20 MiB attachment costs no more than a small
+ * one. Bad base64 is left to prepareSubmission, which refuses it.
+ */
+export async function sniffSubmission(request: TurnRequest): Promise<SniffedMedia> {
+  return Promise.all(
+    request.input.map((part) =>
+      Promise.all((part.media ?? []).map((m) => sniffAttachment(Buffer.from(m.data_base64.slice(0, SNIFF_CHARS), 'base64')))),
+    ),
+  )
+}
+
+type Decoded = { media: DecodedMedia; check: AttachmentToCheck }
+
+function decodeMedia(media: SubmittedMedia, pointer: string, problems: Problem[], model: CatalogueEntry, sniffed: Sniffed | null | undefined): Decoded | null {
   const bytes = decodeBase64Strict(media.data_base64)
   if (!bytes) {
     problems.push({ in: 'body', pointer: `${pointer}/data_base64`, message: 'is not standard base64 (no data: prefix, padded, + and / alphabet)' })
     return null
   }
-  const mime = media.mime.toLowerCase()
-  let width: number | null = null
-  let height: number | null = null
-  if (mime.startsWith('image/')) {
-    try {
-      const size = imageSize(bytes)
-      width = size.width ?? null
-      height = size.height ?? null
-    } catch {
-      // Not a decodable image header: the model will judge it; dimensions stay unknown.
-    }
+  const type = parseMediaType(media.mime)
+  // An unparseable type is refused by checkAttachments at /mime; its bytes are not inspected.
+  const inspection = type ? inspectAttachment(pointer, type, bytes, maxImageSide(model.provider)) : null
+  const mime = type ? type.essence : media.mime.toLowerCase()
+  return {
+    media: { mime, bytes, filename: media.filename ?? null, width: inspection?.width ?? null, height: inspection?.height ?? null, page_count: inspection?.page_count ?? null },
+    check: {
+      pointer,
+      carrier: 'user_message',
+      mime: media.mime,
+      byteLength: bytes.length,
+      leadingBytes: bytes.subarray(0, SNIFF_BYTES),
+      ...(sniffed === undefined ? {} : { sniffed }),
+      problem: inspection?.problem ?? null,
+    },
   }
-  const page_count = mime === 'application/pdf' ? countPdfPages(bytes) : null
-  return { mime, bytes, filename: media.filename ?? null, width, height, page_count }
 }
 
 /**
@@ -42,6 +75,8 @@ export function prepareSubmission(
   request: TurnRequest,
   model: CatalogueEntry,
   context: { orgId: string; apiKeyId: string | null; chatId: string; namespace: string | null },
+  /** From `sniffSubmission`; without it the bytes are sniffed by the built-in signatures only. */
+  sniffed?: SniffedMedia,
 ): Submission {
   const problems: Problem[] = []
   const metadata = checkUserMetadata(request.user_metadata ?? {}, '/user_metadata')
@@ -58,9 +93,10 @@ export function prepareSubmission(
   request.input.forEach((part, i) => {
     const at = `/input/${i}`
     const media = (part.media ?? []).flatMap((m, j) => {
-      const decoded = decodeMedia(m, `${at}/media/${j}`, problems)
-      if (decoded) attachments.push({ pointer: `${at}/media/${j}`, carrier: part.type === 'prompt' ? 'user_message' : 'tool_result', mime: decoded.mime, byteLength: decoded.bytes.length, leadingBytes: decoded.bytes.subarray(0, SNIFF_BYTES) })
-      return decoded ? [decoded] : []
+      const decoded = decodeMedia(m, `${at}/media/${j}`, problems, model, sniffed?.[i]?.[j])
+      if (!decoded) return []
+      attachments.push({ ...decoded.check, carrier: part.type === 'prompt' ? 'user_message' : 'tool_result' })
+      return [decoded.media]
     })
     let body: PartBody
     if (part.type === 'prompt') {

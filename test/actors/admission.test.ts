@@ -381,7 +381,8 @@ describe('attachments', () => {
   })
 
   it('bytes round-trip byte-identically, and identical bytes are stored once', async () => {
-    const bytes = Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 37) % 256))
+    // Text attachments must be UTF-8 (decision 032): 4 KiB of varied characters, one to four bytes each.
+    const bytes = Buffer.from(Array.from({ length: 1024 }, (_, i) => String.fromCodePoint([0x41, 0xe9, 0x20ac, 0x1f600][i % 4]! + (i % 7))).join(''))
     const media = { mime: 'text/plain', data_base64: bytes.toString('base64') }
     await turn(ctx, org.auth, chatId, { input: [prompt('one', { media: [media] }), prompt('two', { media: [media, png(null)] })] })
     const full = await history(ctx, org.auth, chatId, '?include=full')

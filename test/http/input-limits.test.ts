@@ -40,6 +40,8 @@ const pdfBytes = (size: number) => {
   const bytes = Buffer.alloc(size)
   bytes.write('%PDF-1.4\n')
   for (let i = 16; i < size; i += 997) bytes[i] = (i * 7) & 0xff
+  // A whole PDF ends with %%EOF (decision 032).
+  bytes.write('\n%%EOF\n', size - 7, 'latin1')
   return bytes
 }
 

@@ -1,15 +1,25 @@
+import { fileTypeFromBuffer, supportedMimeTypes } from 'file-type'
 import type { CatalogueEntry, MediaPolicy } from '../catalogue/catalogue-entry.ts'
 import type { Problem } from '../errors.ts'
+import { isTextType, parseMediaType, TEXT_CHARSETS } from './media-type.ts'
 import type { Carrier } from './submission.ts'
 
 export type AttachmentToCheck = {
   pointer: string
   carrier: Carrier
+  /** The MIME type as declared: parsed here (case-insensitive, parameters allowed). */
   mime: string
   byteLength: number
   /** The file's first bytes (SNIFF_BYTES of them suffice): they must be the declared type's, when it has a signature. */
   leadingBytes: Uint8Array
+  /** What the bytes are by their magic numbers (`sniffAttachment`); absent: sniffed here by signature only. */
+  sniffed?: Sniffed | null
+  /** What `inspectAttachment` found wrong with the bytes themselves (empty, cut, not UTF-8, too many pixels). */
+  problem?: Problem | null
 }
+
+/** A type recognised in a file's bytes, with a short name for messages. */
+export type Sniffed = { mime: string; name: string }
 
 /** How many leading bytes sniffing reads: a PDF's header may follow up to 1024 bytes of junk, as readers allow. */
 export const SNIFF_BYTES = 1024
@@ -42,16 +52,63 @@ export function sniffMime(leadingBytes: Uint8Array): string | null {
   return null
 }
 
-/** A problem when the bytes are not of the declared type (PNG bytes sent as image/jpeg), else null. */
-function contentMismatch(a: AttachmentToCheck): Problem | null {
-  const declared = a.mime.toLowerCase()
+/** How many leading bytes the sniffing library reads (its documented need is 4100). */
+export const LIBRARY_SNIFF_BYTES = 4104
+
+const nameOf = (mime: string, ext?: string) => SIGNATURES[mime]?.name ?? (ext ? ext.toUpperCase() : mime)
+const bySignature = (leadingBytes: Uint8Array): Sniffed | null => {
+  const mime = sniffMime(leadingBytes)
+  return mime ? { mime, name: nameOf(mime) } : null
+}
+
+/**
+ * What a file is by its magic numbers, with the maintained `file-type` library (hundreds of
+ * formats); the signatures above are the fallback only for what it does not see (a PDF header after
+ * leading junk, which PDF readers accept). Reads the first LIBRARY_SNIFF_BYTES.
+ */
+export async function sniffAttachment(leadingBytes: Uint8Array): Promise<Sniffed | null> {
+  const found = await fileTypeFromBuffer(leadingBytes.subarray(0, LIBRARY_SNIFF_BYTES))
+  if (found) return { mime: found.mime, name: nameOf(found.mime, found.ext) }
+  return bySignature(leadingBytes.subarray(0, SNIFF_BYTES))
+}
+
+/** Types the library reports under another name than the one customers declare. */
+const SAME_TYPE: Readonly<Record<string, readonly string[]>> = { 'image/heic': ['image/heif'], 'image/heif': ['image/heic'] }
+const isSameType = (declared: string, found: string) => found === declared || (SAME_TYPE[declared]?.includes(found) ?? false)
+
+/** A problem when the bytes are not of the declared type (PNG bytes sent as image/jpeg or as text/plain), else null. */
+function contentMismatch(a: AttachmentToCheck, declared: string): Problem | null {
+  // Empty bytes are no type at all: the emptiness is the problem (inspectAttachment), not the type.
+  if (a.byteLength === 0) return null
+  const found = a.sniffed === undefined ? bySignature(a.leadingBytes) : a.sniffed
+  const mismatch = (message: string): Problem => ({ in: 'body', pointer: `${a.pointer}/mime`, message })
+  const are = (f: Sniffed) => `is declared ${declared} but its bytes are ${f.name} (${f.mime}): declare the type the bytes are`
+  if (isTextType(declared)) {
+    // Text is judged by being UTF-8 (inspectAttachment); a text file may well begin like some format.
+    // Only bytes that are not text and that a format claims are named as that format.
+    return found && a.problem ? mismatch(are(found)) : null
+  }
+  if (found && isSameType(declared, found.mime)) return null
   const signature = SIGNATURES[declared]
-  if (!signature || signature.matches(a.leadingBytes)) return null
-  const found = sniffMime(a.leadingBytes)
-  const message = found
-    ? `is declared ${declared} but its bytes are ${SIGNATURES[found]!.name} (${found}): declare the type the bytes are`
-    : `is declared ${declared} but its bytes do not start as a ${signature.name} file does`
-  return { in: 'body', pointer: `${a.pointer}/mime`, message }
+  if (signature?.matches(a.leadingBytes)) return null
+  if (found) return mismatch(are(found))
+  if (signature || supportedMimeTypes.has(declared as never)) {
+    return mismatch(`is declared ${declared} but its bytes do not start as a ${nameOf(declared)} file does`)
+  }
+  // A type no sniffer knows (image/svg+xml): taken as declared; the model's list decides.
+  return null
+}
+
+/** A problem with the declared type itself: not a MIME type, or text in a charset other than UTF-8. */
+function typeProblem(a: AttachmentToCheck): { essence: string } | Problem {
+  const type = parseMediaType(a.mime)
+  const at = `${a.pointer}/mime`
+  if (!type) return { in: 'body', pointer: at, message: `is not a MIME type: write type/subtype, optionally followed by ; name=value parameters` }
+  const charset = type.parameters.charset?.toLowerCase()
+  if (charset !== undefined && isTextType(type.essence) && !(TEXT_CHARSETS as readonly string[]).includes(charset) && charset !== 'utf8') {
+    return { in: 'body', pointer: at, message: `declares charset=${type.parameters.charset}: text attachments are taken as UTF-8 only; convert the text to UTF-8 and declare charset=utf-8 or none` }
+  }
+  return { essence: type.essence }
 }
 
 const policyOf = (model: Pick<CatalogueEntry, 'media'>, carrier: Carrier): MediaPolicy => {
@@ -71,7 +128,8 @@ const policyOf = (model: Pick<CatalogueEntry, 'media'>, carrier: Carrier): Media
 
 /**
  * docs/guide/chats-and-ledger.md (attachments): new attachments are checked against the selected model's media capabilities
- * before anything is written, and against their own bytes: a type with a signature must have it. `alreadyInContext` counts attachments per carrier the history brings.
+ * before anything is written, and against their own bytes (docs/decisions/032-attachment-checks.md): the declared type
+ * must parse and be what the bytes are, and the bytes must be whole. `alreadyInContext` counts attachments per carrier the history brings.
  */
 export function checkAttachments(
   attachments: AttachmentToCheck[],
@@ -83,10 +141,13 @@ export function checkAttachments(
   for (const a of attachments) {
     const policy = policyOf(model, a.carrier)
     counted[a.carrier] = (counted[a.carrier] ?? 0) + 1
-    const mismatch = contentMismatch(a)
+    const type = typeProblem(a)
+    const mismatch = 'essence' in type ? contentMismatch(a, type.essence) : type
     if (mismatch) {
       problems.push(mismatch)
-    } else if (!policy.mime_types.includes(a.mime.toLowerCase())) {
+    } else if (a.problem) {
+      problems.push(a.problem)
+    } else if (!policy.mime_types.includes((type as { essence: string }).essence)) {
       const accepted = policy.mime_types.length === 0 ? 'none' : policy.mime_types.join(', ')
       problems.push({ in: 'body', pointer: `${a.pointer}/mime`, message: `${model.name} does not take ${a.mime} in a ${a.carrier}; it takes: ${accepted}` })
     } else if (a.byteLength > policy.max_bytes_per_attachment) {

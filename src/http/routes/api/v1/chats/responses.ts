@@ -4,7 +4,7 @@ import { ValidationError } from '../../../../../domain/errors.ts'
 import type { TurnRequest } from '../../../../../domain/turns/submission.ts'
 import type { AppDeps } from '../../../../app-deps.ts'
 import { orgOf } from '../../../../plugins/auth.ts'
-import { prepareSubmission } from '../../../../prepare-submission.ts'
+import { prepareSubmission, sniffSubmission } from '../../../../prepare-submission.ts'
 import { endOpenStreams, writeRunStream, type OpenStreams } from '../../../../sse/write-run-stream.ts'
 import { ChatParams } from '../../../../schemas/chats.ts'
 import { ApiKeySecurity, errors, TurnUnprocessableError } from '../../../../schemas/common.ts'
@@ -65,7 +65,7 @@ export const responseRoutes =
           apiKeyId: request.identity?.keyId ?? null,
           chatId: chat.id,
           namespace: chat.namespace,
-        })
+        }, await sniffSubmission(body))
         const admission = await deps.host.submit(submission)
         // A provider that fails before its first byte is an HTTP error, not a stream (docs/guide/turn-stream.md).
         const opening = await admission.channel.opening
