@@ -59,7 +59,10 @@ export function createCompactor(deps: RunDeps) {
       // Blocks first: a merge reads the summaries of the blocks it merges.
       for (const block of [...blocks.filter((b) => b.kind === 'block'), ...blocks.filter((b) => b.kind === 'merge')]) {
         const key = keyOf(job.chatId, block)
-        const elsewhere = inFlight.get(key)
+        // Made by other work since the turn was packed (eager compaction that finished meanwhile):
+        // taken as it is, never made and billed twice.
+        const stored = deps.store.summaries.ofRange(job.chatId, block.firstOrdinal, block.lastOrdinal)
+        const elsewhere = stored ? Promise.resolve(stored) : inFlight.get(key)
         if (elsewhere) {
           waits.push({ block, result: elsewhere })
           continue
