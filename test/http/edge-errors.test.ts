@@ -124,9 +124,7 @@ describe('rejections by Node before routing, over a raw socket', () => {
 
   it('a request not finished within the deadline: 408 in the envelope', async () => {
     const url = '/api/v1/chats/timeout-marker'
-    const started = performance.now()
     const res = await raw(`GET ${url} HTTP/1.1\r\nHost: x\r\n`)
-    expect(performance.now() - started).toBeLessThan(4_000)
     expectEnvelope(res, 408, 'request_timeout', 'timeout-marker')
     expect(res.headers.connection).toBe('close')
   })
