@@ -123,8 +123,8 @@ describe('packContext under summarize', () => {
     expect(ledger.history.entries.every((e) => e.tokens === 1000)).toBe(true)
     const blocks = new BlockIndex()
     const packed = packSummarize(ledger, 6010, { compaction: compaction({ blocks }) })
-    // Starts 6, 8, 10, 12 at 424 a summary: 6 → 1272 + 6000; 8 → 1696 + 4000 = 5696 fits, above floor(6000 × 0.75) = 4500;
-    // 10 → 2120 + 2000 = 4120 <= 4500.
+    // Starts 6, 8, 10, 12 at 424 a summary: 6 → 1272 + 6000; 8 → 1696 + 4000 = 5696 fits, above floor(6000 × 0.9) = 5400;
+    // 10 → 2120 + 2000 = 4120 <= 5400.
     expect(blocks.blocks.map((b) => [b.start, b.end])).toEqual([[0, 2], [2, 4], [4, 6], [6, 8], [8, 10], [10, 12]])
     expect(packed.verbatimStart).toBe(10)
     expect(packed.needed).toEqual(blocks.blocks.slice(0, 5))
@@ -205,7 +205,7 @@ describe('packContext under summarize', () => {
     const ledger = chat(6, 1000)
     const store = new Summaries(50)
     const packed = packSummarize(ledger, 6010, { compaction: compaction({ summaryOf: store.of }) })
-    // drop_oldest would start at 6; from 6: 150 + 6000 > 6000; from 8: 200 + 4000 = 4200 <= 4500.
+    // drop_oldest would start at 6; from 6: 150 + 6000 > 6000; from 8: 200 + 4000 = 4200 <= floor(6000 × 0.9) = 5400.
     expect(packed.verbatimStart).toBe(8)
     expect(packed.context.summaries.map((s) => [s.first_ordinal, s.last_ordinal, s.reused])).toEqual([
       [10, 20, true],
@@ -256,11 +256,11 @@ describe('packContext under summarize', () => {
       compaction: compaction({ blocks, summaryOf: (b) => (b.start >= 8 ? null : store.of(b)), previousStart: turn2.verbatimStart, previousFirstSummary: turn2.firstSummary }),
     })
     expect(blocks.blocks.map((b) => [b.start, b.end])).toEqual([[0, 2], [2, 4], [4, 6], [6, 8], [8, 10], [10, 12], [12, 16]])
-    // drop_oldest keeps 2000 + 20 + 3 × 1000 = 5020 (from 9). From 10: 200 + 424 + 4020 = 4644 fits, above 4500;
-    // from 12: 200 + 2 × 424 + 2020 = 3068.
-    expect(turn3.verbatimStart).toBe(12)
-    expect(turn3.needed.map(blockKey)).toEqual(['90-100', '110-120'])
-    expect(turn3.context.tokens).toMatchObject({ history: 2020, summaries: 1048, total: 3078 })
+    // drop_oldest keeps 2000 + 20 + 3 × 1000 = 5020 (from 9), past the previous start 8. From 10: 200 + 424 + 4020 = 4644
+    // fits, within 5400: only block [8,10) is new.
+    expect(turn3.verbatimStart).toBe(10)
+    expect(turn3.needed.map(blockKey)).toEqual(['90-100'])
+    expect(turn3.context.tokens).toMatchObject({ history: 4020, summaries: 624, total: 4654 })
     for (let k = 0; k < 4; k++) expect(turn3.parts[k]).toBe(turn1.parts[k])
     expectCoverage(turn3, ledger)
     expectTotals(turn3)
@@ -271,7 +271,7 @@ describe('packContext under summarize', () => {
     const store = new Summaries(50)
     // The compaction of block [2,4) failed (the sandbox's /fail-summary): it is unavailable this turn.
     const packed = packSummarize(ledger, 6010, { compaction: compaction({ summaryOf: store.of, unavailable: new Set(['30-40']) }) })
-    // From 8: 50 + 0 + 50 + 50 + 4000 = 4150 <= 4500.
+    // From 8: 50 + 0 + 50 + 50 + 4000 = 4150 <= 5400.
     expect(packed.verbatimStart).toBe(8)
     expect(packed.needed).toEqual([])
     expect(ordinalsOf(packed)).toEqual([
@@ -308,13 +308,13 @@ describe('packContext under summarize', () => {
   it('a failed compaction of a block not made yet: dropped, not needed; the other placeholders stay', () => {
     const ledger = chat(6, 1000)
     const packed = packSummarize(ledger, 6010, { compaction: compaction({ unavailable: new Set(['10-20']) }) })
-    // From 8: 0 + 3 × 424 + 4000 = 5272 (fits, above 4500); from 10: 4 × 424 + 2000 = 3696.
-    expect(packed.verbatimStart).toBe(10)
-    expect(packed.needed.map(blockKey)).toEqual(['30-40', '50-60', '70-80', '90-100'])
+    // From 8: 0 + 3 × 424 + 4000 = 5272 (fits, within 5400).
+    expect(packed.verbatimStart).toBe(8)
+    expect(packed.needed.map(blockKey)).toEqual(['30-40', '50-60', '70-80'])
     expect(packed.context.segments).toEqual([
       { first_ordinal: 10, last_ordinal: 20, parts: 2, treatment: 'dropped', tokens: 0 },
-      { first_ordinal: 30, last_ordinal: 100, parts: 8, treatment: 'summarised', tokens: 1696 },
-      { first_ordinal: 110, last_ordinal: 120, parts: 2, treatment: 'verbatim', tokens: 2000 },
+      { first_ordinal: 30, last_ordinal: 80, parts: 6, treatment: 'summarised', tokens: 1272 },
+      { first_ordinal: 90, last_ordinal: 120, parts: 4, treatment: 'verbatim', tokens: 4000 },
     ])
     expect(packed.warnings.config).toEqual([
       { code: 'history_dropped', dropped: 2, start_ordinal: 10, end_ordinal: 20, history_mode: 'summarize', message: FAILED },
@@ -324,30 +324,30 @@ describe('packContext under summarize', () => {
   })
 
   // Twenty runs of two 512-token parts (ordinals 10 … 400), one 1024-token block a run; summaries of 300 tokens.
-  // History budget 6000: the summaries (19 × 300) cannot all be sent.
+  // History budget 6000: the summaries before the verbatim start (18 × 300, below) cannot all be sent.
   it('summaries alone not fitting: the oldest are dropped, several at a time, with history_dropped', () => {
     const ledger = chat(20, 512)
     const store = new Summaries(300)
     const packed = packSummarize(ledger, 6010, { compaction: compaction({ summaryOf: store.of }) })
     // drop_oldest keeps 11 parts (from 29). Summaries count at most their share, floor(6000 × 0.5) = 3000:
-    // 30 → 3000 + 5120, 32 → 3000 + 4096, 34 → 3000 + 3072 do not fit; 36 → 3000 + 2048 fits, above 4500; 38 → 4024.
-    // Before 38: 19 summaries, 5700 > 6000 − 1024; the oldest go until the rest fill at most floor(3000 × 0.75) = 2250:
-    // 7 × 300 = 2100 stay.
-    expect(packed.verbatimStart).toBe(38)
+    // 30 → 3000 + 5120, 32 → 3000 + 4096, 34 → 3000 + 3072 do not fit; 36 → 3000 + 2048 = 5048 fits, within
+    // floor(6000 × 0.9) = 5400. Before 36: 18 summaries, 5400 > 6000 − 2048 = 3952; dropping five (3900) would fit, but the
+    // oldest go until the rest fill at most floor(3000 × 0.9) = 2700: 9 × 300 = 2700 stay.
+    expect(packed.verbatimStart).toBe(36)
     expect(packed.needed).toEqual([])
-    expect(packed.context.summaries.map((s) => s.first_ordinal)).toEqual([250, 270, 290, 310, 330, 350, 370])
+    expect(packed.context.summaries.map((s) => s.first_ordinal)).toEqual([190, 210, 230, 250, 270, 290, 310, 330, 350])
     expect(packed.context.segments).toEqual([
-      { first_ordinal: 10, last_ordinal: 240, parts: 24, treatment: 'dropped', tokens: 0 },
-      { first_ordinal: 250, last_ordinal: 380, parts: 14, treatment: 'summarised', tokens: 2100 },
-      { first_ordinal: 390, last_ordinal: 400, parts: 2, treatment: 'verbatim', tokens: 1024 },
+      { first_ordinal: 10, last_ordinal: 180, parts: 18, treatment: 'dropped', tokens: 0 },
+      { first_ordinal: 190, last_ordinal: 360, parts: 18, treatment: 'summarised', tokens: 2700 },
+      { first_ordinal: 370, last_ordinal: 400, parts: 4, treatment: 'verbatim', tokens: 2048 },
     ])
-    expect(packed.context.dropped).toEqual({ dropped: 24, start_ordinal: 10, end_ordinal: 240 })
+    expect(packed.context.dropped).toEqual({ dropped: 18, start_ordinal: 10, end_ordinal: 180 })
     expect(packed.warnings.config).toEqual([
-      { code: 'history_dropped', dropped: 24, start_ordinal: 10, end_ordinal: 240, history_mode: 'summarize', message: NO_ROOM },
+      { code: 'history_dropped', dropped: 18, start_ordinal: 10, end_ordinal: 180, history_mode: 'summarize', message: NO_ROOM },
     ])
-    expect(packed.context.tokens).toMatchObject({ history: 1024, summaries: 2100, current: 10, total: 3134 })
-    expect(packed.firstSummary).toBe(24)
-    expect(packed.stablePrefixEnds).toEqual([7, 9])
+    expect(packed.context.tokens).toMatchObject({ history: 2048, summaries: 2700, current: 10, total: 4758 })
+    expect(packed.firstSummary).toBe(18)
+    expect(packed.stablePrefixEnds).toEqual([9, 13])
     expectCoverage(packed, ledger)
     expectTotals(packed)
   })
@@ -357,30 +357,31 @@ describe('packContext under summarize', () => {
     const blocks = new BlockIndex()
     const store = new Summaries(300)
     const turn1 = packSummarize(ledger, 6010, { compaction: compaction({ blocks, summaryOf: store.of }) })
-    expect([turn1.verbatimStart, turn1.firstSummary]).toEqual([38, 24])
-    // Three more runs. From the previous start 38: 2100 + 4096 > 6000; 40 → 2400 + 3072 fits, above 4500; 42 → 2700 + 2048;
-    // 44 → 3000 + 1024 = 4024. The ten summaries from block [24,26) on (3000) fit the 4976 left: none dropped.
+    expect([turn1.verbatimStart, turn1.firstSummary]).toEqual([36, 18])
+    // Three more runs (drop_oldest from 35). From the previous start 36: 2700 + 5120 > 6000; 38 → 3000 + 4096 and
+    // 40 → 3000 + 3072 do not fit; 42 → 3000 + 2048 = 5048 fits, within 5400. The twelve summaries from block [18,20)
+    // on (3600) fit the 3952 left: none dropped.
     chat(3, 512, ledger, 20)
     const later = { blocks, summaryOf: store.of, previousStart: turn1.verbatimStart, previousFirstSummary: turn1.firstSummary }
     const turn2 = packSummarize(ledger, 6010, { compaction: compaction(later) })
-    expect(turn2.verbatimStart).toBe(44)
-    expect(turn2.firstSummary).toBe(24)
-    expect(turn2.context.summaries.map((s) => s.first_ordinal)).toEqual([250, 270, 290, 310, 330, 350, 370, 390, 410, 430])
-    for (let k = 0; k < 7; k++) expect(turn2.parts[k]).toBe(turn1.parts[k])
+    expect(turn2.verbatimStart).toBe(42)
+    expect(turn2.firstSummary).toBe(18)
+    expect(turn2.context.summaries.map((s) => s.first_ordinal)).toEqual([190, 210, 230, 250, 270, 290, 310, 330, 350, 370, 390, 410])
+    for (let k = 0; k < 9; k++) expect(turn2.parts[k]).toBe(turn1.parts[k])
     expect(turn2.context.segments).toEqual([
-      { first_ordinal: 10, last_ordinal: 240, parts: 24, treatment: 'dropped', tokens: 0 },
-      { first_ordinal: 250, last_ordinal: 440, parts: 20, treatment: 'summarised', tokens: 3000 },
-      { first_ordinal: 450, last_ordinal: 460, parts: 2, treatment: 'verbatim', tokens: 1024 },
+      { first_ordinal: 10, last_ordinal: 180, parts: 18, treatment: 'dropped', tokens: 0 },
+      { first_ordinal: 190, last_ordinal: 420, parts: 24, treatment: 'summarised', tokens: 3600 },
+      { first_ordinal: 430, last_ordinal: 460, parts: 4, treatment: 'verbatim', tokens: 2048 },
     ])
     expect(turn2.warnings.config).toEqual([
-      { code: 'history_dropped', dropped: 24, start_ordinal: 10, end_ordinal: 240, history_mode: 'summarize', message: EARLIER },
+      { code: 'history_dropped', dropped: 18, start_ordinal: 10, end_ordinal: 180, history_mode: 'summarize', message: EARLIER },
     ])
     expectCoverage(turn2, ledger)
     expectTotals(turn2)
-    // Without the previous turn (a rebuilt actor): all 22 summaries (6600) are candidates, the newest 7 are kept.
+    // Without the previous turn (a rebuilt actor): all 21 summaries before 42 (6300) are candidates, the newest 9 (2700) are kept.
     const fresh = packSummarize(ledger, 6010, { compaction: compaction({ summaryOf: store.of }) })
-    expect(fresh.verbatimStart).toBe(44)
-    expect(fresh.context.summaries.map((s) => s.first_ordinal)).toEqual([310, 330, 350, 370, 390, 410, 430])
+    expect(fresh.verbatimStart).toBe(42)
+    expect(fresh.context.summaries.map((s) => s.first_ordinal)).toEqual([250, 270, 290, 310, 330, 350, 370, 390, 410])
     expectCoverage(fresh, ledger)
     expectTotals(fresh)
   })
@@ -466,7 +467,7 @@ describe('packContext under summarize', () => {
     // Input budget 4534 − instructions, tools, anchor and input (534) = 4000.
     const packed = packSummarize(ledger, 4534, { rules, instructionsTokens: 7, toolsTokens: 5, compaction: compaction({ summaryOf: store.of }) })
     // Blocks from entry 1: [1,3), [3,5), … drop_oldest keeps 7 parts (from 5). From 5: 100 + 3584 = 3684 fits,
-    // above 3000; from 7: 150 + 2560 = 2710.
+    // above floor(4000 × 0.9) = 3600; from 7: 150 + 2560 = 2710.
     expect(packed.verbatimStart).toBe(7)
     expect(ordinalsOf(packed)).toEqual([
       [10, 'prompt', 'verbatim'],
@@ -503,7 +504,7 @@ describe('packContext under summarize', () => {
     const store = new Summaries(50)
     // Anchors: the first 3 parts (1536 tokens); history budget 4000 again.
     const packed = packSummarize(ledger, 5546, { rules: { version: 1, anchor_parts: 3 }, compaction: compaction({ summaryOf: store.of }) })
-    // Blocks [3,5), [5,7), … drop_oldest keeps 7 parts of 9 (from 5). From 5: 50 + 3584 = 3634 fits, above 3000;
+    // Blocks [3,5), [5,7), … drop_oldest keeps 7 parts of 9 (from 5). From 5: 50 + 3584 = 3634 fits, above 3600;
     // from 7: 100 + 2560 = 2660.
     expect(packed.verbatimStart).toBe(7)
     expect(packed.context.summaries.map((s) => [s.first_ordinal, s.last_ordinal])).toEqual([

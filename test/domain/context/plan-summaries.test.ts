@@ -86,14 +86,14 @@ const shape = (choices: SummaryChoice[]) => choices.map((c) => (c.kind === 'summ
 const all = (n: number, tokens: number) => Array.from({ length: n }, () => tokens)
 
 describe('planSummaries', () => {
-  it('JUMP_FILL is three quarters; summaries keep half the budget when they do not all fit', () => {
-    expect(JUMP_FILL).toBe(0.75)
+  it('JUMP_FILL is nine tenths; summaries keep half the budget when they do not all fit', () => {
+    expect(JUMP_FILL).toBe(0.9)
     expect(SUMMARY_SHARE).toBe(0.5)
   })
 
   it('chooses the earliest block boundary that fits; a verbatim start inside a block moves to its end', () => {
     // 12 entries, blocks [0,2) … [8,10), [10,12) unsealed. Allowance 3000: drop_oldest keeps 5 entries (from 7).
-    // Starts 8 and 10; from 8: 4 × 50 + 4 × 512 = 2248 <= 3000, and <= floor(3000 × 0.75) = 2250.
+    // Starts 8 and 10; from 8: 4 × 50 + 4 × 512 = 2248 <= 3000, and <= floor(3000 × 0.9) = 2700.
     const p = plan({ currentStart: 12, blocks: blocks(5), allowance: 3000, summaries: all(5, 50) })
     expect(p.verbatimStart).toBe(8)
     expect(shape(p.choices)).toEqual([
@@ -107,7 +107,7 @@ describe('planSummaries', () => {
   })
 
   it('passes over a boundary whose summaries and verbatim history do not fit', () => {
-    // Summaries of 300: from 8, 1200 + 2048 = 3248 > 3000; from 10, 1500 + 1024 = 2524 (fits, above 2250: no better).
+    // Summaries of 300: from 8, 1200 + 2048 = 3248 > 3000; from 10, 1500 + 1024 = 2524 (fits, and <= floor(3000 × 0.9) = 2700).
     const p = plan({ currentStart: 12, blocks: blocks(5), allowance: 3000, summaries: all(5, 300) })
     expect(p.verbatimStart).toBe(10)
     expect(shape(p.choices).map((c) => c[0])).toEqual(['summary', 'summary', 'summary', 'summary', 'summary'])
@@ -116,34 +116,36 @@ describe('planSummaries', () => {
   })
 
   it('when the boundary moves, it moves on until the cost is at most floor(allowance × JUMP_FILL)', () => {
-    // Summaries of 50, allowance 2600: from 8 costs 2248 (fits) but floor(2600 × 0.75) = 1950; from 10: 250 + 1024 = 1274.
-    expect(plan({ currentStart: 12, blocks: blocks(5), allowance: 2600, summaries: all(5, 50) }).verbatimStart).toBe(10)
-    // At the edge: summaries of 10, from 8 costs 40 + 2048 = 2088. floor(2784 × 0.75) = 2088: stays.
-    expect(plan({ currentStart: 12, blocks: blocks(5), allowance: 2784, summaries: all(5, 10) }).verbatimStart).toBe(8)
-    expect(plan({ currentStart: 12, blocks: blocks(5), allowance: 2785, summaries: all(5, 10) }).verbatimStart).toBe(8)
-    // floor(2783 × 0.75) = floor(2087.25) = 2087 < 2088: moves to 10 (50 + 1024 = 1074).
-    const moved = plan({ currentStart: 12, blocks: blocks(5), allowance: 2783, summaries: all(5, 10) })
+    // Summaries of 50, allowance 2450 (drop_oldest from 8): from 8 costs 2248 (fits) but floor(2450 × 0.9) = 2205;
+    // from 10: 250 + 1024 = 1274.
+    expect(plan({ currentStart: 12, blocks: blocks(5), allowance: 2450, summaries: all(5, 50) }).verbatimStart).toBe(10)
+    // At the edge: summaries of 10, from 8 costs 40 + 2048 = 2088. floor(2320 × 0.9) = 2088: stays.
+    expect(plan({ currentStart: 12, blocks: blocks(5), allowance: 2320, summaries: all(5, 10) }).verbatimStart).toBe(8)
+    expect(plan({ currentStart: 12, blocks: blocks(5), allowance: 2321, summaries: all(5, 10) }).verbatimStart).toBe(8)
+    // floor(2319 × 0.9) = floor(2087.1) = 2087 < 2088: moves to 10 (50 + 1024 = 1074).
+    const moved = plan({ currentStart: 12, blocks: blocks(5), allowance: 2319, summaries: all(5, 10) })
     expect(moved.verbatimStart).toBe(10)
     expect(moved.summaryTokens).toBe(50)
   })
 
   it('when no boundary reaches the JUMP_FILL share, the first that fits is kept', () => {
-    // Summaries of 300, allowance 3000: only 10 fits (2524) and it is above 2250; nothing later (12 is not sealed).
-    expect(plan({ currentStart: 12, blocks: blocks(5), allowance: 3000, summaries: all(5, 300) }).verbatimStart).toBe(10)
+    // Summaries of 300, allowance 2500 (share 1250): from 8, 1200 + 2048 = 3248 > 2500; only 10 fits (1250 + 1024 = 2274)
+    // and it is above floor(2500 × 0.9) = 2250; nothing later (12 is not sealed).
+    expect(plan({ currentStart: 12, blocks: blocks(5), allowance: 2500, summaries: all(5, 300) }).verbatimStart).toBe(10)
   })
 
   it('keeps the previous turn’s start while it still fits, even above the JUMP_FILL share', () => {
-    // As above (allowance 2600) a fresh plan jumps to 10; with the previous start 8 (2248 <= 2600) it stays at 8.
-    const kept = plan({ currentStart: 12, blocks: blocks(5), allowance: 2600, summaries: all(5, 50), previousStart: 8 })
+    // As above (allowance 2450) a fresh plan jumps to 10; with the previous start 8 (2248 <= 2450) it stays at 8.
+    const kept = plan({ currentStart: 12, blocks: blocks(5), allowance: 2450, summaries: all(5, 50), previousStart: 8 })
     expect(kept.verbatimStart).toBe(8)
     expect(kept.summaryTokens).toBe(200)
-    // It never moves back: from 10, though 8 would fit and fill less than 2250.
+    // It never moves back: from 10, though 8 would fit and fill less than floor(3000 × 0.9) = 2700.
     expect(plan({ currentStart: 12, blocks: blocks(5), allowance: 3000, summaries: all(5, 50), previousStart: 10 }).verbatimStart).toBe(10)
   })
 
   it('a previous start that no longer fits moves forward (and then on to the JUMP_FILL share)', () => {
     // Summaries of 50, allowance 2200: drop_oldest keeps 4 entries (from 8). Previous start 8: 2248 > 2200.
-    // From 10: 250 + 1024 = 1274 <= floor(2200 × 0.75) = 1650.
+    // From 10: 250 + 1024 = 1274 <= floor(2200 × 0.9) = 1980.
     const p = plan({ currentStart: 12, blocks: blocks(5), allowance: 2200, summaries: all(5, 50), previousStart: 8 })
     expect(p.verbatimStart).toBe(10)
     // A previous start past every boundary (the history was cut back) is ignored.
@@ -152,28 +154,29 @@ describe('planSummaries', () => {
 
   it('summary reuse: later turns keep the boundary and the same summaries; only new blocks are needed', () => {
     const store = new Store()
-    const base = { allowance: 2600, summaries: store, estimate: 100 }
-    // Turn 1, nothing made: from 8, 4 × 100 + 2048 = 2448 fits but is above 1950; from 10, 500 + 1024 = 1524.
+    const base = { allowance: 2450, summaries: store, estimate: 100 }
+    // Turn 1, nothing made: from 8, 4 × 100 + 2048 = 2448 fits but is above floor(2450 × 0.9) = 2205; from 10, 500 + 1024 = 1524.
     const first = plan({ ...base, currentStart: 12, blocks: blocks(5) })
     expect(first.verbatimStart).toBe(10)
     expect(shape(first.choices)).toEqual([0, 2, 4, 6, 8].map((s) => ['needed', s, s + 2]))
     expect(first.summaryTokens).toBe(500)
-    // The compaction makes them (50 tokens each); packed again, the same boundary, now with summaries.
+    // The compaction makes them (50 tokens each); packed again, the same boundary (from 8, 200 + 2048 = 2248 is still
+    // above 2205), now with summaries.
     for (const c of first.choices) store.make(c.block, 50)
     const made = plan({ ...base, currentStart: 12, blocks: blocks(5) })
     expect(made.verbatimStart).toBe(10)
     expect(made.choices.every((c) => c.kind === 'summary')).toBe(true)
     expect(made.summaryTokens).toBe(250)
 
-    // Turn 2: two more entries, block [10,12) sealed. From the previous start 10: 250 + 4 × 512 = 2298 <= 2600.
+    // Turn 2: two more entries, block [10,12) sealed. From the previous start 10: 250 + 4 × 512 = 2298 <= 2450.
     const second = plan({ ...base, currentStart: 14, blocks: blocks(6), previousStart: made.verbatimStart, previousFirstSummary: made.firstSummary })
     expect(second.verbatimStart).toBe(10)
     expect(second.choices.map((c) => c.kind)).toEqual(['summary', 'summary', 'summary', 'summary', 'summary'])
     second.choices.forEach((c, k) => expect(c.kind === 'summary' && c.summary).toBe(store.byKey.get(blockKey(made.choices[k]!.block))))
     expect(second.summaryTokens).toBe(250)
 
-    // Turn 3: 16 entries, drop_oldest starts at 11 > 10: the boundary must move. From 12: 250 + 100 + 2048 = 2398 (fits,
-    // above 1950); from 14: 250 + 2 × 100 + 1024 = 1474. Only the two new blocks are needed.
+    // Turn 3: 16 entries, drop_oldest starts at 12 > 10: the boundary must move. From 12: 250 + 100 + 2048 = 2398 (fits,
+    // above 2205); from 14: 250 + 2 × 100 + 1024 = 1474. Only the two new blocks are needed.
     const third = plan({ ...base, currentStart: 16, blocks: blocks(8), previousStart: second.verbatimStart, previousFirstSummary: second.firstSummary })
     expect(third.verbatimStart).toBe(14)
     expect(third.choices.map((c) => c.kind)).toEqual(['summary', 'summary', 'summary', 'summary', 'summary', 'needed', 'needed'])
@@ -181,7 +184,7 @@ describe('planSummaries', () => {
     expect(third.summaryTokens).toBe(450)
     for (const c of third.choices) if (c.kind === 'needed') store.make(c.block, 50)
 
-    // Turn 4: 18 entries, previous start 14: 350 + 4 × 512 = 2398 <= 2600, kept; nothing to make.
+    // Turn 4: 18 entries, previous start 14: 350 + 4 × 512 = 2398 <= 2450, kept; nothing to make.
     const fourth = plan({ ...base, currentStart: 18, blocks: blocks(9), previousStart: third.verbatimStart, previousFirstSummary: third.firstSummary })
     expect(fourth.verbatimStart).toBe(14)
     expect(fourth.choices.every((c) => c.kind === 'summary')).toBe(true)
@@ -238,8 +241,8 @@ describe('planSummaries', () => {
 
   it('summaries that do not all fit count at most their share: the verbatim start moves on rather than squeeze them', () => {
     // Summaries of 700 (3500 in all), allowance 3000, share floor(3000 × 0.5) = 1500. From 8: 1500 + 2048 > 3000;
-    // from 10: 1500 + 1024 = 2524 fits (above 2250, nothing later). 3000 − 1024 = 1976 is left: 3500 do not fit,
-    // the oldest go until the rest fill at most floor(1500 × 0.75) = 1125: only the newest (700) stays.
+    // from 10: 1500 + 1024 = 2524 fits (within floor(3000 × 0.9) = 2700). 3000 − 1024 = 1976 is left: 3500 do not fit,
+    // the oldest go until the rest fill at most floor(1500 × 0.9) = 1350: only the newest (700) stays (two are 1400).
     const p = plan({ currentStart: 12, blocks: blocks(5), allowance: 3000, summaries: all(5, 700) })
     expect(p.verbatimStart).toBe(10)
     expect(shape(p.choices)).toEqual([
@@ -257,7 +260,7 @@ describe('planSummaries', () => {
   it('when some summaries must go, the oldest go several at a time: the rest fill at most JUMP_FILL of their share', () => {
     // Summaries of 300, allowance 2500 (share 1250): drop_oldest from 8; from 8: 1200 + 2048 > 2500; from 10: 1250 + 1024
     // = 2274. 2500 − 1024 = 1476 left: 1500 do not fit. Dropping one would do (1200), but they go down to
-    // floor(1250 × 0.75) = 937: two go, 900 stay.
+    // floor(1250 × 0.9) = 1125: two go, 900 stay.
     const p = plan({ currentStart: 12, blocks: blocks(5), allowance: 2500, summaries: all(5, 300) })
     expect(p.verbatimStart).toBe(10)
     expect(shape(p.choices).map((c) => c[0])).toEqual(['dropped', 'dropped', 'summary', 'summary', 'summary'])
@@ -284,28 +287,29 @@ describe('planSummaries', () => {
 
   it('needed placeholders are dropped oldest first the same way; an unavailable block counts nothing', () => {
     // Block 0 made (700), the others not (estimate 430): 700, 1130, 1560, 1990, 2420. Share 1500: from 8, 1500 + 2048 > 3000;
-    // from 10, 1500 + 1024 = 2524. 2420 > 1976: down to 1125 → 860 (the newest two placeholders).
+    // from 10, 1500 + 1024 = 2524. 2420 > 1976: dropping one (1720) would fit, but they go down to
+    // floor(1500 × 0.9) = 1350 → 1290 (the newest three placeholders).
     const p = plan({ currentStart: 12, blocks: blocks(5), allowance: 3000, summaries: [700], estimate: 430 })
     expect(p.verbatimStart).toBe(10)
     expect(shape(p.choices)).toEqual([
       ['dropped', 0, 2],
       ['dropped', 2, 4],
-      ['dropped', 4, 6],
+      ['needed', 4, 6],
       ['needed', 6, 8],
       ['needed', 8, 10],
     ])
-    expect(p.summaryTokens).toBe(860)
-    // Block 1 unavailable: 700 + 0 + 3 × 430 = 1990 > 1976: down to 1125 the same way.
+    expect(p.summaryTokens).toBe(1290)
+    // Block 1 unavailable: 700 + 0 + 3 × 430 = 1990 > 1976: down to 1350 the same way; dropping block 0 alone leaves 1290.
     const b = blocks(5)
     const q = plan({ currentStart: 12, blocks: b, allowance: 3000, summaries: [700], estimate: 430, unavailable: [b[1]!] })
     expect(shape(q.choices)).toEqual([
       ['dropped', 0, 2],
       ['dropped', 2, 4],
-      ['dropped', 4, 6],
+      ['needed', 4, 6],
       ['needed', 6, 8],
       ['needed', 8, 10],
     ])
-    expect(q.summaryTokens).toBe(860)
+    expect(q.summaryTokens).toBe(1290)
     // An estimate of 425: 700 + 0 + 3 × 425 = 1975 fits the 1976 left; only the failed block is not sent.
     const r = plan({ currentStart: 12, blocks: b, allowance: 3000, summaries: [700, null, null, null, null], estimate: 425, unavailable: [b[1]!] })
     expect(shape(r.choices).map((c) => c[0])).toEqual(['summary', 'dropped', 'needed', 'needed', 'needed'])
@@ -338,9 +342,9 @@ describe('planSummaries', () => {
 
   it('anchors: blocks begin after them (cut-blocks.ts), so every summary starts after the anchors, and so does the gap', () => {
     // Anchors are entries 0..3; blocks [3,5), [5,7), [7,9), [9,11). drop_oldest keeps 5 entries (from 7).
-    // From 7: 2 × 50 + 2560 = 2660 fits; above 2250; from 9: 150 + 1536 = 1686.
+    // From 7: 2 × 50 + 2560 = 2660 fits 2900; above floor(2900 × 0.9) = 2610; from 9: 150 + 1536 = 1686.
     const from3 = [3, 5, 7, 9].map((s) => block(s, s + 2))
-    const p = plan({ currentStart: 12, blocks: from3, allowance: 3000, summaries: all(4, 50), anchorEnd: 3 })
+    const p = plan({ currentStart: 12, blocks: from3, allowance: 2900, summaries: all(4, 50), anchorEnd: 3 })
     expect(p.verbatimStart).toBe(9)
     expect(shape(p.choices)).toEqual([
       ['summary', 3, 5, 50],
@@ -353,8 +357,8 @@ describe('planSummaries', () => {
 
   it('blocks reaching into the current exchange are not summarised', () => {
     // The current exchange begins at 9: block [8,10) is not eligible. drop_oldest keeps 3 entries (from 6).
-    // From 6: 3 × 50 + 1536 = 1686 (fits 2000, above 1500); from 8: 200 + 512 = 712.
-    const p = plan({ currentStart: 9, blocks: blocks(5), allowance: 2000, summaries: all(5, 50) })
+    // From 6: 3 × 50 + 1536 = 1686 (fits 1800, above floor(1800 × 0.9) = 1620); from 8: 200 + 512 = 712.
+    const p = plan({ currentStart: 9, blocks: blocks(5), allowance: 1800, summaries: all(5, 50) })
     expect(p.verbatimStart).toBe(8)
     expect(shape(p.choices).map((c) => [c[1], c[2]])).toEqual([
       [0, 2],
@@ -398,12 +402,20 @@ describe('planSummaries', () => {
   })
 
   it('moving on for room never takes the whole history into summaries: the newest stays verbatim', () => {
-    // Six blocks of 1024 tokens before the input, estimate 424, summaries counted at most their share (2000).
-    // From 8: 1696 + 2048 = 3744 fits 4000; within floor(4000 × 0.75) = 3000 only 12 (2000 + 0), which
-    // sends nothing verbatim: the move stops at the last start that keeps some, 10 (2000 + 1024 = 3024).
-    const p = plan({ currentStart: 12, blocks: blocks(6), allowance: 4000, estimate: 424 })
+    // Six blocks of 1024 tokens before the input, summaries of 100 but the fifth 900; allowance 2500 (drop_oldest from 8),
+    // summaries counted at most their share (1250). From 8: 400 + 2048 = 2448 fits 2500; within floor(2500 × 0.9) = 2250
+    // only 12 (1250 + 0), which sends nothing verbatim: the move stops at the last start that keeps some, 10 (1250 + 1024
+    // = 2274). There the five summaries before it (1300) fit the 1476 left.
+    const p = plan({ currentStart: 12, blocks: blocks(6), allowance: 2500, summaries: [100, 100, 100, 100, 900, 100] })
     expect(p.verbatimStart).toBe(10)
-    expect(p.choices.filter((c) => c.kind === 'needed')).toHaveLength(5)
+    expect(shape(p.choices)).toEqual([
+      ['summary', 0, 2, 100],
+      ['summary', 2, 4, 100],
+      ['summary', 4, 6, 100],
+      ['summary', 6, 8, 100],
+      ['summary', 8, 10, 900],
+    ])
+    expect(p.summaryTokens).toBe(1300)
   })
 })
 
@@ -415,12 +427,13 @@ describe('planSummaries: the oldest summaries merged before any is dropped (deci
   it('summaries that no longer fit: the fewest oldest are merged so that the rest fill at most JUMP_FILL of their share', () => {
     const p = plan({ ...base, summaries: all(10, 150) })
     expect(p.verbatimStart).toBe(20)
-    // Target floor(0.75 × 1200) = 900: merging six (200) leaves four (600): 800.
+    // Target floor(0.9 × 1200) = 1080: merging four (200) leaves six (900): 1100, too many; merging five (200) leaves
+    // five (750): 950.
     const merge = p.choices[0]!
-    expect(merge).toMatchObject({ kind: 'merge', block: { start: 0, end: 12, firstOrdinal: 10, lastOrdinal: 120 }, tokens: 200 })
-    expect(merge.kind === 'merge' && merge.of.map((b) => [b.start, b.end])).toEqual([0, 2, 4, 6, 8, 10].map((s) => [s, s + 2]))
-    expect(shape(p.choices.slice(1))).toEqual([12, 14, 16, 18].map((s) => ['summary', s, s + 2, 150]))
-    expect(p.summaryTokens).toBe(800)
+    expect(merge).toMatchObject({ kind: 'merge', block: { start: 0, end: 10, firstOrdinal: 10, lastOrdinal: 100 }, tokens: 200 })
+    expect(merge.kind === 'merge' && merge.of.map((b) => [b.start, b.end])).toEqual([0, 2, 4, 6, 8].map((s) => [s, s + 2]))
+    expect(shape(p.choices.slice(1))).toEqual([10, 12, 14, 16, 18].map((s) => ['summary', s, s + 2, 150]))
+    expect(p.summaryTokens).toBe(950)
     expect(p.firstSummary).toBe(0)
     expect(p.choices.some((c) => c.kind === 'dropped')).toBe(false)
   })
@@ -449,7 +462,7 @@ describe('planSummaries: the oldest summaries merged before any is dropped (deci
   })
 
   it('a merge reads at most mergeInputTokens; one that fits only the room left is taken before anything is dropped', () => {
-    // Inputs up to 500 tokens: three summaries (450) merged to 200 leave seven (1050): 1250 > 900, but <= 1376.
+    // Inputs up to 500 tokens: three summaries (450) merged to 200 leave seven (1050): 1250 > 1080, but <= 1376.
     const p = plan({ ...base, summaries: all(10, 150), mergeInputTokens: 500 })
     expect(p.choices[0]).toMatchObject({ kind: 'merge', block: { start: 0, end: 6 } })
     expect(p.choices.some((c) => c.kind === 'dropped')).toBe(false)
@@ -457,17 +470,18 @@ describe('planSummaries: the oldest summaries merged before any is dropped (deci
   })
 
   it('only what even a merge cannot hold is dropped, oldest first', () => {
-    // No merge can read two summaries: the oldest go until the rest fill the target (900).
+    // No merge can read two summaries: the oldest go until the rest fill the target (1080): seven (1050) stay.
     const p = plan({ ...base, summaries: all(10, 150), mergeInputTokens: 250 })
-    expect(shape(p.choices).map((c) => c[0])).toEqual([...Array(4).fill('dropped'), ...Array(6).fill('summary')])
+    expect(shape(p.choices).map((c) => c[0])).toEqual([...Array(3).fill('dropped'), ...Array(7).fill('summary')])
     // A merged summary larger than the room holds nothing either.
     const tiny = plan({ ...base, summaries: all(10, 150), mergedBound: 2000 })
     expect(tiny.choices.some((c) => c.kind === 'merge')).toBe(false)
   })
 
   it('a merge whose compaction failed is not planned again this turn, and no merge reads a failed block', () => {
-    const failedMerge = plan({ ...base, summaries: all(10, 150), unavailable: [{ ...blocks(10)[0]!, end: 12, lastOrdinal: 120 }] })
-    for (const c of failedMerge.choices) if (c.kind === 'merge') expect(blockKey(c.block)).not.toBe('10-120')
+    // The merge planned otherwise (the first test) is of [0,10); it failed, so a merge that fits only the room is taken.
+    const failedMerge = plan({ ...base, summaries: all(10, 150), unavailable: [{ ...blocks(10)[0]!, end: 10, lastOrdinal: 100 }] })
+    for (const c of failedMerge.choices) if (c.kind === 'merge') expect(blockKey(c.block)).not.toBe('10-100')
     const failedBlock = plan({ ...base, summaries: all(10, 150), unavailable: [blocks(10)[2]!] })
     for (const c of failedBlock.choices) if (c.kind === 'merge') expect(c.of.some((b) => b.start === 4)).toBe(false)
   })
