@@ -91,6 +91,8 @@ describe('summaries on sandbox/echo-8k at headroom 0.88, anchor_parts 2', () => 
     console.log(JSON.stringify(figures))
     expect(dropping).toBeLessThanOrEqual(5)
     expect(figures.medianEmptyOnDropping).toBeLessThanOrEqual(0.1)
+    // Every turn that summarised or dropped counts: the budget stays filled, not only on dropping turns.
+    expect(figures.medianEmptyWhenSummarising).toBeLessThanOrEqual(0.1)
     expect(figures.cacheShare).toBeGreaterThanOrEqual(0.6)
   })
 

@@ -7,7 +7,7 @@ import type { BlockSummary } from './render-summary.ts'
  * at most this share of its budget: the next turns add to an unchanged prompt (a vendor's prefix
  * cache reads it again) instead of each turn summarising one more block.
  */
-export const JUMP_FILL = 0.75
+export const JUMP_FILL = 0.9
 
 /**
  * The share of the history budget summaries keep for themselves when there is not room for all
