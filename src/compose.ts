@@ -24,6 +24,8 @@ export type Composition = {
   hostOptions?: ActorHostOptions
   /** Told of every run settled on this node, once committed (RunDeps.onRunSettled). */
   onRunSettled?: RunDeps['onRunSettled']
+  /** MAX_RUNNING_RUNS_PER_ORG (settings.ts, decision 033); absent: the default, 64. */
+  maxRunningRunsPerOrg?: number
   /** LiteFS's view of this node; without it, the node is the primary. */
   role?: ReplicationRoleSource
   position?: ReplicationPosition
@@ -55,6 +57,7 @@ export function composeApp(c: Composition): AppDeps {
     nodeId: env.NODE_ID ?? env.FLY_MACHINE_ID ?? hostname(),
     leaseTtlMs: leaseTtlMs(env),
     ...(c.onRunSettled ? { onRunSettled: c.onRunSettled } : {}),
+    ...(c.maxRunningRunsPerOrg === undefined ? {} : { maxRunningRunsPerOrg: c.maxRunningRunsPerOrg }),
   }
   const host = createChatActorHost(runDeps, { inspect: createInspection(env), role, ...c.hostOptions })
   return { store: c.store, catalogue: c.catalogue, build: c.build, now, host, role, position: c.position ?? NO_POSITION, nodeId: runDeps.nodeId }

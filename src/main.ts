@@ -50,6 +50,7 @@ const deps = composeApp({
   build: readBuildInfo(),
   role,
   position,
+  maxRunningRunsPerOrg: settings.maxRunningRunsPerOrg,
   // Runs settle only for turns the app admitted, so `app` exists by the time this is called.
   onRunSettled: (settled, cost) => app.log.info(runSettledLine(settled, settled.outcome, cost), 'run settled'),
 })
@@ -61,6 +62,7 @@ const app = await buildApp(
   {
     logger: { level: settings.logLevel, redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' }, ...(pretty ? { stream: pretty } : {}) },
     requestTimeoutMs: settings.requestTimeoutMs,
+    maxConcurrentTurns: settings.maxConcurrentTurns,
     ...(settings.rateLimitPerMinute === null ? {} : { rateLimitPerMinute: settings.rateLimitPerMinute }),
   },
 )

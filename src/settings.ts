@@ -28,6 +28,18 @@ export type Settings = {
    * `kill_timeout` (fly.toml) must leave room for it and for the settlements after it.
    */
   shutdownGraceMs: number
+  /**
+   * MAX_RUNNING_RUNS_PER_ORG: how many customer runs one organisation may have `running` at once,
+   * across all its chats and nodes (docs/decisions/033-running-run-caps.md); past it a turn answers
+   * 429 `rate_limited` with Retry-After.
+   */
+  maxRunningRunsPerOrg: number
+  /**
+   * MAX_CONCURRENT_TURNS: how many turns this node serves at once, from their arrival until their
+   * stream ends or the client hangs up (decision 033); past it a turn answers 503 `unavailable`
+   * with Retry-After at once.
+   */
+  maxConcurrentTurns: number
 }
 
 /** 10 s: most turns end within it; fly.toml's kill_timeout of 30 s leaves 20 s for the rest. */
@@ -35,6 +47,21 @@ export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000
 
 /** 60 s to send a request: the largest turn body (32 MiB) still fits an upload of about 4.5 Mbit/s. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000
+
+/** 64 running runs per organisation: far more than one tenant's interactive use, far fewer than it takes to crowd a node. */
+export const DEFAULT_MAX_RUNNING_RUNS_PER_ORG = 64
+
+/** 1024 turns in flight per node: an open stream costs little memory, but not nothing (issue 22: 5,000 took 204 MiB). */
+export const DEFAULT_MAX_CONCURRENT_TURNS = 1024
+
+/** A positive whole number from the environment, or `fallback` when unset or empty. */
+function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  const value = Number(raw)
+  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive whole number, got ${raw}`)
+  return value
+}
 
 export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   const production = env.NODE_ENV === 'production'
@@ -70,6 +97,8 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     rateLimitPerMinute: rateLimit,
     requestTimeoutMs,
     shutdownGraceMs,
+    maxRunningRunsPerOrg: positiveInteger(env, 'MAX_RUNNING_RUNS_PER_ORG', DEFAULT_MAX_RUNNING_RUNS_PER_ORG),
+    maxConcurrentTurns: positiveInteger(env, 'MAX_CONCURRENT_TURNS', DEFAULT_MAX_CONCURRENT_TURNS),
     litefs: litefsDir
       ? {
           dir: litefsDir,

@@ -2,7 +2,7 @@ import type { LanguageModelV3FunctionTool } from '@ai-sdk/provider'
 import { PLATFORM_MARKUP_PERCENT } from '../domain/catalogue/apply-markup.ts'
 import { addSegment, type ContextManifest } from '../domain/context/context-manifest.ts'
 import { estimatePartTokens } from '../domain/context/estimate-part-tokens.ts'
-import { IdempotencyKeyReusedError, RunInProgressError } from '../domain/errors.ts'
+import { IdempotencyKeyReusedError, RunInProgressError, RunningRunsLimitError } from '../domain/errors.ts'
 import type { PartBody } from '../domain/parts.ts'
 import { coerceReasoningEffort, type TranslationWarning } from '../domain/turns/coerce-reasoning-effort.ts'
 import type { CallClosing } from '../domain/turns/decide-admission.ts'
@@ -11,6 +11,7 @@ import { mapReasoningEffort, type VendorReasoning } from '../providers/map-reaso
 import { vendorTranslationWarnings } from '../providers/vendor-fidelity.ts'
 import type { NewPart } from '../store/parts.ts'
 import type { ResolvedConfiguration } from '../store/config-resolution.ts'
+import { DEFAULT_MAX_RUNNING_RUNS_PER_ORG } from '../settings.ts'
 import { affordableMaxTokens, type MaxTokensFit } from './affordable-max-tokens.ts'
 import { RunChannel } from './run-channel.ts'
 import type { RunDeps } from './run-deps.ts'
@@ -34,6 +35,10 @@ export async function admitTurn(deps: RunDeps, compactor: Compactor, submission:
   const userMetadata = request.user_metadata ?? {}
   const tombstones: PartBody[] = closing.tombstones
   const retryOf = request.retry_of ?? null
+  // The organisation's cap on running runs (decision 033), first before anything is spent on packing;
+  // the transaction below asks again where the run is written, so concurrent turns cannot both pass.
+  const runningCap = deps.maxRunningRunsPerOrg ?? DEFAULT_MAX_RUNNING_RUNS_PER_ORG
+  refuseOverRunningCap(deps, orgId, runningCap)
 
   // Configuration and budget in force now (a retry uses current configuration too).
   const config = deps.resolver.resolveConfig(orgId, submission.namespace, request.tools ?? null)
@@ -97,6 +102,8 @@ export async function admitTurn(deps: RunDeps, compactor: Compactor, submission:
     warnings,
   })
   await store.writes.write(() => {
+    // In the transaction that inserts the run: another chat's turn may have taken the last place since.
+    refuseOverRunningCap(deps, orgId, runningCap)
     // Checked again where it is written: another chat's turn may have taken the key since.
     if (request.idempotency_key) {
       const earlier = store.idempotencyKeys.runOf(orgId, request.idempotency_key, now)
@@ -167,6 +174,11 @@ export async function admitTurn(deps: RunDeps, compactor: Compactor, submission:
       manifestOf,
     },
   }
+}
+
+/** 429 when the organisation already has `cap` running customer runs (compaction runs do not count). */
+function refuseOverRunningCap(deps: RunDeps, orgId: string, cap: number): void {
+  if (deps.store.runs.runningCustomerRunsOfOrg(orgId, cap) >= cap) throw new RunningRunsLimitError(cap)
 }
 
 /**

@@ -18,6 +18,11 @@ export type RunDeps = {
   /** This node's name; its leases mark the runs it streams. */
   nodeId: string
   leaseTtlMs: number
+  /**
+   * MAX_RUNNING_RUNS_PER_ORG (docs/decisions/033-running-run-caps.md): the running customer runs one
+   * organisation may have at once; admission refuses a turn past it. Absent: the default, 64.
+   */
+  maxRunningRunsPerOrg?: number
   /** Told of every run settled here (customer, compaction, swept) once its settlement is committed: main logs a line. */
   onRunSettled?: (settled: Settlement, cost: string) => void
 }

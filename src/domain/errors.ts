@@ -127,3 +127,42 @@ export class DatabaseUnavailableError extends UnavailableError {
 export class RateLimitedError extends DomainError {
   readonly code = 'rate_limited'
 }
+
+/**
+ * 429 `rate_limited`: the organisation already has as many running customer runs as it may hold
+ * at once (MAX_RUNNING_RUNS_PER_ORG, docs/decisions/033-running-run-caps.md). Nothing was written;
+ * `retryAfterSeconds` is the `Retry-After` header.
+ */
+export class RunningRunsLimitError extends RateLimitedError {
+  readonly retryAfterSeconds: number
+  constructor(limit: number, retryAfterSeconds = 1) {
+    super(
+      `this organisation already has ${limit} running runs, the most it may have at once`,
+      { reason: 'running_runs', limit, retry_after_seconds: retryAfterSeconds },
+      'wait for one of your running runs to finish (or cancel one), then submit the turn again',
+    )
+    this.retryAfterSeconds = retryAfterSeconds
+  }
+}
+
+/**
+ * 503 `unavailable`: this node is serving as many turns as it takes at once (MAX_CONCURRENT_TURNS,
+ * decision 033). Answered before the body is read; nothing was written.
+ */
+export class TurnCapacityError extends UnavailableError {
+  readonly retryAfterSeconds: number
+  constructor(limit: number, retryAfterSeconds = 1) {
+    super(
+      `this server is serving ${limit} turns, the most it takes at once`,
+      { reason: 'concurrent_turns', limit, retry_after_seconds: retryAfterSeconds },
+      'try again after Retry-After seconds',
+    )
+    this.retryAfterSeconds = retryAfterSeconds
+  }
+}
+
+/** The `Retry-After` (seconds) a refusal that passes carries, or null. */
+export function retryAfterOf(error: DomainError): number | null {
+  if (error instanceof DatabaseUnavailableError || error instanceof RunningRunsLimitError || error instanceof TurnCapacityError) return error.retryAfterSeconds
+  return null
+}

@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import scalar from '@scalar/fastify-api-reference'
 import Fastify, { type FastifyServerOptions } from 'fastify'
 import { randomUUID } from 'node:crypto'
-import { DEFAULT_REQUEST_TIMEOUT_MS } from '../settings.ts'
+import { DEFAULT_MAX_CONCURRENT_TURNS, DEFAULT_REQUEST_TIMEOUT_MS } from '../settings.ts'
 import type { AppDeps } from './app-deps.ts'
 import { answerConnect, clientErrorHandler, deferContinue, frameworkErrors } from './edge-errors.ts'
 import { requireApiKey } from './plugins/auth.ts'
@@ -83,6 +83,8 @@ export type BuildAppOptions = {
   rateLimitPerMinute?: number
   /** How long a client may take to send a whole request, headers and body; default 60 s (REQUEST_TIMEOUT_MS). */
   requestTimeoutMs?: number
+  /** Turns this node serves at once before a new one answers 503 (MAX_CONCURRENT_TURNS, decision 033); default 1024. */
+  maxConcurrentTurns?: number
 }
 
 /**
@@ -181,7 +183,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
     await keyed.register(modelRoutes(deps))
     await keyed.register(configRoutes(deps))
     await keyed.register(usageRoutes(deps))
-    await keyed.register(responseRoutes(deps))
+    await keyed.register(responseRoutes(deps, { maxConcurrentTurns: options.maxConcurrentTurns ?? DEFAULT_MAX_CONCURRENT_TURNS }))
     await keyed.register(runRoutes(deps))
   })
 

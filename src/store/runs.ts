@@ -96,6 +96,10 @@ export function createRunStore(db: Db) {
   )
   const setManifest = db.prepare<[string, string]>(`UPDATE runs SET manifest = ? WHERE id = ? AND status = 'running'`)
   const failedOfChat = db.prepare<[string], { id: string }>(`SELECT id FROM runs WHERE chat_id = ? AND status = 'failed'`)
+  // Migration 0012's partial index holds exactly these rows; the inner LIMIT stops the count at the cap.
+  const runningCustomerOfOrg = db.prepare<[string, number], { n: number }>(
+    `SELECT count(*) AS n FROM (SELECT 1 FROM runs WHERE org_id = ? AND status = 'running' AND origin = 'customer' LIMIT ?)`,
+  )
 
   return {
     insert: (run: NewRun) => insert.run({ ...run, manifest: JSON.stringify(run.manifest) }),
@@ -139,5 +143,10 @@ export function createRunStore(db: Db) {
      */
     nextForeignLeaseExpiry: (self: string, after = '') => nextForeignExpiry.get(self, after)?.next ?? null,
     failedRunIds: (chatId: string) => failedOfChat.all(chatId).map((r) => r.id),
+    /**
+     * The organisation's running customer runs, across its chats, counted up to `upTo` (the cap of
+     * docs/decisions/033-running-run-caps.md): compaction runs do not count.
+     */
+    runningCustomerRunsOfOrg: (orgId: string, upTo: number) => runningCustomerOfOrg.get(orgId, upTo)!.n,
   }
 }

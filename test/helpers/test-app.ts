@@ -30,6 +30,10 @@ export async function createTestApp(
     now?: () => Date
     languageModelFor?: LanguageModelFor
     rateLimitPerMinute?: number
+    /** MAX_RUNNING_RUNS_PER_ORG (decision 033); default 64. */
+    maxRunningRunsPerOrg?: number
+    /** MAX_CONCURRENT_TURNS (decision 033); default 1024. */
+    maxConcurrentTurns?: number
     logger?: BuildAppOptions['logger']
   } = {},
 ): Promise<TestContext> {
@@ -48,9 +52,11 @@ export async function createTestApp(
     languageModelFor: options.languageModelFor,
     env: { NODE_ID: 'test-node' },
     build: { version: '0.0.0-test', commit: 'test' },
+    ...(options.maxRunningRunsPerOrg === undefined ? {} : { maxRunningRunsPerOrg: options.maxRunningRunsPerOrg }),
   })
   const app = await buildApp(deps, {
     ...(options.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: options.rateLimitPerMinute }),
+    ...(options.maxConcurrentTurns === undefined ? {} : { maxConcurrentTurns: options.maxConcurrentTurns }),
     ...(options.logger === undefined ? {} : { logger: options.logger }),
   })
   // Every answer of app.inject is checked against the app's /openapi.json (issue 13).

@@ -6204,7 +6204,7 @@ export interface operations {
                     "application/json": components["schemas"]["TurnUnprocessableError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. Also, whatever that setting, when the organisation already has MAX_RUNNING_RUNS_PER_ORG (default 64) customer runs `running` across its chats: `details: {reason: "running_runs", limit}`, `Retry-After` in seconds; nothing was written. Wait for a run to finish (or cancel one) and submit again. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -6239,9 +6239,11 @@ export interface operations {
                     "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. Also when this node already serves MAX_CONCURRENT_TURNS (default 1024) turns at once: `details: {reason: "concurrent_turns", limit}`, answered before the body is read, nothing written; retry after `Retry-After` seconds. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before submitting again. */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {

@@ -5,6 +5,7 @@ import {
   InvalidRequestError,
   NotFoundError,
   PayloadTooLargeError,
+  retryAfterOf,
   ValidationError,
   type Problem,
 } from '../../domain/errors.ts'
@@ -49,8 +50,9 @@ export function sendError(reply: FastifyReply, error: DomainError): FastifyReply
   const body: Record<string, unknown> = { code: error.code, message: error.message }
   if (error.details !== undefined) body.details = error.details
   if (error.hint !== undefined) body.hint = error.hint
-  // A condition that passes (the database's write lock, a full disk): when to come back.
-  if (error instanceof DatabaseUnavailableError) reply.header('retry-after', String(error.retryAfterSeconds))
+  // A condition that passes (the database's write lock, a full disk, a cap on running runs or turns): when to come back.
+  const retryAfter = retryAfterOf(error)
+  if (retryAfter !== null) reply.header('retry-after', String(retryAfter))
   return reply.code(statusOf(error)).send({ error: body })
 }
 

@@ -93,6 +93,22 @@ const rateLimited = {
   content: { 'application/json': { schema: { $ref: '#/components/schemas/RateLimitedError' } } },
 }
 
+/** The turn route's 429 has a second cause, and its 503 a third (docs/decisions/033-running-run-caps.md). */
+const turnRateLimited = {
+  ...rateLimited,
+  description: `${rateLimited.description} Also, whatever that setting, when the organisation already has MAX_RUNNING_RUNS_PER_ORG (default 64) customer runs \`running\` across its chats: \`details: {reason: "running_runs", limit}\`, \`Retry-After\` in seconds; nothing was written. Wait for a run to finish (or cancel one) and submit again.`,
+}
+
+function documentTurnCapacity(operation: Operation): void {
+  const unavailable = operation.responses['503'] as Response | undefined
+  operation.responses['503'] = {
+    ...unavailable,
+    description: `${unavailable?.description ?? ''} Also when this node already serves MAX_CONCURRENT_TURNS (default 1024) turns at once: \`details: {reason: "concurrent_turns", limit}\`, answered before the body is read, nothing written; retry after \`Retry-After\` seconds.`.trim(),
+    headers: { ...unavailable?.headers, 'retry-after': { description: 'Seconds to wait before submitting again.', schema: Type.Integer({ minimum: 0 }) } },
+    content: unavailable?.content ?? { 'application/json': { schema: { $ref: '#/components/schemas/UnavailableError' } } },
+  }
+}
+
 const badPathEncoding = {
   description: 'A path parameter that is not valid percent-encoding.',
   content: { 'application/json': { schema: { $ref: '#/components/schemas/BadRequestError' } } },
@@ -155,7 +171,8 @@ function completeDocument(document: OpenApiDocument): OpenApiDocument {
       if (keyed && method === 'get') documentReadYourWrites(operation)
       if (keyed && method !== 'get') documentWritePosition(operation)
       // Operations behind an API key are the rate-limited ones (decision 011).
-      if (keyed) operation.responses['429'] = rateLimited
+      if (keyed) operation.responses['429'] = operation.operationId === 'createResponse' ? turnRateLimited : rateLimited
+      if (operation.operationId === 'createResponse') documentTurnCapacity(operation)
       // A path whose parameter is not valid percent-encoding (`%ZZ`) is refused by the router, 400, before
       // any route runs: every operation with a path parameter can answer it (the fuzz suite sends it).
       if (path.includes('{') && operation.responses['400'] === undefined) operation.responses['400'] = badPathEncoding

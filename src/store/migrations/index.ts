@@ -10,6 +10,7 @@ import * as mergedSummaries from './0011-merged-summaries.ts'
 import * as configTokenEstimates from './0008-config-token-estimates.ts'
 import * as oneRunningCustomerRun from './0009-one-running-customer-run.ts'
 import * as tokenCorrections from './0010-token-corrections.ts'
+import * as runningRunsByOrg from './0012-running-runs-by-org.ts'
 
 export type Migration = { name: string; up: (db: Database) => void }
 
@@ -26,4 +27,5 @@ export const migrations: Migration[] = [
   { name: '0009-one-running-customer-run', up: oneRunningCustomerRun.up },
   { name: '0010-token-corrections', up: tokenCorrections.up },
   { name: '0011-merged-summaries', up: mergedSummaries.up },
+  { name: '0012-running-runs-by-org', up: runningRunsByOrg.up },
 ]

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from '@sinclair/typebox'
-import { ValidationError } from '../../../../../domain/errors.ts'
+import { TurnCapacityError, ValidationError } from '../../../../../domain/errors.ts'
 import type { TurnRequest } from '../../../../../domain/turns/submission.ts'
 import type { AppDeps } from '../../../../app-deps.ts'
 import { orgOf } from '../../../../plugins/auth.ts'
@@ -24,16 +25,50 @@ const TURN_DESCRIPTION = [
   'Answer the calls in `done.pending_tool_calls` with `tool_result` parts in the next turn; calls left unanswered are closed as `abandoned`.',
 ].join(' ')
 
+/**
+ * The turns this node serves at once (MAX_CONCURRENT_TURNS, docs/decisions/033-running-run-caps.md):
+ * a turn holds its place from its arrival (after the key is checked, before its body is read) until
+ * its answer ends, whichever way: an error before the stream, the stream's `done` or `error`, or the
+ * client hanging up. Past the cap a turn answers 503 with Retry-After at once, nothing read or written.
+ */
+export function turnSlots(max: number) {
+  let inFlight = 0
+  return {
+    get inFlight() {
+      return inFlight
+    },
+    /** onRequest hook of the turn route. */
+    async take(_request: FastifyRequest, reply: FastifyReply): Promise<void> {
+      if (inFlight >= max) throw new TurnCapacityError(max)
+      inFlight++
+      let held = true
+      const release = () => {
+        if (!held) return
+        held = false
+        inFlight--
+      }
+      // 'finish': the whole answer is handed over; 'close': that, or the connection went first.
+      reply.raw.once('finish', release)
+      reply.raw.once('close', release)
+    },
+  }
+}
+
+export type TurnRouteOptions = { maxConcurrentTurns: number }
+
 export const responseRoutes =
-  (deps: AppDeps): FastifyPluginAsyncTypebox =>
+  (deps: AppDeps, options: TurnRouteOptions): FastifyPluginAsyncTypebox =>
   async (app) => {
     const streams: OpenStreams = new Set()
     app.addHook('preClose', () => endOpenStreams(streams))
+    const slots = turnSlots(options.maxConcurrentTurns)
 
     app.post(
       '/api/v1/chats/:chat_id/responses',
       {
         bodyLimit: TURN_BODY_LIMIT,
+        // After the key (the keyed scope's hook), before the body is read: a full node spends nothing on it.
+        onRequest: slots.take,
         schema: {
           operationId: 'createResponse',
           tags: ['chats'],
