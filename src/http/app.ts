@@ -8,6 +8,7 @@ import { DEFAULT_MAX_CONCURRENT_TURNS, DEFAULT_REQUEST_TIMEOUT_MS } from '../set
 import type { AppDeps } from './app-deps.ts'
 import { answerConnect, clientErrorHandler, deferContinue, frameworkErrors } from './edge-errors.ts'
 import { requireApiKey } from './plugins/auth.ts'
+import { createBodyWork } from './body-work/body-work.ts'
 import { installBoundedBodies } from './plugins/bounded-body.ts'
 import { installErrorHandler } from './plugins/error-handler.ts'
 import { installPrimaryRouting } from './plugins/primary-routing.ts'
@@ -158,7 +159,10 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
   installValidators(app, SHARED_SCHEMAS)
   installErrorHandler(app)
   // Route, key, declared size, encoding, then depth from the raw bytes, then JSON.parse (decision 030).
-  installBoundedBodies(app, DEFAULT_BODY_LIMIT)
+  // Large bodies and attachments are read on worker threads (docs/decisions/034-body-work-off-the-event-loop.md).
+  const bodyWork = createBodyWork()
+  app.addHook('onClose', () => bodyWork.close())
+  installBoundedBodies(app, DEFAULT_BODY_LIMIT, bodyWork)
   // Before any route reads a body: on a replica, writes go to the primary whole.
   installPrimaryRouting(app, deps.role, deps.position, deps.nodeId)
   // Bodies are JSON only: Fastify's default text/plain parser would hand a string to the
@@ -183,7 +187,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
     await keyed.register(modelRoutes(deps))
     await keyed.register(configRoutes(deps))
     await keyed.register(usageRoutes(deps))
-    await keyed.register(responseRoutes(deps, { maxConcurrentTurns: options.maxConcurrentTurns ?? DEFAULT_MAX_CONCURRENT_TURNS }))
+    await keyed.register(responseRoutes(deps, { maxConcurrentTurns: options.maxConcurrentTurns ?? DEFAULT_MAX_CONCURRENT_TURNS, bodyWork }))
     await keyed.register(runRoutes(deps))
   })
 

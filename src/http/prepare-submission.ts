@@ -1,67 +1,54 @@
-import { Buffer } from 'node:buffer'
 import type { Submission, PreparedPart } from '../actors/turn-types.ts'
 import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
 import { validateToolBundle } from '../domain/config/validate-tool-bundle.ts'
 import { estimatePartTokens } from '../domain/context/estimate-part-tokens.ts'
 import { UnsupportedAttachmentError, ValidationError, type Problem } from '../domain/errors.ts'
 import type { PartBody } from '../domain/parts.ts'
-import {
-  checkAttachments,
-  decodeBase64Strict,
-  LIBRARY_SNIFF_BYTES,
-  SNIFF_BYTES,
-  sniffAttachment,
-  type AttachmentToCheck,
-  type Sniffed,
-} from '../domain/turns/check-attachments.ts'
+import { checkAttachments, SNIFF_BYTES, type AttachmentToCheck } from '../domain/turns/check-attachments.ts'
+import type { DecodedAttachment } from '../domain/turns/decode-attachment.ts'
 import { maxImageSide } from '../domain/turns/image-limits.ts'
-import { inspectAttachment } from '../domain/turns/inspect-attachment.ts'
 import { parseMediaType } from '../domain/turns/media-type.ts'
 import type { DecodedMedia, SubmittedMedia, TurnRequest } from '../domain/turns/submission.ts'
 import { applyToolResultHygiene } from '../domain/turns/tool-result-hygiene.ts'
 import { checkUserMetadata } from '../domain/user-metadata.ts'
 import { newId } from '../domain/new-id.ts'
+import type { BodyWork } from './body-work/body-work.ts'
 
-/** What each submitted attachment's bytes are, by input index then media index (`sniffSubmission`). */
-export type SniffedMedia = readonly (readonly (Sniffed | null)[])[]
-
-/** Base64 characters that decode to the LIBRARY_SNIFF_BYTES a sniff reads. */
-const SNIFF_CHARS = Math.ceil(LIBRARY_SNIFF_BYTES / 3) * 4
+/** Each submitted attachment decoded, by input index then media index (`decodeSubmission`). */
+export type DecodedSubmission = readonly (readonly DecodedAttachment[])[]
 
 /**
- * Sniffs every attachment of a turn with the file-type library, which answers asynchronously: only
- * each file's first few KiB are decoded for it, so a 20 MiB attachment costs no more than a small
- * one. Bad base64 is left to prepareSubmission, which refuses it.
+ * Decodes every attachment of a turn, all at once: large ones on the body-work pool's threads
+ * (src/http/body-work/body-work.ts), small ones in place. A turn without attachments decodes nothing.
  */
-export async function sniffSubmission(request: TurnRequest): Promise<SniffedMedia> {
+export async function decodeSubmission(request: TurnRequest, model: CatalogueEntry, work: Pick<BodyWork, 'decodeAttachment'>): Promise<DecodedSubmission> {
+  const maxSide = maxImageSide(model.provider)
   return Promise.all(
-    request.input.map((part) =>
-      Promise.all((part.media ?? []).map((m) => sniffAttachment(Buffer.from(m.data_base64.slice(0, SNIFF_CHARS), 'base64')))),
+    request.input.map((part, i) =>
+      Promise.all((part.media ?? []).map((m, j) => work.decodeAttachment({ data_base64: m.data_base64, mime: m.mime, pointer: `/input/${i}/media/${j}`, maxImageSide: maxSide }))),
     ),
   )
 }
 
 type Decoded = { media: DecodedMedia; check: AttachmentToCheck }
 
-function decodeMedia(media: SubmittedMedia, pointer: string, problems: Problem[], model: CatalogueEntry, sniffed: Sniffed | null | undefined): Decoded | null {
-  const bytes = decodeBase64Strict(media.data_base64)
-  if (!bytes) {
+function decodedMedia(media: SubmittedMedia, pointer: string, problems: Problem[], decoded: DecodedAttachment): Decoded | null {
+  const { bytes, inspection, sha256 } = decoded
+  if (!bytes || sha256 === null) {
     problems.push({ in: 'body', pointer: `${pointer}/data_base64`, message: 'is not standard base64 (no data: prefix, padded, + and / alphabet)' })
     return null
   }
   const type = parseMediaType(media.mime)
-  // An unparseable type is refused by checkAttachments at /mime; its bytes are not inspected.
-  const inspection = type ? inspectAttachment(pointer, type, bytes, maxImageSide(model.provider)) : null
   const mime = type ? type.essence : media.mime.toLowerCase()
   return {
-    media: { mime, bytes, filename: media.filename ?? null, width: inspection?.width ?? null, height: inspection?.height ?? null, page_count: inspection?.page_count ?? null },
+    media: { mime, bytes, sha256, filename: media.filename ?? null, width: inspection?.width ?? null, height: inspection?.height ?? null, page_count: inspection?.page_count ?? null },
     check: {
       pointer,
       carrier: 'user_message',
       mime: media.mime,
       byteLength: bytes.length,
       leadingBytes: bytes.subarray(0, SNIFF_BYTES),
-      ...(sniffed === undefined ? {} : { sniffed }),
+      sniffed: decoded.sniffed,
       problem: inspection?.problem ?? null,
     },
   }
@@ -75,8 +62,8 @@ export function prepareSubmission(
   request: TurnRequest,
   model: CatalogueEntry,
   context: { orgId: string; apiKeyId: string | null; chatId: string; namespace: string | null },
-  /** From `sniffSubmission`; without it the bytes are sniffed by the built-in signatures only. */
-  sniffed?: SniffedMedia,
+  /** From `decodeSubmission`; a turn without attachments needs none. */
+  decoded: DecodedSubmission = [],
 ): Submission {
   const problems: Problem[] = []
   const metadata = checkUserMetadata(request.user_metadata ?? {}, '/user_metadata')
@@ -93,10 +80,12 @@ export function prepareSubmission(
   request.input.forEach((part, i) => {
     const at = `/input/${i}`
     const media = (part.media ?? []).flatMap((m, j) => {
-      const decoded = decodeMedia(m, `${at}/media/${j}`, problems, model, sniffed?.[i]?.[j])
-      if (!decoded) return []
-      attachments.push({ ...decoded.check, carrier: part.type === 'prompt' ? 'user_message' : 'tool_result' })
-      return [decoded.media]
+      const attachment = decoded[i]?.[j]
+      if (!attachment) throw new Error(`attachment ${at}/media/${j} was not decoded: pass decodeSubmission's result`)
+      const prepared = decodedMedia(m, `${at}/media/${j}`, problems, attachment)
+      if (!prepared) return []
+      attachments.push({ ...prepared.check, carrier: part.type === 'prompt' ? 'user_message' : 'tool_result' })
+      return [prepared.media]
     })
     let body: PartBody
     if (part.type === 'prompt') {

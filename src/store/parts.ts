@@ -102,7 +102,7 @@ export function createPartStore(db: Db, clock: Clock = wallClock) {
         part.tokens ?? 0,
       )!
       part.media?.forEach((media, position) => {
-        const sha256 = createHash('sha256').update(media.bytes).digest('hex')
+        const sha256 = media.sha256 ?? createHash('sha256').update(media.bytes).digest('hex')
         insertBlob.run(sha256, media.bytes)
         insertMedia.run({
           media_id: newId(),

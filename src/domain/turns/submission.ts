@@ -35,6 +35,8 @@ export type TurnRequest = {
 export type DecodedMedia = {
   mime: string
   bytes: Buffer
+  /** The bytes' SHA-256, hex, when already computed (off the event loop); the store computes it otherwise. */
+  sha256?: string
   filename: string | null
   width: number | null
   height: number | null

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { IncomingMessage } from 'node:http'
 import { PayloadTooLargeError, ValidationError } from '../../domain/errors.ts'
 import { findTooDeepInText } from '../../domain/json-depth.ts'
+import { OFFLOAD_JSON_BYTES, type BodyWork } from '../body-work/body-work.ts'
 import { EdgeRefusal } from '../edge-errors.ts'
 
 /**
@@ -19,8 +20,9 @@ import { EdgeRefusal } from '../edge-errors.ts'
  * 5. only then does a client that sent `Expect: 100-continue` get its `100 Continue`;
  * 6. depth: the JSON parser scans the raw bytes (findTooDeepInText, linear) and refuses nesting
  *    past 256 levels with the usual 422 and pointer;
- * 7. parse: JSON.parse (Fastify's own, with its prototype-poisoning checks), then the narrower
- *    depth limits and schema validation.
+ * 7. parse: JSON.parse with Fastify's prototype-poisoning checks (secure-json-parse), on a worker
+ *    thread for a body of OFFLOAD_JSON_BYTES or more, then the narrower depth limits and schema
+ *    validation.
  */
 
 const CONTINUED = new WeakSet<IncomingMessage>()
@@ -75,7 +77,7 @@ function closeIfBodyUnread(request: FastifyRequest, reply: FastifyReply, default
   if (waiting || length === null || length > defaultLimit) reply.header('connection', 'close')
 }
 
-export function installBoundedBodies(app: FastifyInstance, defaultLimit: number): void {
+export function installBoundedBodies(app: FastifyInstance, defaultLimit: number, work: Pick<BodyWork, 'parseJson'>): void {
   // Declared size, then encoding; then the client may send its body.
   app.addHook('preParsing', async (request, reply, payload) => {
     const raw = request.raw
@@ -99,11 +101,30 @@ export function installBoundedBodies(app: FastifyInstance, defaultLimit: number)
     return payload
   })
 
-  // JSON is read whole as bytes (within the route's limit), scanned for depth, and only then parsed.
+  // JSON is read whole as bytes (within the route's limit), scanned for depth, and only then parsed;
+  // a large body on a worker thread (src/http/body-work/body-work.ts), a small one in place.
   const parseJson = app.getDefaultJsonParser(app.initialConfig.onProtoPoisoning ?? 'error', app.initialConfig.onConstructorPoisoning ?? 'error')
   app.removeContentTypeParser('application/json')
   app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: defaultLimit }, (request, body, done) => {
     const bytes = body as Buffer
+    if (bytes.byteLength >= OFFLOAD_JSON_BYTES) {
+      work.parseJson(bytes).then((parsed) => {
+        switch (parsed.kind) {
+          case 'value':
+            return done(null, parsed.value)
+          case 'too_deep':
+            return done(new ValidationError([parsed.problem]), undefined)
+          case 'invalid':
+            // As Fastify's own parser answers a body that is not JSON: a 400.
+            return done(Object.assign(new SyntaxError(parsed.message), { statusCode: 400 }), undefined)
+          default: {
+            const unknownKind: never = parsed
+            throw new Error(`unknown parse result ${JSON.stringify(unknownKind)}`)
+          }
+        }
+      }, (error: Error) => done(error, undefined))
+      return
+    }
     const problem = findTooDeepInText(bytes)
     if (problem) {
       done(new ValidationError([problem]), undefined)

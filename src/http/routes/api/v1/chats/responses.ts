@@ -5,7 +5,8 @@ import { TurnCapacityError, ValidationError } from '../../../../../domain/errors
 import type { TurnRequest } from '../../../../../domain/turns/submission.ts'
 import type { AppDeps } from '../../../../app-deps.ts'
 import { orgOf } from '../../../../plugins/auth.ts'
-import { prepareSubmission, sniffSubmission } from '../../../../prepare-submission.ts'
+import { decodeSubmission, prepareSubmission } from '../../../../prepare-submission.ts'
+import type { BodyWork } from '../../../../body-work/body-work.ts'
 import { endOpenStreams, writeRunStream, type OpenStreams } from '../../../../sse/write-run-stream.ts'
 import { ChatParams } from '../../../../schemas/chats.ts'
 import { ApiKeySecurity, errors, TurnUnprocessableError } from '../../../../schemas/common.ts'
@@ -54,7 +55,7 @@ export function turnSlots(max: number) {
   }
 }
 
-export type TurnRouteOptions = { maxConcurrentTurns: number }
+export type TurnRouteOptions = { maxConcurrentTurns: number; bodyWork: Pick<BodyWork, 'decodeAttachment'> }
 
 export const responseRoutes =
   (deps: AppDeps, options: TurnRouteOptions): FastifyPluginAsyncTypebox =>
@@ -95,12 +96,9 @@ export const responseRoutes =
         if (!model) {
           throw new ValidationError([{ in: 'body', pointer: '/model', message: `"${body.model}" is not an active model of the catalogue` }])
         }
-        const submission = prepareSubmission(body, model, {
-          orgId,
-          apiKeyId: request.identity?.keyId ?? null,
-          chatId: chat.id,
-          namespace: chat.namespace,
-        }, await sniffSubmission(body))
+        // Attachments are read whole off the event loop when large (src/http/body-work/body-work.ts).
+        const decoded = await decodeSubmission(body, model, options.bodyWork)
+        const submission = prepareSubmission(body, model, { orgId, apiKeyId: request.identity?.keyId ?? null, chatId: chat.id, namespace: chat.namespace }, decoded)
         const admission = await deps.host.submit(submission)
         // A provider that fails before its first byte is an HTTP error, not a stream (docs/guide/turn-stream.md).
         const opening = await admission.channel.opening

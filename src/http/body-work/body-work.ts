@@ -1,0 +1,71 @@
+import { availableParallelism } from 'node:os'
+import { Piscina } from 'piscina'
+import { UnavailableError } from '../../domain/errors.ts'
+import { asDecodedAttachment, decodeAttachment, type AttachmentToDecode, type DecodedAttachment } from '../../domain/turns/decode-attachment.ts'
+import { parseJsonBytes, type ParsedJson } from './parse-json-bytes.ts'
+
+/**
+ * Work that reads a request's bytes whole: parsing a JSON body, decoding and checking an
+ * attachment (docs/decisions/034-body-work-off-the-event-loop.md). Small inputs are done in
+ * place, where a thread hop would cost more than the work; large ones go to a pool of worker
+ * threads, so a 20 MiB attachment or a 30 MiB body never holds the event loop, and every other
+ * request (a `/healthz` probe, a streaming turn) goes on being served.
+ */
+export type BodyWork = {
+  parseJson(bytes: Buffer): Promise<ParsedJson>
+  decodeAttachment(input: AttachmentToDecode): Promise<DecodedAttachment>
+  close(): Promise<void>
+}
+
+/** Bodies from this size are parsed on a worker: parsing 1 MiB of JSON takes about 1–2 ms. */
+export const OFFLOAD_JSON_BYTES = 1024 * 1024
+/** Attachments from this much base64 are decoded on a worker (decoding, sniffing, checking, hashing 192 KiB: about 1 ms). */
+export const OFFLOAD_BASE64_CHARS = 256 * 1024
+
+/** How many tasks may wait for a thread: past it a request is refused (503), not queued without bound. */
+const MAX_QUEUED = 256
+/** A thread idle this long exits; the next large body starts one again. */
+const IDLE_MS = 30_000
+
+export type BodyWorkOptions = { threads?: number }
+
+export function createBodyWork(options: BodyWorkOptions = {}): BodyWork {
+  let pool: Piscina | null = null
+  const poolOf = () => {
+    pool ??= new Piscina({
+      filename: new URL('./body-worker-entry.mjs', import.meta.url).href,
+      minThreads: 0,
+      maxThreads: options.threads ?? Math.max(1, Math.min(4, availableParallelism() - 1)),
+      idleTimeout: IDLE_MS,
+      maxQueue: MAX_QUEUED,
+      // The entry registers tsx itself; the main thread's flags (vitest's, a test runner's loaders) stay out.
+      execArgv: [],
+    })
+    return pool
+  }
+  const run = async <T>(task: unknown, name: string, transferList?: ArrayBuffer[]): Promise<T> => {
+    try {
+      return (await poolOf().run(task, { name, ...(transferList ? { transferList } : {}) })) as T
+    } catch (error) {
+      if ((error as Error).message === 'Task queue is at limit') {
+        throw new UnavailableError('the server is reading too many large request bodies at once', { reason: 'body_work_queue_full' }, 'retry in a moment')
+      }
+      throw error
+    }
+  }
+  return {
+    // A large body's Buffer owns its memory (Node pools only small ones) and is not read again: moved, not copied.
+    parseJson: (bytes) =>
+      bytes.byteLength < OFFLOAD_JSON_BYTES
+        ? Promise.resolve(parseJsonBytes(bytes))
+        : run<ParsedJson>(bytes, 'parseJson', ownsItsMemory(bytes) ? [bytes.buffer as ArrayBuffer] : undefined),
+    decodeAttachment: async (input) =>
+      input.data_base64.length < OFFLOAD_BASE64_CHARS ? decodeAttachment(input) : asDecodedAttachment(await run(input, 'decodeAttachment')),
+    close: async () => {
+      await pool?.destroy()
+      pool = null
+    },
+  }
+}
+
+const ownsItsMemory = (bytes: Buffer) => bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer
