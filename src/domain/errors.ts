@@ -161,8 +161,21 @@ export class TurnCapacityError extends UnavailableError {
   }
 }
 
+/**
+ * 503 `unavailable`: the worker threads that read large bodies have as many waiting as they take
+ * (docs/decisions/034-body-work-off-the-event-loop.md). Nothing was written.
+ */
+export class BodyWorkBusyError extends UnavailableError {
+  readonly retryAfterSeconds = 1
+  constructor() {
+    super('the server is reading too many large request bodies at once', { reason: 'body_work_queue_full' }, 'try again after Retry-After seconds')
+  }
+}
+
 /** The `Retry-After` (seconds) a refusal that passes carries, or null. */
 export function retryAfterOf(error: DomainError): number | null {
-  if (error instanceof DatabaseUnavailableError || error instanceof RunningRunsLimitError || error instanceof TurnCapacityError) return error.retryAfterSeconds
+  if (error instanceof DatabaseUnavailableError || error instanceof RunningRunsLimitError || error instanceof TurnCapacityError || error instanceof BodyWorkBusyError) {
+    return error.retryAfterSeconds
+  }
   return null
 }

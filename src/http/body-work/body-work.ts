@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os'
 import { Piscina } from 'piscina'
-import { UnavailableError } from '../../domain/errors.ts'
+import { BodyWorkBusyError } from '../../domain/errors.ts'
 import { asDecodedAttachment, decodeAttachment, type AttachmentToDecode, type DecodedAttachment } from '../../domain/turns/decode-attachment.ts'
 import { parseJsonBytes, type ParsedJson } from './parse-json-bytes.ts'
 
@@ -27,7 +27,7 @@ const MAX_QUEUED = 256
 /** A thread idle this long exits; the next large body starts one again. */
 const IDLE_MS = 30_000
 
-export type BodyWorkOptions = { threads?: number }
+export type BodyWorkOptions = { threads?: number; maxQueued?: number }
 
 export function createBodyWork(options: BodyWorkOptions = {}): BodyWork {
   let pool: Piscina | null = null
@@ -37,7 +37,7 @@ export function createBodyWork(options: BodyWorkOptions = {}): BodyWork {
       minThreads: 0,
       maxThreads: options.threads ?? Math.max(1, Math.min(4, availableParallelism() - 1)),
       idleTimeout: IDLE_MS,
-      maxQueue: MAX_QUEUED,
+      maxQueue: options.maxQueued ?? MAX_QUEUED,
       // The entry registers tsx itself; the main thread's flags (vitest's, a test runner's loaders) stay out.
       execArgv: [],
     })
@@ -48,7 +48,7 @@ export function createBodyWork(options: BodyWorkOptions = {}): BodyWork {
       return (await poolOf().run(task, { name, ...(transferList ? { transferList } : {}) })) as T
     } catch (error) {
       if ((error as Error).message === 'Task queue is at limit') {
-        throw new UnavailableError('the server is reading too many large request bodies at once', { reason: 'body_work_queue_full' }, 'retry in a moment')
+        throw new BodyWorkBusyError()
       }
       throw error
     }

@@ -2,6 +2,7 @@ import { Buffer } from 'node:buffer'
 import { afterAll, describe, expect, it } from 'vitest'
 import { createBodyWork, OFFLOAD_BASE64_CHARS, OFFLOAD_JSON_BYTES } from '../../../src/http/body-work/body-work.ts'
 import { decodeAttachment } from '../../../src/domain/turns/decode-attachment.ts'
+import { BodyWorkBusyError, retryAfterOf } from '../../../src/domain/errors.ts'
 import { nestedArrays, pdfOf, pngOf } from '../../helpers/hostile-requests.ts'
 
 /**
@@ -36,6 +37,25 @@ describe('parseJson', () => {
     expect(await work.parseJson(Buffer.from(cut))).toMatchObject({ kind: 'invalid', message: expect.any(String) })
     const poisoned = Buffer.from(`{"pad":"${'x'.repeat(OFFLOAD_JSON_BYTES)}","__proto__":{"admin":true}}`)
     expect(await work.parseJson(poisoned)).toMatchObject({ kind: 'invalid', message: expect.stringMatching(/prototype/i) })
+  })
+})
+
+describe('bounded', () => {
+  it('past the tasks that may wait, a body is refused with a 503 that says when to come back, not queued', async () => {
+    const narrow = createBodyWork({ threads: 1, maxQueued: 1 })
+    try {
+      const body = big({ text: 'x'.repeat(4 * OFFLOAD_JSON_BYTES) })
+      const results = await Promise.allSettled(Array.from({ length: 6 }, () => narrow.parseJson(Buffer.from(body))))
+      const refused = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason)
+      expect(refused.length).toBeGreaterThan(0)
+      for (const error of refused) {
+        expect(error).toBeInstanceOf(BodyWorkBusyError)
+        expect(retryAfterOf(error)).toBe(1)
+      }
+      expect(results.filter((r) => r.status === 'fulfilled').length).toBeGreaterThan(0)
+    } finally {
+      await narrow.close()
+    }
   })
 })
 
