@@ -1,4 +1,5 @@
 import fc from 'fast-check'
+import { JPEG_16, PDF_1, pngClaiming } from '../../helpers/media-fixtures.ts'
 
 /**
  * Generators for the OpenAPI fuzz suite (openapi-fuzz.test.ts): values derived from the JSON
@@ -96,6 +97,78 @@ export const oddString = (): fc.Arbitrary<string> =>
     { weight: 1, arbitrary: fc.string({ unit: 'grapheme', maxLength: 20 }) },
   )
 
+/** Whether a string is well-formed UTF-16 (no lone surrogate): the native check, typed (the project's lib is ES2022). */
+export const isWellFormed = (text: string): boolean => (text as string & { isWellFormed(): boolean }).isWellFormed()
+
+const highSurrogate = () => fc.integer({ min: 0xd800, max: 0xdbff }).map((c) => String.fromCharCode(c))
+const lowSurrogate = () => fc.integer({ min: 0xdc00, max: 0xdfff }).map((c) => String.fromCharCode(c))
+
+/**
+ * Text that is not well-formed (decision 031): a high surrogate alone, a low one alone, a pair in
+ * the wrong order, or half of an emoji. The server refuses it with 422 at its JSON pointer.
+ */
+export const loneSurrogateArb = (): fc.Arbitrary<string> =>
+  fc.oneof(
+    highSurrogate(),
+    lowSurrogate(),
+    fc.tuple(lowSurrogate(), highSurrogate()).map(([low, high]) => low + high),
+    fc.constantFrom('\ud800', '\udbff', '\udc00', '\udfff', '\udc00\ud800', '\ude00\ud83d', '\ud83d', '\ude00', '\ud800\ud800', '\udc00\udc00'),
+  )
+
+/**
+ * `base` with one to three lone surrogates put in it (at the start, the end or inside), never
+ * longer than `maxLength` characters, so that the surrogate is the string's only fault.
+ */
+export function withLoneSurrogate(base: fc.Arbitrary<string>, maxLength = 40): fc.Arbitrary<string> {
+  return fc
+    .tuple(base, fc.array(fc.tuple(loneSurrogateArb(), fc.nat()), { minLength: 1, maxLength: 3 }))
+    .map(([text, inserts]) => {
+      // Room for what is put in, counted as the validator counts (code points; a lone surrogate is one).
+      const added = inserts.reduce((n, [bad]) => n + [...bad].length, 0)
+      let out = [...text].slice(0, Math.max(0, maxLength - added)).join('')
+      for (const [bad, at] of inserts) {
+        const i = at % (out.length + 1)
+        out = out.slice(0, i) + bad + out.slice(i)
+      }
+      return out
+    })
+    .filter((text) => !isWellFormed(text))
+}
+
+/**
+ * How often a single string field holds a lone surrogate. Rare per field (a turn's body has a dozen
+ * strings, and a body refused for one is a turn that does not run); the `surrogate` mutation adds
+ * one to any body besides.
+ */
+const ILL_FORMED_ONE_IN = 40
+
+/** A string that is mostly plain and sometimes (one in `oneIn`) holds a lone surrogate. */
+const sometimesIllFormed = (plain: fc.Arbitrary<string>, maxLength = 40, oneIn = ILL_FORMED_ONE_IN): fc.Arbitrary<string> =>
+  fc.oneof({ weight: oneIn - 1, arbitrary: plain }, { weight: 1, arbitrary: withLoneSurrogate(plain, maxLength) })
+
+/** Any value of `arb`, or sometimes (one in ILL_FORMED_ONE_IN) a string of `bad` with a lone surrogate. */
+const orIllFormed = <T>(arb: fc.Arbitrary<T>, bad: fc.Arbitrary<string>, maxLength = 40): fc.Arbitrary<T | string> =>
+  fc.oneof({ weight: ILL_FORMED_ONE_IN - 1, arbitrary: arb }, { weight: 1, arbitrary: withLoneSurrogate(bad, maxLength) })
+
+/** Whether a value holds a string or property name that is not well-formed text (Deep and Attachment values skipped). */
+export function holdsIllFormedText(value: unknown): boolean {
+  const stack: unknown[] = [value]
+  while (stack.length > 0) {
+    const v = stack.pop()
+    if (typeof v === 'string') {
+      if (!isWellFormed(v)) return true
+    } else if (v instanceof Attachment) {
+      if (v.form === 'surrogate') return true
+    } else if (v !== null && typeof v === 'object' && !(v instanceof Deep) && !(v instanceof Attachment)) {
+      for (const [k, child] of Object.entries(v)) {
+        if (!isWellFormed(k)) return true
+        stack.push(child)
+      }
+    }
+  }
+  return false
+}
+
 export const namespaceArb = (): fc.Arbitrary<string> =>
   fc.oneof(
     { weight: 3, arbitrary: fc.constantFrom('acme', 'acme/support', 'acme/sales', 'beta', 'x_1/y-2') },
@@ -141,13 +214,278 @@ const mimeArb = () =>
     fc.constantFrom('IMAGE/PNG', 'image/png; charset=utf-8', 'image', '*/*', 'text/plain\u0000'),
   )
 
+/*
+ * Attachments of every size (issue 22): bytes of a PNG, a JPEG, a PDF, UTF-8 text, text that is
+ * not UTF-8, random bytes and a PNG claiming 100000 px a side, from a few bytes up to 6 MiB, whole
+ * or cut short or empty, written as base64 right and wrong, declared as what they are or as
+ * something else (docs/decisions/032-attachment-checks.md). The bytes are made once per format and
+ * size (deterministically, so a seed replays) and only written out as base64 when a body is sent.
+ */
+
+export type AttachmentFormat = 'png' | 'jpeg' | 'pdf' | 'text' | 'bad-utf8' | 'random' | 'png-huge-sides'
+export type Corruption = 'none' | 'truncated' | 'empty'
+/** How the bytes are written: standard base64, or forms the spec does not take. */
+export type Base64Form = 'standard' | 'unpadded' | 'wrapped' | 'spaces' | 'url-safe' | 'bad-char' | 'data-uri' | 'surrogate'
+
+const MiB = 1024 * 1024
+/** The sizes drawn, in bytes: the larger, the rarer (see attachmentSizeArb). */
+export const ATTACHMENT_SIZES = { tiny: [1, 3, 16, 100], small: [1_000, 10_000, 100_000], large: [300_000, 1_200_000], huge: [3 * MiB, 6 * MiB] }
+
+let randomPool: Buffer | null = null
+/** 6 MiB of deterministic pseudo-random bytes (xorshift32). */
+function randomBytesOf(n: number): Buffer {
+  if (!randomPool) {
+    randomPool = Buffer.alloc(6 * MiB)
+    let x = 0x9e3779b9
+    for (let i = 0; i < randomPool.length; i += 4) {
+      x ^= x << 13
+      x ^= x >>> 17
+      x ^= x << 5
+      randomPool.writeUInt32LE(x >>> 0, i)
+    }
+  }
+  return randomPool.subarray(0, n)
+}
+
+/** A whole PDF (header, filler, %%EOF) of exactly `bytes` (at least 64). */
+function pdfOf(bytes: number): Buffer {
+  const file = Buffer.alloc(bytes, 'x')
+  file.write('%PDF-1.4\n1 0 obj << /Type /Page >> endobj\n', 0, 'latin1')
+  file.write('\n%%EOF\n', bytes - 7, 'latin1')
+  return file
+}
+
+/** A PNG of exactly `bytes` (at least 57) whose header and end are whole: signature, a 64×64 IHDR, one IDAT of filler, IEND. */
+function pngOf(bytes: number): Buffer {
+  const whole = pngClaiming(64, 64)
+  // pngClaiming writes signature, IHDR, an empty IDAT and IEND: widen the IDAT (its CRC is not checked).
+  const idatAt = 8 + 25
+  const filler = bytes - whole.length
+  const idat = Buffer.alloc(12 + filler, 7)
+  idat.writeUInt32BE(filler, 0)
+  idat.write('IDAT', 4, 'latin1')
+  return Buffer.concat([whole.subarray(0, idatAt), idat, whole.subarray(idatAt + 12)])
+}
+
+/** A JPEG of about `n` bytes: the 16×16 fixture with comment segments (COM, ≤ 65533 bytes each) after its SOI. */
+function jpegOf(n: number): Buffer {
+  const pads: Buffer[] = []
+  let left = n - JPEG_16.length
+  while (left > 4) {
+    const data = Math.min(65_533, left - 4)
+    const segment = Buffer.alloc(4 + data, 0x20)
+    segment.set([0xff, 0xfe, (data + 2) >> 8, (data + 2) & 0xff], 0)
+    pads.push(segment)
+    left -= segment.length
+  }
+  return Buffer.concat([JPEG_16.subarray(0, 2), ...pads, JPEG_16.subarray(2)])
+}
+
+function textOf(n: number): Buffer {
+  const line = Buffer.from('Grüße, 世界 😀 — plain text of a fuzzed attachment.\n', 'utf8')
+  const out = Buffer.alloc(n, 'x')
+  for (let i = 0; i + line.length <= n; i += line.length) line.copy(out, i)
+  return out
+}
+
+/** The bytes of a format at about a size, and whether they make a whole file of it. */
+function bytesOf(format: AttachmentFormat, size: number): { bytes: Buffer; whole: boolean } {
+  switch (format) {
+    case 'png':
+      return size >= 57 ? { bytes: pngOf(size), whole: true } : { bytes: pngOf(57).subarray(0, size), whole: false }
+    case 'jpeg':
+      return size >= JPEG_16.length ? { bytes: jpegOf(size), whole: true } : { bytes: JPEG_16.subarray(0, size), whole: false }
+    case 'pdf':
+      return size >= 64 ? { bytes: pdfOf(size), whole: true } : { bytes: PDF_1.subarray(0, size), whole: false }
+    case 'text':
+      return { bytes: textOf(size), whole: true }
+    case 'bad-utf8': {
+      // Text with one byte that UTF-8 never has, or an encoded lone surrogate (CESU-8).
+      const bytes = Buffer.from(textOf(Math.max(size, 4)))
+      if (size % 2 === 0) bytes[bytes.length >> 1] = 0xff
+      else bytes.set([0xed, 0xa0, 0x80], Math.max(0, (bytes.length >> 1) - 1))
+      return { bytes, whole: true }
+    }
+    case 'random':
+      return { bytes: randomBytesOf(size), whole: true }
+    case 'png-huge-sides':
+      return { bytes: pngClaiming(100_000, 100_000), whole: true }
+  }
+}
+
+const attachmentCache = new Map<string, { bytes: Buffer; whole: boolean; base64: string }>()
+
+/** One generated attachment's bytes, written as base64 only when the body is (toJSON). */
+export class Attachment {
+  constructor(
+    readonly format: AttachmentFormat,
+    readonly size: number,
+    readonly corruption: Corruption,
+    readonly form: Base64Form,
+  ) {}
+
+  private file(): { bytes: Buffer; whole: boolean; base64: string } {
+    const key = `${this.format}:${this.size}:${this.corruption}`
+    let file = attachmentCache.get(key)
+    if (!file) {
+      const made = bytesOf(this.format, this.size)
+      const bytes = this.corruption === 'empty' ? Buffer.alloc(0) : this.corruption === 'truncated' ? made.bytes.subarray(0, Math.floor(made.bytes.length * 0.6)) : made.bytes
+      file = { bytes, whole: made.whole && this.corruption === 'none', base64: bytes.toString('base64') }
+      // Keep the cache small: the largest files are made again when drawn again.
+      if (bytes.length <= MiB) attachmentCache.set(key, file)
+    }
+    return file
+  }
+
+  get bytes(): Buffer {
+    return this.file().bytes
+  }
+
+  /** The text sent as `data_base64`. */
+  toJSON(): string {
+    const b64 = this.file().base64
+    switch (this.form) {
+      case 'standard':
+        return b64
+      case 'unpadded':
+        return b64.replace(/=+$/, '')
+      case 'wrapped':
+        return b64.replace(/.{76}/g, '$&\r\n')
+      case 'spaces':
+        return ` ${b64.slice(0, 8)} ${b64.slice(8)} `
+      case 'url-safe':
+        return b64.replace(/\+/g, '-').replace(/\//g, '_')
+      case 'bad-char': {
+        const at = b64.length >> 1
+        return `${b64.slice(0, at)}!${b64.slice(at + 1)}`
+      }
+      case 'data-uri':
+        return `data:application/octet-stream;base64,${b64}`
+      case 'surrogate':
+        return `${b64.slice(0, 4)}\ud800${b64.slice(4)}`
+    }
+  }
+
+  /** The type the bytes are, as a sniffer would name it; null for bytes of no type (text that is not UTF-8, random bytes). */
+  private kind(): string | null {
+    switch (this.format) {
+      case 'png':
+      case 'png-huge-sides':
+        return 'image/png'
+      case 'jpeg':
+        return 'image/jpeg'
+      case 'pdf':
+        return 'application/pdf'
+      case 'text':
+        return 'text/plain'
+      default:
+        return null
+    }
+  }
+
+  /**
+   * Why the server must refuse these bytes declared as `mime` on a sandbox model (decision 032), or
+   * null when it may take them. Only the plain cases: what this does not know for sure is null.
+   */
+  mustRefuse(mime: unknown): string | null {
+    if (typeof mime !== 'string') return 'mime is not a string'
+    const text = this.toJSON()
+    if (!isWellFormed(text)) return 'data_base64 holds a lone surrogate'
+    if (this.form === 'bad-char' || this.form === 'data-uri') return `not base64 (${this.form})`
+    if (this.form === 'url-safe' && /[-_]/.test(text)) return 'not standard base64 (url-safe alphabet)'
+    const { bytes, whole } = this.file()
+    if (bytes.length === 0) return 'empty'
+    const [essence = '', ...params] = mime.split(';').map((p) => p.trim())
+    const declared = essence.toLowerCase()
+    if (!SANDBOX_TYPES.includes(declared)) return `sandbox/echo does not take ${JSON.stringify(mime)}`
+    const kind = this.kind()
+    if (declared === 'text/plain') {
+      if (params.length > 0 && !/^charset=("?)utf-?8\1$/i.test(params.join(';'))) return null
+      return isUtf8(bytes) ? null : 'text/plain that is not UTF-8'
+    }
+    if (kind !== declared && this.format !== 'random') return `${kind ?? 'bytes of no type'} declared ${declared}`
+    if (this.format === 'random' && bytes.length >= 16) return `random bytes declared ${declared}`
+    if (kind === declared && !whole) return `a ${declared} cut short`
+    if (this.format === 'png-huge-sides' && declared === 'image/png') return 'a PNG of 100000 px a side'
+    return null
+  }
+
+  [fc.toStringMethod](): string {
+    return `Attachment(${this.format}, ${this.size} B, ${this.corruption}, ${this.form})`
+  }
+}
+
+function isUtf8(bytes: Buffer): boolean {
+  try {
+    new TextDecoder('utf-8', { fatal: true }).decode(bytes)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** The types the sandbox's models take (catalogue/models.json, media profile "sandbox"). */
+const SANDBOX_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp', 'application/pdf', 'text/plain']
+
+/** Sizes from a few bytes to 6 MiB; the MiB ones rare, so that a default run stays about as fast. */
+export const attachmentSizeArb = (): fc.Arbitrary<number> =>
+  fc.oneof(
+    { weight: 15, arbitrary: fc.constantFrom(...ATTACHMENT_SIZES.tiny) },
+    { weight: 35, arbitrary: fc.constantFrom(...ATTACHMENT_SIZES.small) },
+    { weight: 3, arbitrary: fc.constantFrom(...ATTACHMENT_SIZES.large) },
+    { weight: 1, arbitrary: fc.constantFrom(...ATTACHMENT_SIZES.huge) },
+  )
+
+const MATCHING_MIME: Record<AttachmentFormat, string[]> = {
+  png: ['image/png', 'IMAGE/PNG', 'image/png; charset=binary'],
+  'png-huge-sides': ['image/png'],
+  jpeg: ['image/jpeg', 'Image/JPEG'],
+  pdf: ['application/pdf', 'application/PDF; version=1.4'],
+  text: ['text/plain', 'text/plain; charset=utf-8', 'TEXT/PLAIN; charset="UTF-8"', 'text/plain; charset=us-ascii'],
+  'bad-utf8': ['text/plain', 'text/plain; charset=utf-8'],
+  random: ['application/octet-stream', 'image/png'],
+}
+
+export type GeneratedMedia = { mime: string; data_base64: Attachment; filename?: string | null }
+
+export const attachmentArb = (): fc.Arbitrary<GeneratedMedia> =>
+  fc
+    .record({
+      format: fc.constantFrom<AttachmentFormat>('png', 'png', 'jpeg', 'pdf', 'text', 'text', 'bad-utf8', 'random', 'png-huge-sides'),
+      size: attachmentSizeArb(),
+      corruption: fc.oneof({ weight: 8, arbitrary: fc.constant<Corruption>('none') }, { weight: 1, arbitrary: fc.constantFrom<Corruption>('truncated', 'empty') }),
+      form: fc.oneof(
+        { weight: 12, arbitrary: fc.constant<Base64Form>('standard') },
+        { weight: 1, arbitrary: fc.constantFrom<Base64Form>('unpadded', 'wrapped', 'spaces', 'url-safe', 'bad-char', 'data-uri', 'surrogate') },
+      ),
+      filename: fc.option(orIllFormed(fc.constantFrom('a.png', 'report.pdf', 'notes.txt', '../x', ''), fc.constant('file.png')), { nil: undefined, freq: 2 }),
+    })
+    .chain(({ format, size, corruption, form, filename }) =>
+      fc
+        .oneof(
+          { weight: 6, arbitrary: fc.constantFrom(...MATCHING_MIME[format]) },
+          { weight: 2, arbitrary: fc.constantFrom(...SANDBOX_TYPES) },
+          { weight: 1, arbitrary: mimeArb() },
+        )
+        .map((mime): GeneratedMedia => ({ mime, data_base64: new Attachment(format, size, corruption, form), ...(filename === undefined ? {} : { filename }) })),
+    )
+
+/** A part's `media`: mostly none or a tiny PNG, often generated attachments of any size. */
+const mediaListArb = (): fc.Arbitrary<unknown[]> =>
+  fc.oneof(
+    { weight: 8, arbitrary: fc.constant<unknown[]>([]) },
+    { weight: 4, arbitrary: fc.constant<unknown[]>([{ mime: 'image/png', data_base64: PNG_1X1 }]) },
+    { weight: 3, arbitrary: fc.array<unknown>(attachmentArb(), { minLength: 1, maxLength: 3 }) },
+  )
+
 /** Prompt text: plain text, odd text, and the sandbox's harmless directives (never /slow, /fail or /flaky: those are meant to be slow or 502). */
 const promptTextArb = () =>
   fc.oneof(
-    { weight: 3, arbitrary: fc.string({ maxLength: 60 }) },
-    { weight: 1, arbitrary: oddString() },
+    { weight: 12, arbitrary: fc.string({ maxLength: 60 }) },
+    { weight: 4, arbitrary: oddString() },
+    { weight: 1, arbitrary: withLoneSurrogate(fc.oneof(fc.string({ maxLength: 60 }), fc.constantFrom('hello', '/tool lookup {"q":"x"}', '/think a\nb')), 200) },
     {
-      weight: 2,
+      weight: 8,
       arbitrary: fc.constantFrom(
         'hello',
         '/think about it\nhi',
@@ -182,24 +520,38 @@ const inputSchemaArb = () =>
     fc.constant({ $ref: '#' }),
     fc.constant({}),
     fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 }),
+    // Lone surrogates in a property name and in a value of the schema document.
+    loneSurrogateArb().map((bad) => ({ type: 'object', properties: { [`q${bad}`]: { type: 'string' } } })),
+    loneSurrogateArb().map((bad) => ({ type: 'object', description: `about ${bad}` })),
   )
 
 const toolNameArb = () =>
-  fc.oneof(
-    { weight: 3, arbitrary: fc.constantFrom('lookup', 'a', 'b', 'tool_1', 'x'.repeat(64)) },
-    { weight: 2, arbitrary: fc.stringMatching(/^[a-zA-Z0-9_-]{1,64}$/) },
-    { weight: 1, arbitrary: oddString() },
+  orIllFormed(
+    fc.oneof(
+      { weight: 3, arbitrary: fc.constantFrom('lookup', 'a', 'b', 'tool_1', 'x'.repeat(64)) },
+      { weight: 2, arbitrary: fc.stringMatching(/^[a-zA-Z0-9_-]{1,64}$/) },
+      { weight: 1, arbitrary: oddString() },
+    ),
+    fc.constantFrom('lookup', 'tool_1', ''),
+    64,
   )
 
 /** A field's value chosen by its name where that name means more than its schema says. */
 function byFieldName(name: string, pools: Pools): fc.Arbitrary<unknown> | null {
   switch (name) {
     case 'model':
-      return fc.oneof({ weight: 8, arbitrary: fc.constantFrom(...pools.models) }, { weight: 1, arbitrary: fc.constantFrom(...pools.badModels) }, { weight: 1, arbitrary: oddString() })
+      return orIllFormed(
+        fc.oneof({ weight: 8, arbitrary: fc.constantFrom(...pools.models) }, { weight: 1, arbitrary: fc.constantFrom(...pools.badModels) }, { weight: 1, arbitrary: oddString() }),
+        fc.constantFrom(...pools.models),
+      )
     case 'mime':
-      return mimeArb()
+      return orIllFormed(mimeArb(), fc.constantFrom('image/png', 'text/plain'))
     case 'data_base64':
-      return base64Arb()
+      return fc.oneof(
+        { weight: 6, arbitrary: base64Arb() },
+        { weight: 1, arbitrary: sometimesIllFormed(fc.constant(PNG_1X1), 200, 4) },
+        { weight: 2, arbitrary: attachmentArb().map((m) => m.data_base64) },
+      )
     case 'text':
       return promptTextArb()
     case 'input_schema':
@@ -207,18 +559,27 @@ function byFieldName(name: string, pools: Pools): fc.Arbitrary<unknown> | null {
     case 'name':
       return toolNameArb()
     case 'idempotency_key':
-      return fc.oneof(fc.constantFrom('key-1', 'key-2', 'key-3'), fc.string({ minLength: 1, maxLength: 20 }), fc.constant(null))
+      return orIllFormed(fc.oneof(fc.constantFrom('key-1', 'key-2', 'key-3'), fc.string({ minLength: 1, maxLength: 20 }), fc.constant(null)), fc.constantFrom('key-1', 'k'), 20)
     case 'retry_of':
       return fc.oneof({ weight: 6, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: uuidArb(pools) })
     case 'tool_use_id':
-      return fc.oneof(fc.constantFrom('call_1', 'toolu_0', 'sandbox-call-0'), fc.string({ minLength: 1, maxLength: 20 }))
+      return orIllFormed(fc.oneof(fc.constantFrom('call_1', 'toolu_0', 'sandbox-call-0'), fc.string({ minLength: 1, maxLength: 20 })), fc.constantFrom('call_1', 'toolu_0'), 20)
     case 'tool_name':
       return toolNameArb()
     case 'user_metadata':
       return fc.oneof(
-        { weight: 3, arbitrary: fc.constant({}) },
-        { weight: 3, arbitrary: fc.dictionary(fc.string({ maxLength: 10 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 4 }).filter((m) => JSON.stringify(m).length <= 1024) },
-        { weight: 1, arbitrary: fc.constantFrom({ big: 'x'.repeat(1100) }, { deep: JSON.parse('['.repeat(70) + ']'.repeat(70)) }) },
+        { weight: 6, arbitrary: fc.constant({}) },
+        { weight: 6, arbitrary: fc.dictionary(fc.string({ maxLength: 10 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 4 }).filter((m) => JSON.stringify(m).length <= 1024) },
+        { weight: 2, arbitrary: fc.constantFrom({ big: 'x'.repeat(1100) }, { deep: JSON.parse('['.repeat(70) + ']'.repeat(70)) }) },
+        // Lone surrogates in a key, a value, or a string deeper down.
+        {
+          weight: 1,
+          arbitrary: fc.oneof(
+            fc.tuple(withLoneSurrogate(fc.string({ maxLength: 10 })), fc.jsonValue({ maxDepth: 1 })).map(([k, v]) => ({ [k]: v })),
+            fc.tuple(fc.string({ maxLength: 10 }), withLoneSurrogate(fc.string({ maxLength: 20 }))).map(([k, v]) => ({ [k]: v })),
+            withLoneSurrogate(fc.string({ maxLength: 10 })).map((v) => ({ tags: ['a', v], nested: { ok: true } })),
+          ),
+        },
       )
     default:
       return null
@@ -250,24 +611,23 @@ export function valueOf(doc: OpenApiDoc, raw: JsonSchema, pools: Pools, depth = 
     // A turn's input: often prompts alone (a tool result names a pending call only by luck), so that turns run.
     if (fieldName === 'input' && schema.type === 'array') {
       const promptPart = fc.record(
-        { type: fc.constant('prompt'), text: promptTextArb(), media: fc.oneof(fc.constant([]), fc.constant([{ mime: 'image/png', data_base64: PNG_1X1 }])) },
+        { type: fc.constant('prompt'), text: promptTextArb(), media: mediaListArb() },
         { requiredKeys: ['type', 'text'] },
       )
       // A result for a call the target chat has pending: `@pendingN@` and `@pendingnameN@` are filled in when the request is built.
-      const resultPart = fc.nat(3).map((n) => ({ type: 'tool_result', tool_use_id: `@pending${n}@`, tool_name: `@pendingname${n}@`, text: '{"ok":true}' }))
+      const resultPart = fc
+        .tuple(fc.nat(3), sometimesIllFormed(fc.constant('{"ok":true}'), 1000), fc.option(mediaListArb(), { nil: undefined, freq: 3 }))
+        .map(([n, text, media]) => ({ type: 'tool_result', tool_use_id: `@pending${n}@`, tool_name: `@pendingname${n}@`, text, ...(media === undefined ? {} : { media }) }))
       return fc.oneof(
         { weight: 3, arbitrary: fc.array(promptPart, { minLength: 1, maxLength: 2 }) },
         { weight: 1, arbitrary: fc.tuple(resultPart, fc.option(promptPart, { nil: undefined })).map(([r, p]) => (p ? [r, p] : [r])) },
         { weight: 2, arbitrary: valueOf(doc, raw, pools, depth) },
       )
     }
-    // Attachments: mostly none or one that is right, so that turns get past them and run.
-    if (fieldName === 'media') {
-      return fc.oneof(
-        { weight: 4, arbitrary: fc.constant([]) },
-        { weight: 2, arbitrary: fc.constant([{ mime: 'image/png', data_base64: PNG_1X1 }]) },
-        { weight: 2, arbitrary: valueOf(doc, raw, pools, depth) },
-      )
+    // Attachments: none, one that is right (so that turns get past them and run), generated ones of
+    // every size, type and fault, and whatever the schema allows.
+    if (fieldName === 'media' && schema.type === 'array') {
+      return fc.oneof({ weight: 4, arbitrary: mediaListArb() }, { weight: 1, arbitrary: valueOf(doc, raw, pools, depth) })
     }
   }
   if (schema.const !== undefined) return fc.constant(schema.const)
@@ -295,11 +655,14 @@ export function valueOf(doc: OpenApiDoc, raw: JsonSchema, pools: Pools, depth = 
       return fc.double({ min, max, noNaN: true, noDefaultInfinity: true, minExcluded: schema.exclusiveMinimum !== undefined, maxExcluded: schema.exclusiveMaximum !== undefined })
     }
     case 'string': {
-      if (schema.format === 'uuid') return uuidArb(pools)
-      if (schema.format === 'date-time') return fc.date({ noInvalidDate: true }).map((d) => d.toISOString())
-      if (schema.pattern === NAMESPACE_PATTERN) return namespaceArb()
-      if (schema.pattern) return fc.stringMatching(new RegExp(schema.pattern))
-      return fc.string({ minLength: schema.minLength ?? 0, maxLength: Math.min(schema.maxLength ?? 40, 40) })
+      // Every string field sometimes holds a lone surrogate (decision 031: 422 at its pointer); free
+      // text within its length limit, so that the surrogate is its only fault.
+      if (schema.format === 'uuid') return sometimesIllFormed(uuidArb(pools), 40)
+      if (schema.format === 'date-time') return sometimesIllFormed(fc.date({ noInvalidDate: true }).map((d) => d.toISOString()), 40)
+      if (schema.pattern === NAMESPACE_PATTERN) return sometimesIllFormed(namespaceArb(), 64)
+      if (schema.pattern) return sometimesIllFormed(fc.stringMatching(new RegExp(schema.pattern)), schema.maxLength ?? 40)
+      const maxLength = Math.min(schema.maxLength ?? 40, 40)
+      return sometimesIllFormed(fc.string({ minLength: schema.minLength ?? 0, maxLength }), maxLength)
     }
     case 'array': {
       if (depth > 6 || !schema.items) return fc.constant([])
@@ -331,13 +694,34 @@ const anyJson = () =>
  * A value nested `depth` levels deep, written only as text by `jsonText`, so neither the
  * generators, JSON.stringify nor fast-check's reporting recurse thousands of levels.
  */
+export type DeepShape = 'array' | 'object' | 'mixed' | 'unclosed' | 'quoted'
 export class Deep {
   constructor(
     readonly depth: number,
-    readonly shape: 'array' | 'object',
+    readonly shape: DeepShape,
   ) {}
+  /** How many levels the text nests: `depth`, rounded up to even for the shapes that nest two at a time. */
+  get levels(): number {
+    return this.shape === 'mixed' || this.shape === 'quoted' ? 2 * Math.ceil(this.depth / 2) : this.depth
+  }
   text(): string {
-    return this.shape === 'array' ? `${'['.repeat(this.depth)}1${']'.repeat(this.depth)}` : `${'{"a":'.repeat(this.depth)}1${'}'.repeat(this.depth)}`
+    const n = this.depth
+    const pairs = Math.ceil(n / 2)
+    switch (this.shape) {
+      case 'array':
+        return `${'['.repeat(n)}1${']'.repeat(n)}`
+      case 'object':
+        return `${'{"a":'.repeat(n)}1${'}'.repeat(n)}`
+      case 'mixed':
+        // Arrays and objects in turn, one half each.
+        return `${'[{"a":'.repeat(pairs)}1${'}]'.repeat(pairs)}`
+      case 'unclosed':
+        // Opened and never closed: malformed as well as too deep.
+        return '['.repeat(n)
+      case 'quoted':
+        // Brackets and escaped quotes inside strings (which do not nest) on every level.
+        return `${'{"[\\"{":['.repeat(pairs)}1${']}'.repeat(pairs)}`
+    }
   }
   [fc.toStringMethod](): string {
     return `Deep(${this.depth}, ${this.shape})`
@@ -356,7 +740,7 @@ type Path = Array<string | number>
 /** Every location in a JSON value, the root included. */
 function locations(value: unknown, path: Path = [], out: Path[] = []): Path[] {
   out.push(path)
-  if (value instanceof Deep) return out
+  if (value instanceof Deep || value instanceof Attachment) return out
   if (Array.isArray(value)) value.forEach((v, i) => locations(v, [...path, i], out))
   else if (value !== null && typeof value === 'object') for (const [k, v] of Object.entries(value)) locations(v, [...path, k], out)
   return out
@@ -376,7 +760,8 @@ export type Mutation =
   | { kind: 'delete'; at: number }
   | { kind: 'extra'; at: number; key: string; value: unknown }
   | { kind: 'huge'; at: number; size: number }
-  | { kind: 'deep'; at: number; depth: number; shape: 'array' | 'object' }
+  | { kind: 'deep'; at: number; depth: number; shape: DeepShape }
+  | { kind: 'surrogate'; at: number; bad: string; where: number }
 
 export const mutationArb = (): fc.Arbitrary<Mutation> =>
   fc.oneof(
@@ -392,8 +777,20 @@ export const mutationArb = (): fc.Arbitrary<Mutation> =>
       }),
     },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('huge' as const), at: fc.nat(), size: fc.constantFrom(1_000, 70_000, 1_100_000) }) },
-    { weight: 1, arbitrary: fc.record({ kind: fc.constant('deep' as const), at: fc.nat(), depth: fc.constantFrom(70, 130, 300, 5_000), shape: fc.constantFrom('array' as const, 'object' as const) }) },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant('deep' as const), at: fc.nat(), depth: depthArb(), shape: deepShapeArb() }) },
+    // A lone surrogate in whichever string, property name or value the location holds.
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant('surrogate' as const), at: fc.nat(), bad: loneSurrogateArb(), where: fc.nat() }) },
   )
+
+/** Nesting depths: under and over the limits (64 for user_metadata, 128 for input_schema, 256 for a body) and far over, to 200k levels. */
+export const depthArb = (): fc.Arbitrary<number> =>
+  fc.oneof(
+    { weight: 3, arbitrary: fc.constantFrom(70, 130, 255, 256, 257, 300) },
+    { weight: 2, arbitrary: fc.constantFrom(5_000, 10_000, 50_000) },
+    { weight: 1, arbitrary: fc.constantFrom(100_000, 200_000) },
+  )
+
+export const deepShapeArb = (): fc.Arbitrary<DeepShape> => fc.constantFrom<DeepShape>('array', 'object', 'mixed', 'unclosed', 'quoted')
 
 export function applyMutation(base: unknown, mutation: Mutation): unknown {
   const all = locations(base)
@@ -415,7 +812,7 @@ export function applyMutation(base: unknown, mutation: Mutation): unknown {
       // The object at or above the chosen location gets a key it does not declare.
       const objects = all.filter((p) => {
         const v = p.reduce<any>((acc, k) => acc?.[k], base)
-        return v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Deep)
+        return v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Deep) && !(v instanceof Attachment)
       })
       if (objects.length === 0) return base
       const target = objects[mutation.at % objects.length]!
@@ -429,6 +826,22 @@ export function applyMutation(base: unknown, mutation: Mutation): unknown {
       return setAt(base, path, (old) => (typeof old === 'string' || path.length > 0 ? 'x'.repeat(mutation.size) : old))
     case 'deep':
       return setAt(base, path, () => new Deep(mutation.depth, mutation.shape))
+    case 'surrogate':
+      return setAt(base, path, (old) => {
+        if (typeof old === 'string') {
+          const i = mutation.where % (old.length + 1)
+          return old.slice(0, i) + mutation.bad + old.slice(i)
+        }
+        if (old !== null && typeof old === 'object' && !Array.isArray(old) && !(old instanceof Deep) && !(old instanceof Attachment)) {
+          const entries = Object.entries(old)
+          // A property name with a lone surrogate: an existing one renamed, or a new one.
+          if (entries.length === 0) return { [`k${mutation.bad}`]: 'v' }
+          const j = mutation.where % entries.length
+          return Object.fromEntries(entries.map(([k, v], i) => (i === j ? [k + mutation.bad, v] : [k, v])))
+        }
+        if (Array.isArray(old)) return [...old, mutation.bad]
+        return mutation.bad
+      })
   }
 }
 
@@ -552,7 +965,10 @@ export const idArb = (): fc.Arbitrary<IdChoice> =>
             'a#b',
             'x'.repeat(101),
             'x'.repeat(99),
+            // Lone surrogates as UTF-8 would write them (CESU-8): high, low, a reversed pair; and %u escapes.
+            ...ENCODED_SURROGATES,
           ),
+          withLoneSurrogate(fc.uuid()),
           fc.uuid().map((u) => u.toUpperCase()),
           fc.uuid().map((u) => ` ${u}`),
           fc.uuid().map((u) => `${u}%00`),
@@ -592,6 +1008,37 @@ export type BodyChoice =
   | { kind: 'valid'; value: unknown; contentType?: string }
   | { kind: 'mutated'; value: unknown }
   | { kind: 'raw'; text: string; contentType: string }
+  | { kind: 'nested'; deep: Deep; wrap: 'none' | 'object' | 'after-string'; contentType: string }
+
+/**
+ * A body nested thousands of levels deep, sent as JSON text (issue 22 item 1; decision 030: refused
+ * from the raw bytes past 256 levels, 413 past the route's size limit): at the root, as a field's
+ * value, or after a long string, mostly as `application/json`. At most `maxBytes` long: operations
+ * that take no body do not list 413 in /openapi.json, although the server answers 413 to a body
+ * over 1 MiB sent to them (reported in issue 22's fuzz report), so they are sent up to 1 MiB.
+ */
+export const nestedBodyArb = (maxBytes = Number.POSITIVE_INFINITY): fc.Arbitrary<Extract<BodyChoice, { kind: 'nested' }>> =>
+  fc
+    .record({
+      kind: fc.constant('nested' as const),
+      deep: fc.tuple(depthArb(), deepShapeArb()).map(([depth, shape]) => new Deep(depth, shape)),
+      wrap: fc.constantFrom('none' as const, 'none' as const, 'object' as const, 'after-string' as const),
+      contentType: fc.oneof({ weight: 8, arbitrary: fc.constant('application/json') }, { weight: 1, arbitrary: fc.constantFrom('application/json; charset=utf-8', 'text/plain', '') }),
+    })
+    .filter((body) => maxBytes === Number.POSITIVE_INFINITY || nestedText(body).length <= maxBytes)
+
+/** The text of a nested body. */
+export function nestedText(body: Extract<BodyChoice, { kind: 'nested' }>): string {
+  const deep = body.deep.text()
+  switch (body.wrap) {
+    case 'none':
+      return deep
+    case 'object':
+      return `{"title":"t","namespace":"acme","user_metadata":${deep}}`
+    case 'after-string':
+      return `{"text":"${'[{'.repeat(2_000)}","input":${deep}}`
+  }
+}
 
 export function bodyArb(doc: OpenApiDoc, op: Operation, pools: Pools): fc.Arbitrary<BodyChoice> {
   const schema = op.requestBody?.content['application/json']?.schema
@@ -602,7 +1049,7 @@ export function bodyArb(doc: OpenApiDoc, op: Operation, pools: Pools): fc.Arbitr
   )
   if (!schema) {
     // An operation without a body: mostly none, sometimes one it does not expect.
-    return fc.oneof({ weight: 6, arbitrary: fc.constant({ kind: 'none' as const }) }, { weight: 1, arbitrary: junk })
+    return fc.oneof({ weight: 12, arbitrary: fc.constant({ kind: 'none' as const }) }, { weight: 2, arbitrary: junk }, { weight: 1, arbitrary: nestedBodyArb(1024 * 1024) })
   }
   const valid = valueOf(doc, schema, pools)
   return fc.oneof(
@@ -610,9 +1057,13 @@ export function bodyArb(doc: OpenApiDoc, op: Operation, pools: Pools): fc.Arbitr
     { weight: 5, arbitrary: fc.tuple(valid, fc.array(mutationArb(), { minLength: 1, maxLength: 2 })).map(([v, ms]) => ({ kind: 'mutated' as const, value: ms.reduce(applyMutation, v) })) },
     { weight: 1, arbitrary: fc.constant({ kind: 'none' as const }) },
     { weight: 2, arbitrary: junk },
+    { weight: 1, arbitrary: nestedBodyArb() },
     { weight: 1, arbitrary: fc.tuple(valid, fc.constantFrom(...CONTENT_TYPES)).map(([value, contentType]) => ({ kind: 'valid' as const, value, contentType })) },
   )
 }
+
+/** Lone surrogates percent-encoded as their 3-byte (CESU-8) forms, which no valid UTF-8 has, and as %u escapes. */
+export const ENCODED_SURROGATES = ['%ED%A0%80', '%ED%AF%BF', '%ED%B0%80', '%ED%BF%BF', '%ED%B0%80%ED%A0%80', 'a%ED%A0%BDb', '%uD800', '%F0%9F%98']
 
 /** Text appended to the query string as is: bad percent-encoding and odd separators. */
 export const RAW_QUERY = ['%', '%ZZ', '%E0%A4%A', '%C0%AF', '%FF%FE', '&&&', '=', '==x', 'a[b]=c', 'a=1;b=2', 'limit=1&limit', '?', '#frag', 'a=%00', 'namespace=%2e%2e']
@@ -658,7 +1109,17 @@ export function requestArb(doc: OpenApiDoc, method: string, op: Operation, orgs:
       params.filter((p) => p.in === 'query'),
       pools,
     ),
-    rawQuery: fc.oneof({ weight: 10, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constantFrom(...RAW_QUERY) }),
+    rawQuery: fc.oneof(
+      { weight: 20, arbitrary: fc.constant(null) },
+      { weight: 2, arbitrary: fc.constantFrom(...RAW_QUERY) },
+      // A query parameter of the operation (or any name) whose value is an encoded lone surrogate.
+      {
+        weight: 1,
+        arbitrary: fc
+          .tuple(fc.constantFrom(...params.filter((p) => p.in === 'query').map((p) => p.name), 'namespace', 'x'), fc.constantFrom(...ENCODED_SURROGATES))
+          .map(([name, value]) => `${name}=${value}`),
+      },
+    ),
     headers: fc.oneof({ weight: 8, arbitrary: fc.constant({}) }, { weight: 1, arbitrary: fc.constantFrom(...ODD_HEADERS) }),
     body: bodyArb(doc, op, pools),
   })

@@ -20,6 +20,17 @@
  * hanging up in the middle of a turn's stream: never a 5xx, errors in the envelope, and no run is
  * left `running` once the dust settles.
  *
+ * Issue 22 adds to every generator what a hostile client sends: lone surrogates (a high or low half
+ * alone, a reversed pair) in any string or property name of a body and, percent-encoded, in paths and
+ * queries; bodies nested up to 200k levels as raw JSON text, to every operation (with or without a
+ * body) and to unknown paths, with and without a key; and on the turn route attachments of PNG, JPEG,
+ * PDF, text and random bytes from a few bytes up to 6 MiB (the MiB ones rare), whole, cut or empty,
+ * in good and bad base64, declared as what they are or not. Besides the checks above: a body with a
+ * lone surrogate (decision 031) or nested past 256 levels (decision 030) is never accepted, nor a
+ * turn whose attachment is plainly not what it declares (decision 032); with FUZZ_RUNS >= 500 every
+ * operation must have been sent each of them. The figures (and, with FUZZ_VERBOSE=1, per operation)
+ * are printed at the end.
+ *
  * Runs: FUZZ_RUNS (default 60) requests per operation, so about 3,000 (plus twins for the
  * foreign-id comparison) under `npm test`; e.g. `FUZZ_RUNS=2000 npx vitest run test/http/fuzz`
  * for a long run. A failure prints fast-check's seed and path; replay it with
@@ -28,11 +39,24 @@
  */
 import fc from 'fast-check'
 import type { LightMyRequestResponse } from 'fastify'
-import { request as undiciRequest } from 'undici'
+import { Agent, request as undiciRequest } from 'undici'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestApp, type TestContext, type TestOrg } from '../../helpers/test-app.ts'
 import { parseSse, sandboxCatalogue } from '../../helpers/turns.ts'
-import { jsonText, requestArb, type FuzzRequest, type IdChoice, type OpenApiDoc, type Pools } from './arbitraries.ts'
+import {
+  Attachment,
+  Deep,
+  holdsIllFormedText,
+  jsonText,
+  nestedBodyArb,
+  nestedText,
+  requestArb,
+  type BodyChoice,
+  type FuzzRequest,
+  type IdChoice,
+  type OpenApiDoc,
+  type Pools,
+} from './arbitraries.ts'
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 60)
 const SEED = process.env.FUZZ_SEED === undefined ? undefined : Number(process.env.FUZZ_SEED)
@@ -52,6 +76,20 @@ let tables: string[]
 /** Statuses answered that the operation's OpenAPI entry does not list (reported, not failed). */
 const undocumented = new Map<string, Set<number>>()
 let requestCount = 0
+/** Nested bodies sent by the test of any path, and sockets the server closed before a body over 1 MiB was written. */
+let nestedElsewhere = 0
+let closedEarly = 0
+let listeningAt: Promise<string> | null = null
+/** The app over a real socket, started once for the tests that need it. */
+const listening = () => (listeningAt ??= ctx.app.listen({ port: 0, host: '127.0.0.1' }))
+/**
+ * The client of the socket tests, closed before the app: a connection on which the server answered
+ * before it read the body (an unknown path, a refusal) may be held by both ends, the server waiting
+ * for the rest of the body, and would hold the app's close() until its request timeout (60 s).
+ */
+const agent = new Agent()
+const clientRequest: typeof undiciRequest = ((url: string, options: Parameters<typeof undiciRequest>[1] = {}) =>
+  undiciRequest(url, { ...options, dispatcher: agent })) as typeof undiciRequest
 /** Tool calls each chat has pending, from the last turn's `done` frame: tool results may name them. */
 const pendingByChat = new Map<string, Array<{ tool_use_id: string; tool_name: string }>>()
 
@@ -155,7 +193,76 @@ function idKindOf(path: string, param: string): IdKind {
 const enc = (s: string, keep = /[A-Za-z0-9\-_.~]/) =>
   [...Buffer.from(s, 'utf8')].map((byte) => (byte < 0x80 && keep.test(String.fromCharCode(byte)) ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`)).join('')
 
-type Built = { method: string; url: string; headers: Record<string, string>; payload?: string; actor: number | null }
+type Built = {
+  method: string
+  url: string
+  headers: Record<string, string>
+  payload?: string
+  actor: number | null
+  /** Why the server must not accept this request, from what the body holds; [] when it may. */
+  mustRefuse: string[]
+  /** What the body holds, for the figures printed at the end. */
+  holds: { illFormed: boolean; nested: boolean; attachments: Attachment[] }
+}
+
+/** The largest nesting the JSON parser reads (decision 030). */
+const BODY_MAX_DEPTH = 256
+const MiB = 1024 * 1024
+const readsBody = (method: string) => method !== 'GET' && method !== 'HEAD'
+const isJson = (contentType: string | undefined) => contentType !== undefined && /^application\/json\s*(;|$)/i.test(contentType)
+const TURN = /^\/api\/v1\/chats\/[^/]+\/responses$/
+
+/** The attachments of a body, each with what it is declared as. */
+function attachmentsOf(value: unknown): Array<{ attachment: Attachment; mime: unknown }> {
+  const out: Array<{ attachment: Attachment; mime: unknown }> = []
+  const stack: unknown[] = [value]
+  while (stack.length > 0) {
+    const v = stack.pop()
+    if (v === null || typeof v !== 'object' || v instanceof Deep || v instanceof Attachment) continue
+    const data = (v as Record<string, unknown>).data_base64
+    if (data instanceof Attachment) out.push({ attachment: data, mime: (v as Record<string, unknown>).mime })
+    stack.push(...Object.values(v))
+  }
+  return out
+}
+
+/**
+ * Invariants of what a body holds (issue 22): a body string or property name with a lone surrogate
+ * is never accepted (decision 031); a body nested past 256 levels is never accepted (decision 030);
+ * an attachment that is plainly not what it declares (bad base64, empty, cut short, another type,
+ * text that is not UTF-8, a PNG of 100000 px) is never accepted on a turn (decision 032).
+ */
+function judge(method: string, url: string, contentType: string | undefined, body: BodyChoice): Pick<Built, 'mustRefuse' | 'holds'> {
+  const holds: Built['holds'] = { illFormed: false, nested: false, attachments: [] }
+  const mustRefuse: string[] = []
+  let value: unknown
+  if (body.kind === 'valid' || body.kind === 'mutated') value = body.value
+  else if (body.kind === 'raw' && body.text.length < 100_000) {
+    try {
+      value = JSON.parse(body.text)
+    } catch {
+      value = undefined
+    }
+  }
+  if (body.kind === 'nested') {
+    holds.nested = true
+    const depth = body.deep.levels + (body.wrap === 'none' ? 0 : 1)
+    if (depth > BODY_MAX_DEPTH && readsBody(method)) mustRefuse.push(`a body nested ${depth} levels`)
+  }
+  if (value !== undefined) {
+    holds.illFormed = holdsIllFormedText(value)
+    if (holds.illFormed && readsBody(method) && isJson(contentType)) mustRefuse.push('a body with a lone surrogate')
+    const media = attachmentsOf(value)
+    holds.attachments = media.map((m) => m.attachment)
+    if (method === 'POST' && TURN.test(url.split('?')[0]!) && isJson(contentType)) {
+      for (const { attachment, mime } of media) {
+        const why = attachment.mustRefuse(mime)
+        if (why !== null) mustRefuse.push(`an attachment: ${why} (${String(attachment[fc.toStringMethod]())})`)
+      }
+    }
+  }
+  return { mustRefuse, holds }
+}
 
 function build(path: string, req: FuzzRequest): Built {
   const actor = req.auth.kind === 'org' ? req.auth.org : null
@@ -216,7 +323,10 @@ function build(path: string, req: FuzzRequest): Built {
       return call === undefined ? 'toolu_none' : name ? call.tool_name : call.tool_use_id
     })
   const body = req.body
-  if (body.kind === 'raw') {
+  if (body.kind === 'nested') {
+    payload = nestedText(body)
+    if (body.contentType !== '') headers['content-type'] = body.contentType
+  } else if (body.kind === 'raw') {
     payload = body.text
     if (body.contentType !== '') headers['content-type'] = body.contentType
   } else if (body.kind === 'valid' || body.kind === 'mutated') {
@@ -225,7 +335,47 @@ function build(path: string, req: FuzzRequest): Built {
       headers['content-type'] = body.kind === 'valid' && body.contentType !== undefined ? body.contentType : 'application/json'
     }
   }
-  return { method: req.method, url, headers, payload, actor }
+  return { method: req.method, url, headers, payload, actor, ...judge(req.method, url, payload === undefined ? undefined : headers['content-type'], body) }
+}
+
+/** What the generators reached, and how it was answered: printed at the end. */
+const reach = {
+  illFormed: 0,
+  nested: 0,
+  attachments: 0,
+  attachmentsOver1MiB: 0,
+  largestAttachment: 0,
+  largestBody: 0,
+  slowest: { ms: 0, what: '' },
+  fivexx: 0,
+  /** Per operation: bodies with a lone surrogate, nested bodies, attachments. */
+  perOp: new Map<string, { illFormed: number; urlSurrogate: number; nested: number; attachments: number }>(),
+}
+
+/** Notes what a request held, and checks the invariants of what it held against its status. */
+function checkHolds(op: string, b: Built, status: number, where: string, ms: number) {
+  if (status >= 500) reach.fivexx++
+  const counts = reach.perOp.get(op) ?? { illFormed: 0, urlSurrogate: 0, nested: 0, attachments: 0 }
+  // A lone surrogate percent-encoded in the path or the query (its CESU-8 bytes, or a %u escape).
+  if (/%ED%[AB][0-9A-F]|%u[Dd][89ABab]/.test(b.url)) counts.urlSurrogate++
+  reach.perOp.set(op, counts)
+  if (b.holds.illFormed) {
+    reach.illFormed++
+    counts.illFormed++
+  }
+  if (b.holds.nested) {
+    reach.nested++
+    counts.nested++
+  }
+  for (const attachment of b.holds.attachments) {
+    reach.attachments++
+    counts.attachments++
+    if (attachment.size >= MiB) reach.attachmentsOver1MiB++
+    reach.largestAttachment = Math.max(reach.largestAttachment, attachment.size)
+  }
+  reach.largestBody = Math.max(reach.largestBody, b.payload?.length ?? 0)
+  if (ms > reach.slowest.ms) reach.slowest = { ms, what: `${op}: ${describeRequest(b).slice(0, 200)} -> ${status}` }
+  if (status < 300 && b.mustRefuse.length > 0) throw new Error(`accepted (${status}) although it holds ${b.mustRefuse.join('; ')}: ${where}`)
 }
 
 function send(b: Built): Promise<LightMyRequestResponse> {
@@ -277,8 +427,10 @@ function expectEnvelope(res: LightMyRequestResponse, where: string) {
 async function checkOne(method: string, path: string, documented: string[], b: Built): Promise<LightMyRequestResponse> {
   const before = countAll()
   const changesBefore = totalChanges()
+  const started = performance.now()
   const res = await send(b)
   const where = `${describeRequest(b)} -> ${res.statusCode} ${res.body.slice(0, 500)}`
+  checkHolds(`${method.toUpperCase()} ${path}`, b, res.statusCode, where, performance.now() - started)
   expect(res.statusCode, where).toBeLessThan(500)
   if (res.statusCode >= 400) {
     expectEnvelope(res, where)
@@ -326,7 +478,14 @@ beforeAll(async () => {
 afterAll(async () => {
   const lines = [...undocumented].map(([op, statuses]) => `  ${op}: ${[...statuses].sort().join(', ')}`)
   console.info(`fuzz: ${requestCount} requests` + (lines.length > 0 ? `; statuses not in the operation's OpenAPI entry:\n${lines.join('\n')}` : ''))
+  console.info(
+    `fuzz: ${reach.fivexx} × 5xx; bodies with a lone surrogate ${reach.illFormed}, nested bodies ${reach.nested} (${nestedElsewhere} of them to any path), ` +
+      `attachments ${reach.attachments} (${reach.attachmentsOver1MiB} of 1 MiB or more, largest ${(reach.largestAttachment / MiB).toFixed(1)} MiB), ` +
+      `largest body ${(reach.largestBody / MiB).toFixed(1)} MiB, sockets closed before a large body was written ${closedEarly}; slowest answer ${reach.slowest.ms.toFixed(0)} ms (${reach.slowest.what})`,
+  )
+  if (process.env.FUZZ_VERBOSE) for (const [op, c] of reach.perOp) console.info(`  ${op}: lone surrogate in body ${c.illFormed}, in path or query ${c.urlSurrogate}, nested ${c.nested}, attachments ${c.attachments}`)
   if (process.env.FUZZ_VERBOSE) for (const [op, counts] of seen) console.info(`  ${op}: ${[...counts].sort((x, y) => x[0] - y[0]).map(([st, n]) => `${st}×${n}`).join(' ')}`)
+  await agent.destroy()
   await ctx?.close()
 })
 
@@ -383,10 +542,13 @@ describe('fuzzing every operation of /openapi.json', () => {
     await fc.assert(
       fc.asyncProperty(fc.array(one, { minLength: 2, maxLength: 8 }), async (batch) => {
         const built = batch.map(({ path, req }) => build(path, req))
+        const started = performance.now()
         const answers = await Promise.all(built.map(send))
+        const ms = performance.now() - started
         answers.forEach((res, i) => {
           record(`concurrent ${batch[i]!.method.toUpperCase()} ${batch[i]!.path}`, res.statusCode)
           const where = `${describeRequest(built[i]!)} -> ${res.statusCode} ${res.body.slice(0, 500)}`
+          checkHolds(`${batch[i]!.method.toUpperCase()} ${batch[i]!.path}`, built[i]!, res.statusCode, where, ms)
           expect(res.statusCode, where).toBeLessThan(500)
           if (res.statusCode >= 400) expectEnvelope(res, where)
         })
@@ -401,7 +563,7 @@ describe('fuzzing every operation of /openapi.json', () => {
   // chunked streams), and clients that hang up in the middle of a turn's stream: the run still
   // ends (nothing stays `running`) and the next request is answered.
   it('over a real socket, with clients hanging up mid-stream', { timeout: Math.max(30_000, RUNS * 400) }, async () => {
-    const base = await ctx.app.listen({ port: 0, host: '127.0.0.1' })
+    const base = await listening()
     const weightOf = (path: string) => (path.endsWith('/responses') ? 10 : 1)
     const one = fc.oneof(
       ...operations.map(({ method, path }) => ({
@@ -416,18 +578,30 @@ describe('fuzzing every operation of /openapi.json', () => {
         const before = countAll()
         const changesBefore = totalChanges()
         let res: Awaited<ReturnType<typeof undiciRequest>>
+        const started = performance.now()
         try {
           requestCount++
-          res = await undiciRequest(base + b.url, { method: b.method as 'GET', headers: b.headers, ...(b.payload === undefined ? {} : { body: b.payload }) })
+          res = await clientRequest(base + b.url, { method: b.method as 'GET', headers: b.headers, ...(b.payload === undefined ? {} : { body: b.payload }) })
         } catch (error) {
           // The client refused to send it (an invalid URL or header value): nothing reached the server.
           const code = (error as { code?: string }).code ?? ''
           if (code.startsWith('UND_ERR_INVALID') || code === 'UND_ERR_NOT_SUPPORTED' || error instanceof TypeError) return
+          // A body over 1 MiB refused before it was read (413, or a 400 for its encoding): the server
+          // answers and closes the connection (decision 030), and the client may see the close while
+          // it still writes. The server must still answer the next request.
+          if ((b.payload?.length ?? 0) > MiB && ['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE'].includes(code)) {
+            closedEarly++
+            const health = await clientRequest(`${base}/healthz`)
+            await health.body.text()
+            expect(health.statusCode).toBeLessThan(500)
+            return
+          }
           throw error
         }
         const text = await res.body.text()
         const where = `socket ${describeRequest(b)} -> ${res.statusCode} ${text.slice(0, 500)}`
         record(`socket ${method.toUpperCase()} ${path}`, res.statusCode)
+        checkHolds(`${method.toUpperCase()} ${path}`, b, res.statusCode, where, performance.now() - started)
         expect(res.statusCode, where).toBeLessThan(500)
         if (res.statusCode >= 400) {
           expectEnvelope({ statusCode: res.statusCode, headers: res.headers, body: text } as unknown as LightMyRequestResponse, where)
@@ -441,7 +615,7 @@ describe('fuzzing every operation of /openapi.json', () => {
           const chat = self.ids.chat[1]!
           const controller = new AbortController()
           requestCount++
-          const turn = await undiciRequest(`${base}/api/v1/chats/${chat}/responses`, {
+          const turn = await clientRequest(`${base}/api/v1/chats/${chat}/responses`, {
             method: 'POST',
             headers: { ...self.org.auth, 'content-type': 'application/json' },
             body: JSON.stringify({ model: 'sandbox/echo', input: [{ type: 'prompt', text: '/slow 5\n/long 20' }] }),
@@ -544,5 +718,104 @@ describe('fuzzing every operation of /openapi.json', () => {
       }),
       { numRuns: Math.ceil(RUNS / 2), ...(SEED === undefined ? {} : { seed: SEED }), ...(PATH === undefined ? {} : { path: PATH }), endOnFailure: false },
     )
+  })
+
+  // Nested bodies (issue 22 item 1) to every operation's path and to paths that are none, with the
+  // caller's key, without one and with a wrong one, by any method, through app.inject and over a
+  // socket: never a 5xx; a 4xx in the envelope, with nothing written, for an unknown path and for a
+  // body past 256 levels that the method reads (decision 030: route, key, size, then depth).
+  it('nested bodies to any path, with and without a key', { timeout: Math.max(30_000, RUNS * 400) }, async () => {
+    const base = await listening()
+    const self = orgs[0]!
+    const UNKNOWN = ['/nothing', '/api/v1/nothing', '/api/v2/chats', '/api/v1/chats/x/y/z', '/openapi.json/x', '/api/v1/chats/%ED%A0%80/responses', '/healthz/x']
+    // The operation's own method mostly, sometimes another.
+    const methodArb = (own: string) => fc.oneof({ weight: 4, arbitrary: fc.constant(own) }, { weight: 1, arbitrary: fc.constantFrom('POST', 'PUT', 'PATCH', 'DELETE', 'GET') })
+    const target = fc.oneof(
+      { weight: 3, arbitrary: fc.constantFrom(...operations).chain(({ method, path }) => methodArb(method.toUpperCase()).map((m) => ({ known: true, method: m, path }))) },
+      { weight: 2, arbitrary: fc.tuple(fc.constantFrom(...UNKNOWN), methodArb('POST')).map(([path, m]) => ({ known: false, method: m, path })) },
+    )
+    // Bodies over 1 MiB only where 413 is documented: operations with a body, paths that are none,
+    // and methods a path does not take (405).
+    const withBody = target.chain((t) => {
+      const op = t.known ? doc.paths[t.path]![t.method.toLowerCase()] : undefined
+      return nestedBodyArb(op !== undefined && op.requestBody === undefined ? MiB : undefined).map((body) => ({ t, body }))
+    })
+    await fc.assert(
+      fc.asyncProperty(withBody, fc.constantFrom('key', 'none', 'wrong'), fc.boolean(), async ({ t, body }, auth, overSocket) => {
+        const method = t.method
+        const url = t.path.replace(/\{(\w+)\}/g, (_m, param: string) => {
+          const kind = idKindOf(t.path, param)
+          return kind === 'model' ? 'sandbox/echo' : self.ids[kind][0]!
+        })
+        const headers: Record<string, string> = {}
+        if (auth === 'key') headers.authorization = self.org.auth.authorization!
+        if (auth === 'wrong') headers.authorization = 'Bearer pk_live_wrong'
+        if (body.contentType !== '') headers['content-type'] = body.contentType
+        const payload = nestedText(body)
+        const b: Built = { method, url, headers, payload, actor: auth === 'key' ? 0 : null, ...judge(method, url, headers['content-type'], body) }
+        if (!t.known) b.mustRefuse.push('an unknown path')
+        nestedElsewhere++
+        const before = countAll()
+        const changesBefore = totalChanges()
+        const started = performance.now()
+        let status: number
+        let text: string
+        let contentType: string | undefined
+        requestCount++
+        if (overSocket) {
+          try {
+            const res = await clientRequest(base + url, { method: method as 'GET', headers, ...(method === 'GET' ? {} : { body: payload }) })
+            status = res.statusCode
+            contentType = res.headers['content-type']?.toString()
+            text = await res.body.text()
+          } catch (error) {
+            const code = (error as { code?: string }).code ?? ''
+            if (payload.length > MiB && ['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE'].includes(code)) {
+              closedEarly++
+              const health = await clientRequest(`${base}/healthz`)
+              await health.body.text()
+              expect(health.statusCode).toBeLessThan(500)
+              return
+            }
+            throw error
+          }
+        } else {
+          const res = await ctx.app.inject({ method: method as 'GET', url, headers, payload })
+          status = res.statusCode
+          contentType = res.headers['content-type']?.toString()
+          text = res.body
+        }
+        const where = `${overSocket ? 'socket ' : ''}${describeRequest(b)} -> ${status} ${text.slice(0, 500)}`
+        record(`nested ${method} ${t.path}`, status)
+        checkHolds(`nested ${method} ${t.path}`, b, status, where, performance.now() - started)
+        expect(status, where).toBeLessThan(500)
+        if (status >= 400) {
+          expectEnvelope({ statusCode: status, headers: { 'content-type': contentType }, body: text } as unknown as LightMyRequestResponse, where)
+          expect(countAll(), `rows changed by a rejected request: ${where}`).toEqual(before)
+          expect(totalChanges() - changesBefore, `rows written by a rejected request: ${where}`).toBe(0)
+        }
+        await keepFixtures(t.path, b, status)
+      }),
+      { numRuns: RUNS, ...(SEED === undefined ? {} : { seed: SEED }), ...(PATH === undefined ? {} : { path: PATH }), endOnFailure: false },
+    )
+  })
+
+  // A long run shows that the generators reach what issue 22 names on every operation: a lone
+  // surrogate in the body of each operation that takes one and in the path or query of each that
+  // has parameters, a nested body on each, and attachments of 1 MiB or more on the turn route.
+  it('reaches lone surrogates, nested bodies and large attachments on every operation', () => {
+    if (RUNS < 500 || requestCount < operations.length * RUNS) return
+    const missing: string[] = []
+    for (const { method, path } of operations) {
+      const op = doc.paths[path]![method]!
+      const name = `${method.toUpperCase()} ${path}`
+      const c = reach.perOp.get(name)
+      if (op.requestBody && !(c && c.illFormed > 0)) missing.push(`${name}: no body with a lone surrogate`)
+      if ((op.parameters ?? []).some((p) => p.in === 'path' || p.in === 'query') && !(c && c.urlSurrogate > 0)) missing.push(`${name}: no lone surrogate in the path or query`)
+      if (!(c && c.nested > 0)) missing.push(`${name}: no nested body`)
+    }
+    const turn = reach.perOp.get('POST /api/v1/chats/{chat_id}/responses')
+    if (!(turn && turn.attachments > 0) || reach.attachmentsOver1MiB === 0) missing.push('the turn route: no attachment of 1 MiB or more')
+    expect(missing).toEqual([])
   })
 })
