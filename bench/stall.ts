@@ -16,10 +16,9 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Agent } from 'undici'
-import { openDatabase } from '../src/store/database.ts'
-import { createStore } from '../src/store/index.ts'
 import { startHealthzPoller, nowAbsolute, type PollSample } from '../test/helpers/healthz-poller.ts'
 import { HOSTILE_CASES, type HostileTarget } from '../test/helpers/hostile-requests.ts'
+import { seedOrganisation } from '../test/helpers/seed-organisation.ts'
 import { REPO_ROOT, startServer } from '../test/e2e/server-process.ts'
 import { writeSection } from './benchmarks-file.ts'
 import { envNumber, fmt, installCleanup, loadLine, log, runMain, sectionHead, sleep } from './lib.ts'
@@ -39,12 +38,7 @@ async function main(): Promise<void> {
   const loadBefore = loadLine()
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-bench-stall-'))
   removeLater(dataDir)
-  const db = openDatabase(join(dataDir, 'parley.db'))
-  const store = createStore(db)
-  const org = store.organisations.create('Benchmark', 'bench')
-  const { key } = store.apiKeys.create(org.id, 'bench')
-  store.balance.add(org.id, 'topup', '1000000')
-  db.close()
+  const { key } = seedOrganisation(dataDir, { name: 'Benchmark', credit: '1000000' })
 
   const server = await startServer({ env: { DATA_DIR: dataDir, LOG_LEVEL: 'warn' }, readyPath: '/healthz', timeoutMs: 60_000 })
   const auth = { authorization: `Bearer ${key}` }

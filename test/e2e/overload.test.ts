@@ -2,8 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { openDatabase } from '../../src/store/database.ts'
-import { createStore } from '../../src/store/index.ts'
+import { seedOrganisation } from '../helpers/seed-organisation.ts'
 import { runClients } from '../helpers/turn-clients.ts'
 import { startServer, type ServerProcess } from './server-process.ts'
 
@@ -24,13 +23,7 @@ let chats: string[]
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'parley-overload-'))
-  const db = openDatabase(join(dataDir, 'parley.db'))
-  const store = createStore(db)
-  const org = store.organisations.create('Overload', 'overload')
-  key = store.apiKeys.create(org.id, 'overload').key
-  store.balance.add(org.id, 'topup', '100000')
-  chats = db.transaction(() => Array.from({ length: CLIENTS }, (_, i) => store.chats.create({ orgId: org.id, namespace: 'overload', title: `c${i}`, description: null, userMetadata: {} }).id))()
-  db.close()
+  ;({ key, chats } = seedOrganisation(dataDir, { name: 'Overload', credit: '100000', chats: CLIENTS, namespace: 'overload' }))
   // One organisation holds every client here: its cap on running runs is raised so that the node's own fairness is what is tested.
   server = await startServer({ env: { DATA_DIR: dataDir, MAX_RUNNING_RUNS_PER_ORG: '100000' }, readyPath: '/healthz', timeoutMs: 90_000 })
 }, 120_000)

@@ -3,10 +3,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Agent } from 'undici'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { openDatabase } from '../../src/store/database.ts'
-import { createStore } from '../../src/store/index.ts'
 import { nowAbsolute, startHealthzPoller, type HealthzPoller } from '../helpers/healthz-poller.ts'
 import { HOSTILE_CASES, type HostileTarget } from '../helpers/hostile-requests.ts'
+import { seedOrganisation } from '../helpers/seed-organisation.ts'
 import { startServer, type ServerProcess } from './server-process.ts'
 
 /**
@@ -25,12 +24,7 @@ const agent = new Agent({ connections: 16 })
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'parley-stall-'))
-  const db = openDatabase(join(dataDir, 'parley.db'))
-  const store = createStore(db)
-  const org = store.organisations.create('Stall', 'stall')
-  const { key } = store.apiKeys.create(org.id, 'stall')
-  store.balance.add(org.id, 'topup', '1000')
-  db.close()
+  const { key } = seedOrganisation(dataDir, { name: 'Stall', credit: '1000' })
   server = await startServer({ env: { DATA_DIR: dataDir }, readyPath: '/healthz', timeoutMs: 90_000 })
   const auth = { authorization: `Bearer ${key}` }
   target = {

