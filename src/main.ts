@@ -5,6 +5,7 @@ import { bootstrapDevOrganisation } from './store/bootstrap-dev-organisation.ts'
 import { openDatabase, schemaVersionOf } from './store/database.ts'
 import { migrations } from './store/migrations/index.ts'
 import { createStore, replaceConnection } from './store/index.ts'
+import { SERVER_AUTOCHECKPOINT_PAGES, startWalCheckpointer, type WalCheckpointer } from './store/wal-checkpointer.ts'
 import { activeProviders } from './providers/catalogue/active-providers.ts'
 import { createCatalogueService } from './providers/catalogue/catalogue-service.ts'
 import { loadCatalogue } from './providers/catalogue/load-catalogue.ts'
@@ -26,7 +27,7 @@ if (role.current().kind !== 'primary' && !schemaArrived()) {
   while (role.current().kind !== 'primary' && !schemaArrived()) await new Promise((resolve) => setTimeout(resolve, 200))
 }
 const startedAsPrimary = role.current().kind === 'primary'
-const store = createStore(openDatabase(settings.databaseFile, { replica: !startedAsPrimary }))
+const store = createStore(openDatabase(settings.databaseFile, { replica: !startedAsPrimary, autocheckpointPages: SERVER_AUTOCHECKPOINT_PAGES }))
 /** The role this process serves in now: it follows LiteFS's without a restart (decision 009). */
 let servingAsPrimary = startedAsPrimary
 
@@ -55,6 +56,9 @@ const deps = composeApp({
   onRunSettled: (settled, cost) => app.log.info(runSettledLine(settled, settled.outcome, cost), 'run settled'),
 })
 const stopHost = deps.host.start()
+// The primary's log is copied back into the database file on a thread of its own (decision 034).
+const checkpointOnThread = () => startWalCheckpointer(settings.databaseFile, (message) => app.log.warn({ message }, 'WAL checkpoint failed'))
+let checkpointer: WalCheckpointer | null = startedAsPrimary ? checkpointOnThread() : null
 const logFormat = chooseLogFormat(process.env, process.stdout.isTTY === true)
 const pretty = logStream(logFormat, process.stdout, process.stdout.isTTY === true)
 const app = await buildApp(
@@ -121,6 +125,7 @@ async function shutDown(why: Record<string, unknown>) {
   stopStats()
   stopHost()
   deps.host.stopAll()
+  await checkpointer?.stop()
   await Promise.race([app.close(), new Promise((resolve) => setTimeout(resolve, 5_000).unref())])
   store.db.close()
   process.exit(0)
@@ -142,14 +147,17 @@ function followRole() {
   const was = servingAsPrimary ? 'primary' : 'replica'
   try {
     if (primaryNow) {
-      replaceConnection(store, openDatabase(settings.databaseFile))
+      replaceConnection(store, openDatabase(settings.databaseFile, { autocheckpointPages: SERVER_AUTOCHECKPOINT_PAGES }))
       wireStore()
+      checkpointer = checkpointOnThread()
       servingAsPrimary = true
       const settled = deps.host.takeOver()
       app.log.info({ role: current, was, node: deps.nodeId, runsSettled: settled.length }, 'promoted: this node is the primary')
     } else {
       servingAsPrimary = false
       const relinquished = deps.host.relinquishAll('this node is no longer the primary; the run is settled by the new primary')
+      void checkpointer?.stop()
+      checkpointer = null
       replaceConnection(store, openDatabase(settings.databaseFile, { replica: true }))
       wireStore()
       app.log.info({ role: current, was, node: deps.nodeId, runsRelinquished: relinquished }, 'demoted: this node is a replica')

@@ -25,6 +25,12 @@ export type OpenOptions = {
   replica?: boolean
   /** The connection's busy_timeout once open and migrated: SERVER_BUSY_TIMEOUT_MS unless told. */
   busyTimeoutMs?: number
+  /**
+   * Pages of write-ahead log after which a commit on this connection checkpoints (SQLite's
+   * default, 1,000, unless told). The server raises it when a thread of its own checkpoints
+   * (src/store/wal-checkpointer.ts).
+   */
+  autocheckpointPages?: number
 }
 
 /**
@@ -41,6 +47,7 @@ export function openDatabase(file: string, options: OpenOptions = {}): Db {
   db.pragma('synchronous = NORMAL')
   db.pragma('foreign_keys = ON')
   if (!options.replica) migrate(db, options.migrations ?? migrations)
+  if (options.autocheckpointPages !== undefined) db.pragma(`wal_autocheckpoint = ${options.autocheckpointPages}`)
   // The admin CLI writes while the server runs, and LiteFS takes the lock to apply and checkpoint:
   // the server's statements wait for it only briefly (see SERVER_BUSY_TIMEOUT_MS).
   db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? SERVER_BUSY_TIMEOUT_MS}`)
