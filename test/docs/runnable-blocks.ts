@@ -7,10 +7,11 @@ export type Answer = { format: 'json' | 'stream'; status: number | null; body: s
 
 export type RunnableExample = { page: string; line: number; script: string; answer: Answer | null }
 
-type Fence = { info: string; body: string; line: number }
+export type Fence = { info: string; body: string; line: number }
 
+// Every fenced code block of a Markdown page, with its info string and the line it opens on.
 // A fence opens with three or more backticks and closes with at least as many (CommonMark).
-function fences(markdown: string): Fence[] {
+export function fences(markdown: string): Fence[] {
   const lines = markdown.split('\n')
   const found: Fence[] = []
   for (let i = 0; i < lines.length; i++) {
