@@ -1,4 +1,4 @@
-import { startInspectRelay } from './inspect-relay-server.ts'
+import { CHAT_MACHINE_DRAWING_PATH, startInspectRelay } from './inspect-relay-server.ts'
 
 // `npm run inspect`: the WebSocket relay between the server's actors and Stately's inspector, which
 // its own bridge page embeds. INSPECT_HOST (127.0.0.1: this machine only) and INSPECT_PORT (4242).
@@ -17,7 +17,9 @@ try {
   process.stdout.write(
     `Inspector relay listening on ${relay.url} (INSPECT_HOST=${host}, INSPECT_PORT=${port})\n` +
       `1. Start the server with   STATELY_INSPECT=${relay.url.replace(WILDCARD, '127.0.0.1')} npm start\n` +
-      `2. Open the bridge page    http://localhost:${relay.port}/   (it embeds Stately's inspector and feeds it)\n`,
+      `2. Open the bridge page    http://localhost:${relay.port}/   (it embeds Stately's inspector and feeds it)\n` +
+      `The inspector is stately.ai's page and needs the internet; the relay does not. Offline, the chat machine is drawn in\n` +
+      `docs/chat-machine.md (npm run diagram), also served here: http://localhost:${relay.port}${CHAT_MACHINE_DRAWING_PATH}\n`,
   )
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void relay.stop().finally(() => process.exit(0)))
 } catch (error) {
