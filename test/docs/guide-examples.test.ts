@@ -21,6 +21,13 @@ const pages = readdirSync(GUIDE)
   .sort()
   .map((name) => ({ name, examples: runnableExamples(name, readFileSync(join(GUIDE, name), 'utf8')) }))
 
+/**
+ * The repository's README has runnable examples too (its context-management example, issue 23).
+ * They run once the guide's pages are done: the README works in `acme/support`, whose chats the
+ * chats-and-ledger page lists.
+ */
+const readme = { name: 'README.md of the repository', examples: runnableExamples('README.md', readFileSync(join(REPO_ROOT, 'README.md'), 'utf8')) }
+
 type Outcome = { stdout: string; stderr: string; exitCode: number; statuses: number[] }
 
 /**
@@ -96,6 +103,8 @@ describe('the guide’s runnable examples', () => {
     const key = readFileSync(join(dataDir, 'dev-api-key.txt'), 'utf8').trim()
     const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', DATA_DIR: dataDir, KEY: key, API: server.url }
     for (const page of pages) outcomes.set(page.name, runPage(page.examples, env).catch((error: Error) => error))
+    const guideDone = Promise.all(outcomes.values())
+    outcomes.set(readme.name, guideDone.then(() => runPage(readme.examples, env)).catch((error: Error) => error))
   })
 
   afterAll(async () => {
@@ -107,6 +116,21 @@ describe('the guide’s runnable examples', () => {
     const concept = pages.filter((page) => page.name !== 'README.md')
     expect(concept.length).toBeGreaterThanOrEqual(9)
     for (const page of concept) expect(page.examples.length, page.name).toBeGreaterThan(0)
+  })
+
+  it('the README has runnable examples: its context-management example, in acme/support', () => {
+    expect(readme.examples.length).toBeGreaterThan(0)
+    expect(readme.examples.some((example) => example.script.includes('"namespace":"acme/support"') && example.answer !== null)).toBe(true)
+  })
+
+  it('the repository README.md: each example answers as it says', async () => {
+    const ran = await outcomes.get(readme.name)!
+    if (ran instanceof Error) throw ran
+    const report = readme.examples.flatMap((example, i) => {
+      const problems = problemsOf(example, ran[i]!)
+      return problems.length === 0 ? [] : [`README.md:${example.line}\n  ${problems.join('\n  ')}`]
+    })
+    expect(report.join('\n\n')).toBe('')
   })
 
   for (const page of pages.filter((p) => p.examples.length > 0)) {
