@@ -1,9 +1,14 @@
 import { parseArgs } from 'node:util'
-import { isMoneyString, Money } from '../domain/money.ts'
+import { isNamespace } from '../domain/namespace.ts'
+import { isMoneyString, Money, unitsToMoney } from '../domain/money.ts'
+import { usageReportBody } from '../http/usage-report-body.ts'
 import type { CreditType } from '../store/balance.ts'
 import type { Store } from '../store/index.ts'
 import type { Organisation } from '../store/organisations.ts'
 import { UPDATE_KINDS, type UpdateKind } from '../store/platform-updates.ts'
+import { RUN_STATUSES, type RunStatus } from '../store/runs.ts'
+import { USAGE_DIMENSIONS, type UsageBin, type UsageDimension } from '../store/usage-report.ts'
+import { balanceTable, keyTable, runTable, usageTable, type RunLine } from './admin-tables.ts'
 
 /** A failure the operator can fix; the message goes to stderr as is. */
 export class AdminError extends Error {}
@@ -69,13 +74,54 @@ function describeOrg(store: Store, org: Organisation) {
 }
 
 const ORG_FLAG: Flag = { type: 'string', value: '<id|slug>', description: 'the organisation, by id or slug', required: true }
+const JSON_FLAG: Flag = { type: 'boolean', description: 'print one JSON object instead of a table, for scripts' }
+const MAX_LIMIT = 1000
+const HOUR_MS = 3_600_000
+const USAGE_BINS: readonly UsageBin[] = ['hour', 'day']
+
+/** --limit: a whole number from 1 to MAX_LIMIT, `fallback` when absent. */
+function limitOf(value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback
+  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > MAX_LIMIT) {
+    throw new AdminError(`--limit must be a whole number from 1 to ${MAX_LIMIT}, got "${value}"`)
+  }
+  return Number(value)
+}
+
+// A date is its UTC midnight; a time must name its zone, or it would mean the operator's local time.
+const INSTANT = /^(\d{4})-(\d{2})-(\d{2})(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2}))?$/
+
+/** A date (2026-11-26) or a date-time with its zone (2026-11-26T09:00Z), as an ISO instant in UTC. */
+function instantOf(value: string, flag: string): Date {
+  const match = INSTANT.exec(value)
+  const [year, month, day] = match ? [Number(match[1]), Number(match[2]), Number(match[3])] : [0, 0, 0]
+  // Date rolls 2026-02-30 over into March; a day that does not exist is refused instead.
+  const calendar = new Date(Date.UTC(year, month - 1, day))
+  const parsed = new Date(value)
+  if (!match || calendar.getUTCMonth() !== month - 1 || calendar.getUTCDate() !== day || Number.isNaN(parsed.getTime())) {
+    throw new AdminError(`--${flag} must be a date such as 2026-11-26 or a time with its zone such as 2026-11-26T09:00Z, got "${value}"`)
+  }
+  return parsed
+}
+
+/** An optional --from/--to pair, half-open [from, to); the whole ledger when both are absent. */
+function rangeOf(v: { from?: string; to?: string }): { from: string; to: string } {
+  const from = v.from === undefined ? '' : instantOf(v.from, 'from').toISOString()
+  // Every ISO instant sorts below a string starting with a later character than any digit.
+  const to = v.to === undefined ? '\uffff' : instantOf(v.to, 'to').toISOString()
+  if (from >= to) throw new AdminError('--from must be before --to')
+  return { from, to }
+}
 
 type Command = {
   summary: string
   /** A positional argument the command takes instead of a flag, if any. */
   argument?: { name: string; description: string }
   flags: Flags
+  /** The value the command prints as JSON. */
   run: (store: Store, args: string[]) => unknown
+  /** The text the command prints: a table for listings (JSON with --json), JSON for the rest. */
+  print: (store: Store, args: string[]) => string
 }
 
 /** Declares a command whose flags parse into typed values. */
@@ -85,13 +131,38 @@ function command<F extends Flags>(
   run: (store: Store, values: ReturnType<typeof parse<F>>['values'], positionals: string[]) => unknown,
   argument?: Command['argument'],
 ): Command {
+  const runArgs = (store: Store, args: string[]) => {
+    const { values, positionals } = parse(args, flags, argument ? 1 : 0)
+    return run(store, values, positionals)
+  }
   return {
     summary,
     flags,
     ...(argument ? { argument } : {}),
-    run: (store, args) => {
-      const { values, positionals } = parse(args, flags, argument ? 1 : 0)
-      return run(store, values, positionals)
+    run: runArgs,
+    print: (store, args) => `${JSON.stringify(runArgs(store, args))}\n`,
+  }
+}
+
+/** Declares a read-only command printed as a table for people, or as JSON with --json. */
+function listing<F extends Flags, R>(
+  summary: string,
+  flags: F,
+  run: (store: Store, values: ReturnType<typeof parse<F>>['values']) => R,
+  table: (result: R) => string,
+): Command {
+  const all = { ...flags, json: JSON_FLAG }
+  const runArgs = (store: Store, args: string[]) => {
+    const { values } = parse(args, all)
+    return { result: run(store, values), json: values.json === true }
+  }
+  return {
+    summary,
+    flags: all,
+    run: (store, args) => runArgs(store, args).result,
+    print: (store, args) => {
+      const { result, json } = runArgs(store, args)
+      return json ? `${JSON.stringify(result)}\n` : table(result)
     },
   }
 }
@@ -141,6 +212,12 @@ const commands: Record<string, Command> = {
     { org: ORG_FLAG, name: { type: 'string', value: '<name>', description: 'a label for the key' } },
     (store, v) => store.apiKeys.create(existingOrg(store, required(v.org, 'org')).id, v.name ?? null),
   ),
+  'key list': listing(
+    "list the organisation's API keys, revoked ones too, oldest first (never their secrets)",
+    { org: ORG_FLAG },
+    (store, v) => ({ data: store.apiKeys.listOfOrg(existingOrg(store, required(v.org, 'org')).id) }),
+    (result) => keyTable(result.data),
+  ),
   'key revoke': command('revoke an API key', { id: { type: 'string', value: '<key-id>', description: "the key's id (not its secret)", required: true } }, (store, v) => {
     const id = required(v.id, 'id')
     const revoked = store.apiKeys.revoke(id)
@@ -167,6 +244,84 @@ const commands: Record<string, Command> = {
       if (type !== 'adjustment' && value.isNegative()) throw new AdminError(`--amount must be positive for ${type}`)
       return store.balance.add(org.id, type, amount)
     },
+  ),
+  'balance history': listing(
+    "the organisation's credits and charges, newest first, each with the balance it left",
+    {
+      org: ORG_FLAG,
+      from: { type: 'string', value: '<date|time>', description: 'entries at or after it, e.g. 2026-11-26 or 2026-11-26T09:00Z' },
+      to: { type: 'string', value: '<date|time>', description: 'entries before it' },
+      limit: { type: 'string', value: '<n>', description: `at most this many entries, 1 to ${MAX_LIMIT}; 50 when absent` },
+    },
+    (store, v) => {
+      const org = existingOrg(store, required(v.org, 'org'))
+      const range = rangeOf(v)
+      const limit = limitOf(v.limit, 50)
+      return { balance: store.balance.balanceOf(org.id), data: store.balanceHistory.history(org.id, range, limit) }
+    },
+    balanceTable,
+  ),
+  runs: listing(
+    "the organisation's newest runs: status, model, cost and chat",
+    {
+      org: ORG_FLAG,
+      status: { type: 'string', value: `<${RUN_STATUSES.join('|')}>`, description: 'only runs with this status' },
+      limit: { type: 'string', value: '<n>', description: `at most this many runs, 1 to ${MAX_LIMIT}; 20 when absent` },
+    },
+    (store, v) => {
+      const org = existingOrg(store, required(v.org, 'org'))
+      const status = (v.status ?? null) as RunStatus | null
+      if (status !== null && !RUN_STATUSES.includes(status)) throw new AdminError(`--status must be one of ${RUN_STATUSES.join(', ')}`)
+      const runs = store.runs.recentOfOrg(org.id, { status, limit: limitOf(v.limit, 20) })
+      const data = runs.map(
+        (r): RunLine => ({
+          id: r.id,
+          status: r.status,
+          origin: r.origin,
+          model: r.model_name,
+          cost: r.cost_units === null ? null : unitsToMoney(r.cost_units),
+          chat_id: r.chat_id,
+          namespace: r.namespace,
+          api_key_id: r.api_key_id,
+          created_at: r.created_at,
+          completed_at: r.completed_at,
+          error: r.error,
+        }),
+      )
+      return { data }
+    },
+    (result) => runTable(result.data),
+  ),
+  usage: listing(
+    "the organisation's usage report over [from, to), as GET /api/v1/usage gives it",
+    {
+      org: ORG_FLAG,
+      from: { type: 'string', value: '<date|time>', description: 'the start, a whole UTC hour, e.g. 2026-11-26 or 2026-11-26T09:00Z', required: true },
+      to: { type: 'string', value: '<date|time>', description: 'the end (excluded), a whole UTC hour; the start of the next hour when absent' },
+      bin: { type: 'string', value: `<${USAGE_BINS.join('|')}>`, description: 'split the window into UTC buckets' },
+      'group-by': { type: 'string', value: `<${USAGE_DIMENSIONS.join('|')}>`, description: 'split it into groups' },
+      namespace: { type: 'string', value: '<namespace>', description: 'only this namespace and those beneath it' },
+    },
+    (store, v) => {
+      const org = existingOrg(store, required(v.org, 'org'))
+      // The report sums an hourly roll-up: a window edge inside an hour would be silently moved.
+      const hour = (value: string, flag: string) => {
+        const at = instantOf(value, flag)
+        if (at.getTime() % HOUR_MS !== 0) throw new AdminError(`--${flag} must be a whole UTC hour (the report is kept per hour), got "${value}"`)
+        return at.toISOString()
+      }
+      const from = hour(required(v.from, 'from'), 'from')
+      const to = v.to === undefined ? new Date((Math.floor(store.now().getTime() / HOUR_MS) + 1) * HOUR_MS).toISOString() : hour(v.to, 'to')
+      if (from >= to) throw new AdminError('--from must be before --to')
+      const bin = (v.bin ?? null) as UsageBin | null
+      if (bin !== null && !USAGE_BINS.includes(bin)) throw new AdminError(`--bin must be one of ${USAGE_BINS.join(', ')}`)
+      const groupBy = (v['group-by'] ?? null) as UsageDimension | null
+      if (groupBy !== null && !USAGE_DIMENSIONS.includes(groupBy)) throw new AdminError(`--group-by must be one of ${USAGE_DIMENSIONS.join(', ')}`)
+      const namespace = v.namespace ?? null
+      if (namespace !== null && !isNamespace(namespace)) throw new AdminError(`--namespace is not a namespace: "${namespace}"`)
+      return usageReportBody(store, org, { window: { from, to }, bin, groupBy, namespace })
+    },
+    usageTable,
   ),
   'session create': command('create a console session; prints the console_session cookie value', { org: ORG_FLAG }, (store, v) =>
     store.consoleSessions.create(existingOrg(store, required(v.org, 'org')).id),
@@ -216,27 +371,49 @@ export const ADMIN_USAGE = [
   'usage: npm run -s admin -- <command> [flags]',
   '',
   'Works on the server\'s DATA_DIR (./data), also while it runs; on LiteFS, on the primary only.',
-  'Each command prints one JSON object on stdout; a failure prints its reason on stderr and exits 1.',
+  'key list, runs, usage and balance history print a table, or one JSON object with --json; the other',
+  'commands print one JSON object on stdout. A failure prints its reason on stderr and exits 1.',
   '',
   'commands:',
   ...Object.entries(commands).map(([name, c]) => commandUsage(name, c)),
-  '  help',
-  '      this text (also --help and -h; `<command> --help` shows one command)',
+  '  help [<command>]',
+  '      this text (also --help and -h); `help <command>` or `<command> --help` shows one command',
   '',
 ].join('\n')
 
-/** The help text the arguments ask for (`help`, `--help`, `-h`, `<command> --help`), or null when they ask for none. */
-export function adminHelp(argv: string[]): string | null {
-  if (argv.length === 0 || !argv.some((arg) => HELP_WORDS.has(arg))) return null
-  const [noun, verb] = argv
-  const one = commands[`${noun ?? ''} ${verb ?? ''}`]
-  return one ? `usage: npm run -s admin -- ${commandUsage(`${noun} ${verb}`, one).trimStart()}\n` : ADMIN_USAGE
+/** The command the arguments name, two words (`key list`) or one (`runs`), and the arguments after it. */
+function findCommand(argv: string[]): { name: string; command: Command; rest: string[] } | null {
+  const [first = '', second = ''] = argv
+  const two = `${first} ${second}`
+  if (commands[two]) return { name: two, command: commands[two], rest: argv.slice(2) }
+  if (commands[first]) return { name: first, command: commands[first], rest: argv.slice(1) }
+  return null
 }
 
-/** Runs one admin command against the store and returns the object to print. */
+/**
+ * The help text the arguments ask for (`help`, `--help`, `-h`, `help <command>`, `<command> --help`),
+ * or null when they ask for none.
+ */
+export function adminHelp(argv: string[]): string | null {
+  if (argv.length === 0 || !argv.some((arg) => HELP_WORDS.has(arg))) return null
+  const one = findCommand(argv.filter((arg) => !HELP_WORDS.has(arg)))
+  return one ? `usage: npm run -s admin -- ${commandUsage(one.name, one.command).trimStart()}\n` : ADMIN_USAGE
+}
+
+function found(argv: string[]) {
+  const command = findCommand(argv)
+  if (!command) throw new AdminError(`unknown command "${argv.slice(0, 2).filter((a) => !a.startsWith('-')).join(' ')}"\n${ADMIN_USAGE}`)
+  return command
+}
+
+/** Runs one admin command against the store and returns the value it prints as JSON. */
 export function runAdminCommand(store: Store, argv: string[]): unknown {
-  const [noun, verb, ...rest] = argv
-  const found = commands[`${noun ?? ''} ${verb ?? ''}`]
-  if (!found) throw new AdminError(`unknown command "${[noun, verb].filter(Boolean).join(' ')}"\n${ADMIN_USAGE}`)
-  return found.run(store, rest)
+  const { command, rest } = found(argv)
+  return command.run(store, rest)
+}
+
+/** Runs one admin command against the store and returns the text to print: a table, or a JSON line. */
+export function adminOutput(store: Store, argv: string[]): string {
+  const { command, rest } = found(argv)
+  return command.print(store, rest)
 }

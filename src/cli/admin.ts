@@ -3,7 +3,7 @@ import { createStore } from '../store/index.ts'
 import { litefsRole } from '../store/replication-role.ts'
 import { databaseErrorOf } from '../store/sqlite-errors.ts'
 import { readSettings } from '../settings.ts'
-import { AdminError, adminHelp, runAdminCommand } from './admin-commands.ts'
+import { AdminError, adminHelp, adminOutput } from './admin-commands.ts'
 
 /**
  * Works on the server's DATA_DIR while it runs: WAL and busy_timeout let both write. This process
@@ -21,8 +21,7 @@ function runCommand(argv: string[]): void {
     }
     const db = openDatabase(settings.databaseFile, { busyTimeoutMs: CLI_BUSY_TIMEOUT_MS })
     try {
-      const result = runAdminCommand(createStore(db), argv)
-      process.stdout.write(`${JSON.stringify(result)}\n`)
+      process.stdout.write(adminOutput(createStore(db), argv))
     } finally {
       db.close()
     }

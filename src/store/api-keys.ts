@@ -4,6 +4,8 @@ import { wallClock, type Clock, type Db } from './database.ts'
 
 export type ApiKeyIdentity = { keyId: string; orgId: string }
 type KeyRow = { id: string; org_id: string; secret_hash: Buffer; revoked_at: string | null }
+/** A key as an operator sees it: never its secret or hash. */
+export type ApiKeyListing = { id: string; name: string | null; created_at: string; revoked_at: string | null; last_run_at: string | null }
 
 export function createApiKeyStore(db: Db, clock: Clock = wallClock) {
   const insert = db.prepare<[string, string, string | null, Buffer, string]>(
@@ -14,6 +16,14 @@ export function createApiKeyStore(db: Db, clock: Clock = wallClock) {
   )
   const revoke = db.prepare<[string, string]>(
     'UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?',
+  )
+  // Keys are not stamped on each request (that would be a write per request); the newest run a
+  // key started is what the store knows of its use. Migration 0013's index walks the
+  // organisation's runs newest first and stops at the key's first.
+  const ofOrg = db.prepare<[string], ApiKeyListing>(
+    `SELECT k.id, k.name, k.created_at, k.revoked_at,
+       (SELECT r.created_at FROM runs r WHERE r.org_id = k.org_id AND r.api_key_id = k.id ORDER BY r.created_at DESC LIMIT 1) AS last_run_at
+     FROM api_keys k WHERE k.org_id = ? ORDER BY k.created_at, k.rowid`,
   )
   const revokedAt = db.prepare<[string], { revoked_at: string | null }>('SELECT revoked_at FROM api_keys WHERE id = ?')
 
@@ -31,6 +41,8 @@ export function createApiKeyStore(db: Db, clock: Clock = wallClock) {
       if (!row || row.revoked_at !== null || !sameHash(row.secret_hash, hash)) return null
       return { keyId: row.id, orgId: row.org_id }
     },
+    /** The organisation's keys, revoked ones included, oldest first. */
+    listOfOrg: (orgId: string): ApiKeyListing[] => ofOrg.all(orgId),
     /** Revoking twice keeps the first revocation time. */
     revoke(id: string): { id: string; revoked_at: string } | null {
       revoke.run(clock().toISOString(), id)

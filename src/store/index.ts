@@ -1,5 +1,6 @@
 import { createApiKeyStore } from './api-keys.ts'
 import { createBalanceStore } from './balance.ts'
+import { createBalanceHistoryStore } from './balance-history.ts'
 import { createChatStore } from './chats.ts'
 import { createConfigVersionStore } from './config-versions.ts'
 import { createConsoleSessionStore } from './console-sessions.ts'
@@ -37,6 +38,7 @@ export function createStore(db: Db, options: StoreOptions = {}) {
     chats: createChatStore(db, now),
     parts: createPartStore(db, now),
     balance: createBalanceStore(db, now),
+    balanceHistory: createBalanceHistoryStore(db),
     updates: createPlatformUpdateStore(db, now),
     config: createConfigVersionStore(db, now),
     usage: createUsageReportStore(db),

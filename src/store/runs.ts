@@ -2,7 +2,8 @@ import type { Usage } from '../domain/pricing/usage.ts'
 import type { RunLease } from '../domain/runs/lease.ts'
 import type { Db } from './database.ts'
 
-export type RunStatus = 'running' | 'succeeded' | 'failed' | 'cancelled'
+export const RUN_STATUSES = ['running', 'succeeded', 'failed', 'cancelled'] as const
+export type RunStatus = (typeof RUN_STATUSES)[number]
 export type RunOrigin = 'customer' | 'compaction'
 
 export type RunRow = {
@@ -34,6 +35,12 @@ export type NewRun = Pick<
   RunRow,
   'id' | 'org_id' | 'chat_id' | 'origin' | 'model_id' | 'model_name' | 'namespace' | 'api_key_id' | 'retry_of' | 'created_at'
 > & { manifest: unknown; lease_owner: string; lease_expires_at: string }
+
+/** A run as a list of an organisation's runs shows it: no manifest, usage or lease. */
+export type RunSummary = Pick<
+  RunRow,
+  'id' | 'chat_id' | 'origin' | 'status' | 'model_name' | 'namespace' | 'api_key_id' | 'created_at' | 'completed_at' | 'cost_units' | 'error'
+>
 
 /** The columns a run's finish writes (settleRun makes them from the domain's RunOutcome). */
 export type RunFinish = {
@@ -101,6 +108,15 @@ export function createRunStore(db: Db) {
     `SELECT count(*) AS n FROM (SELECT 1 FROM runs WHERE org_id = ? AND status = 'running' AND origin = 'customer' LIMIT ?)`,
   )
 
+  // Newest first through migration 0013's index; rowid orders runs created in the same millisecond.
+  const recentOfOrg = db
+    .prepare<{ org: string; status: RunStatus | null; limit: number }, RunSummary>(
+      `SELECT id, chat_id, origin, status, model_name, namespace, api_key_id, created_at, completed_at, cost_units, error
+       FROM runs WHERE org_id = @org AND (@status IS NULL OR status = @status)
+       ORDER BY created_at DESC, rowid DESC LIMIT @limit`,
+    )
+    .safeIntegers(true)
+
   return {
     insert: (run: NewRun) => insert.run({ ...run, manifest: JSON.stringify(run.manifest) }),
     get: (orgId: string, id: string) => byOrg.get(id, orgId),
@@ -148,5 +164,8 @@ export function createRunStore(db: Db) {
      * docs/decisions/033-running-run-caps.md): compaction runs do not count.
      */
     runningCustomerRunsOfOrg: (orgId: string, upTo: number) => runningCustomerOfOrg.get(orgId, upTo)!.n,
+    /** The organisation's newest runs, of one status or of any, at most `limit` (the admin `runs` command). */
+    recentOfOrg: (orgId: string, options: { status: RunStatus | null; limit: number }) =>
+      recentOfOrg.all({ org: orgId, status: options.status, limit: options.limit }),
   }
 }

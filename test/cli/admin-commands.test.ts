@@ -246,8 +246,12 @@ describe('help', () => {
     'org show': ['--org'],
     'org set-markup': ['--org', '--percent'],
     'key create': ['--org', '--name'],
+    'key list': ['--org', '--json'],
     'key revoke': ['--id'],
     'balance add': ['--org', '--amount', '--type'],
+    'balance history': ['--org', '--from', '--to', '--limit', '--json'],
+    runs: ['--org', '--status', '--limit', '--json'],
+    usage: ['--org', '--from', '--to', '--bin', '--group-by', '--namespace', '--json'],
     'session create': ['--org'],
     'update publish': ['--kind', '--title', '--body', '--important', '--version'],
   }
@@ -261,7 +265,7 @@ describe('help', () => {
       expect(line, command).toBeDefined()
       for (const flag of flags) expect(line, `${command} ${flag}`).toContain(flag)
     }
-    expect(text).toMatch(/^ {2}help$/m)
+    expect(text).toMatch(/^ {2}help \[<command>\]$/m)
   })
 
   it('<command> --help shows that command alone; no help asked, none given', () => {

@@ -11,6 +11,7 @@ import * as configTokenEstimates from './0008-config-token-estimates.ts'
 import * as oneRunningCustomerRun from './0009-one-running-customer-run.ts'
 import * as tokenCorrections from './0010-token-corrections.ts'
 import * as runningRunsByOrg from './0012-running-runs-by-org.ts'
+import * as runsByOrg from './0013-runs-by-org.ts'
 
 export type Migration = { name: string; up: (db: Database) => void }
 
@@ -28,4 +29,5 @@ export const migrations: Migration[] = [
   { name: '0010-token-corrections', up: tokenCorrections.up },
   { name: '0011-merged-summaries', up: mergedSummaries.up },
   { name: '0012-running-runs-by-org', up: runningRunsByOrg.up },
+  { name: '0013-runs-by-org', up: runsByOrg.up },
 ]
