@@ -7,6 +7,7 @@ import { migrations } from './store/migrations/index.ts'
 import { createStore, replaceConnection } from './store/index.ts'
 import { SERVER_AUTOCHECKPOINT_PAGES, startWalCheckpointer, type WalCheckpointer } from './store/wal-checkpointer.ts'
 import { activeProviders } from './providers/catalogue/active-providers.ts'
+import { activeModels, activeProvidersLine } from './providers/catalogue/active-providers-line.ts'
 import { createCatalogueService } from './providers/catalogue/catalogue-service.ts'
 import { loadCatalogue } from './providers/catalogue/load-catalogue.ts'
 import { readSettings } from './settings.ts'
@@ -96,6 +97,8 @@ if (dev) {
   process.stdout.write(renderDevBanner(dev, settings.dataDir, address))
   markDevBannerShown(settings.dataDir)
 }
+const providersLine = activeProvidersLine(activeModels(catalogue.list()))
+app.log[providersLine.level](providersLine.fields, providersLine.message)
 
 // Inspection (README, "Watching a chat live"): say whether it is on, and whether the relay answers;
 // the actors keep trying to reach it every 5 s, so a relay started later is picked up.

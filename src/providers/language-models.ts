@@ -6,7 +6,7 @@ import { createOpenAI } from '@ai-sdk/openai'
 import type { LanguageModelV3 } from '@ai-sdk/provider'
 import { createXai } from '@ai-sdk/xai'
 import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
-import { VENDOR_KEY_VARIABLES } from './catalogue/active-providers.ts'
+import { baseUrlVariable, VENDOR_KEY_VARIABLES } from './catalogue/active-providers.ts'
 import { encodeFilesNatively } from './encode-files-natively.ts'
 import { createSandboxLanguageModel } from './sandbox/sandbox-language-model.ts'
 import { readVendorCallLimits } from './vendor-call-limits.ts'
@@ -27,7 +27,7 @@ const VENDORS: Record<string, VendorFactory> = {
 
 /**
  * One interface for every vendor and the sandbox: the AI SDK's LanguageModelV3. Keys and base URLs
- * come from `<VENDOR>_API_KEY` / `<VENDOR>_BASE_URL` (README.md). Every vendor calls through the
+ * come from `<VENDOR>_API_KEY` / `<VENDOR>_BASE_URL` (docs/guide/vendors.md). Every vendor calls through the
  * vendor fetch: deadlines and retries before the first byte (decision 015).
  */
 export function createLanguageModels(env: NodeJS.ProcessEnv): LanguageModelFor {
@@ -42,8 +42,7 @@ export function createLanguageModels(env: NodeJS.ProcessEnv): LanguageModelFor {
       else {
         const factory = VENDORS[entry.provider]
         if (!factory) throw new Error(`no provider adapter for ${entry.provider}`)
-        const prefix = entry.provider.toUpperCase()
-        model = encodeFilesNatively(factory({ apiKey: env[VENDOR_KEY_VARIABLES[entry.provider]!], baseURL: env[`${prefix}_BASE_URL`], fetch })(entry.vendor_model_id))
+        model = encodeFilesNatively(factory({ apiKey: env[VENDOR_KEY_VARIABLES[entry.provider]!], baseURL: env[baseUrlVariable(entry.provider)], fetch })(entry.vendor_model_id))
       }
       cache.set(key, model)
     }

@@ -5,6 +5,8 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { composeApp } from '../../src/compose.ts'
 import { buildApp, type App } from '../../src/http/app.ts'
+import { NO_MODEL_WARNING } from '../../src/providers/catalogue/active-providers-line.ts'
+import { loadCatalogue } from '../../src/providers/catalogue/load-catalogue.ts'
 import { openDatabase, SERVER_BUSY_TIMEOUT_MS, type Db } from '../../src/store/database.ts'
 import { createStore } from '../../src/store/index.ts'
 import type { ReplicationRole } from '../../src/store/replication-role.ts'
@@ -14,23 +16,30 @@ import { expectError } from '../helpers/http.ts'
 /**
  * The probes Fly's checks call (fly.toml): /healthz says the process is up, /readyz whether this
  * node can serve writes (the primary's database takes a write lock) or relay them (a replica knows
- * its primary). Both are public, and a failed readiness answers 503 in the error envelope.
+ * its primary). Both are public, and a failed readiness answers 503 in the error envelope. A ready
+ * answer counts the active models per provider and warns, still ready, when there is none (decision 035).
  */
+
+const CATALOGUE = loadCatalogue()
 
 const cleanups: (() => Promise<void> | void)[] = []
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
 })
 
-/** A real app over a real SQLite file, opened as the process would in `role` (a replica opens it read-only). */
-async function appAs(role: ReplicationRole, options: { readOnly?: boolean } = {}): Promise<{ app: App; db: Db; file: string }> {
+/**
+ * A real app over a real SQLite file, opened as the process would in `role` (a replica opens it
+ * read-only), serving the real catalogue's models of `providers` (the sandbox alone, as in development).
+ */
+async function appAs(role: ReplicationRole, options: { readOnly?: boolean; providers?: string[] } = {}): Promise<{ app: App; db: Db; file: string }> {
+  const active = CATALOGUE.entries.filter((entry) => (options.providers ?? ['sandbox']).includes(entry.provider))
   const dir = mkdtempSync(join(tmpdir(), 'parley-health-'))
   const file = join(dir, 'parley.db')
   openDatabase(file).close()
   const db = options.readOnly ? openDatabase(file, { replica: true }) : openDatabase(file)
   const deps = composeApp({
     store: createStore(db),
-    catalogue: { list: () => [], findByName: () => undefined, pricesAsOf: '2025-10-15' },
+    catalogue: { list: () => active, findByName: () => undefined, pricesAsOf: '2025-10-15' },
     allModels: [],
     env: { NODE_ID: 'health-test' },
     build: { version: '0.0.0-test', commit: 'test' },
@@ -65,7 +74,7 @@ describe('/readyz', () => {
     const { app, db } = await appAs({ kind: 'primary' })
     const res = await app.inject({ method: 'GET', url: '/readyz' })
     expect(res.statusCode).toBe(200)
-    expect(res.json()).toEqual({ status: 'ready', role: 'primary' })
+    expect(res.json()).toEqual({ status: 'ready', role: 'primary', providers: { sandbox: 3 }, models: 3, warnings: [] })
     expect(db.inTransaction).toBe(false)
     // Requests wait for the lock as long as before the probe.
     expect(db.pragma('busy_timeout', { simple: true })).toBe(SERVER_BUSY_TIMEOUT_MS)
@@ -96,7 +105,23 @@ describe('/readyz', () => {
     const { app } = await appAs({ kind: 'replica', primaryUrl: 'http://primary.internal:8080' }, { readOnly: true })
     const res = await app.inject({ method: 'GET', url: '/readyz' })
     expect(res.statusCode).toBe(200)
-    expect(res.json()).toEqual({ status: 'ready', role: 'replica' })
+    expect(res.json()).toEqual({ status: 'ready', role: 'replica', providers: { sandbox: 3 }, models: 3, warnings: [] })
+  })
+
+  it('counts the active models of each provider', async () => {
+    const { app } = await appAs({ kind: 'primary' }, { providers: ['openai', 'anthropic', 'sandbox'] })
+    const res = await app.inject({ method: 'GET', url: '/readyz' })
+    expect(res.statusCode).toBe(200)
+    expect(res.json()).toMatchObject({ providers: { anthropic: 2, openai: 2, sandbox: 3 }, models: 7, warnings: [] })
+  })
+
+  it('stays ready with no model active, but warns that every turn answers 422 and what to set', async () => {
+    const { app } = await appAs({ kind: 'primary' }, { providers: [] })
+    const res = await app.inject({ method: 'GET', url: '/readyz' })
+    expect(res.statusCode).toBe(200)
+    expect(res.json()).toEqual({ status: 'ready', role: 'primary', providers: {}, models: 0, warnings: [NO_MODEL_WARNING] })
+    expect(NO_MODEL_WARNING).toMatch(/422/)
+    expect(NO_MODEL_WARNING).toContain('OPENAI_API_KEY')
   })
 
   it('answers 503 unavailable on a replica that knows no primary', async () => {

@@ -133,7 +133,7 @@ export interface paths {
         };
         /**
          * Readiness: this node can serve reads and writes
-         * @description On the primary, 200 when the database takes a write lock; on a LiteFS replica, 200 when the primary is known (writes are relayed to it). Otherwise 503 `unavailable` in the error envelope.
+         * @description On the primary, 200 when the database takes a write lock; on a LiteFS replica, 200 when the primary is known (writes are relayed to it). Otherwise 503 `unavailable` in the error envelope. A ready answer also counts the active models per provider, and warns (still 200) when there is none, as every turn would then answer 422.
          */
         get: operations["getReadiness"];
         put?: never;
@@ -1777,6 +1777,14 @@ export interface components {
              * @enum {string}
              */
             role: "primary" | "replica";
+            /** @description Active models per provider (a vendor whose key is set, and `sandbox` when it is on), e.g. `{"openai":2,"sandbox":3}`; a provider with none is absent. */
+            providers: {
+                [key: string]: number;
+            };
+            /** @description All active models: what `/v1/catalogue` lists. */
+            models: number;
+            /** @description Empty when this node has a model to serve. With no model active the node stays ready (reads, history and usage still work) but says here that every turn will answer 422, and what to set (docs/decisions/035-active-providers-at-start.md). */
+            warnings: string[];
         };
         /** @description Always the first event: the run and the tool calls the submission closed. */
         RunEventData: {

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { UnavailableError } from '../../domain/errors.ts'
+import { activeModels } from '../../providers/catalogue/active-providers-line.ts'
 import type { Db } from '../../store/database.ts'
 import type { ReplicationRoleSource } from '../../store/replication-role.ts'
 import type { AppDeps } from '../app-deps.ts'
@@ -13,7 +14,7 @@ import { Liveness, Readiness } from '../schemas/health.ts'
  * connection fails, and so does a write lock held elsewhere past the busy timeout); a replica writes nothing itself and only needs a primary to
  * relay writes to. Returns what to answer, or why not.
  */
-export function checkReadiness(db: Db, role: ReplicationRoleSource): Readiness | UnavailableError {
+export function checkReadiness(db: Db, role: ReplicationRoleSource): Pick<Readiness, 'status' | 'role'> | UnavailableError {
   const current = role.current()
   switch (current.kind) {
     case 'primary':
@@ -35,7 +36,7 @@ export function checkReadiness(db: Db, role: ReplicationRoleSource): Readiness |
  * elsewhere is waited for only as long as the connection's busy timeout (20 ms, decision 028): a
  * longer wait would freeze every other request with it.
  */
-function probeWrite(db: Db): Readiness | UnavailableError {
+function probeWrite(db: Db): Pick<Readiness, 'status' | 'role'> | UnavailableError {
   try {
     const version = db.pragma('user_version', { simple: true }) as number
     db.prepare('BEGIN IMMEDIATE').run()
@@ -75,14 +76,16 @@ export const healthRoutes =
           summary: 'Readiness: this node can serve reads and writes',
           description:
             'On the primary, 200 when the database takes a write lock; on a LiteFS replica, 200 when the primary is known ' +
-            '(writes are relayed to it). Otherwise 503 `unavailable` in the error envelope.',
+            '(writes are relayed to it). Otherwise 503 `unavailable` in the error envelope. A ready answer also counts the active ' +
+            'models per provider, and warns (still 200) when there is none, as every turn would then answer 422.',
           response: { 200: Type.Ref(Readiness), ...errors(503) },
         },
       },
       async (_request, reply) => {
         const verdict = checkReadiness(deps.store.db, deps.role)
         if (verdict instanceof UnavailableError) return sendError(reply, verdict)
-        return verdict
+        // No model is not unready: every node shares the environment, so a 503 would take reads down with turns (decision 035).
+        return { ...verdict, ...activeModels(deps.catalogue.list()) }
       },
     )
   }

@@ -1,4 +1,4 @@
-/** The environment variable whose presence activates each vendor's models (README.md). */
+/** The environment variable whose presence activates each vendor's models (docs/guide/vendors.md). */
 export const VENDOR_KEY_VARIABLES: Record<string, string> = {
   anthropic: 'ANTHROPIC_API_KEY',
   openai: 'OPENAI_API_KEY',
@@ -7,6 +7,9 @@ export const VENDOR_KEY_VARIABLES: Record<string, string> = {
   xai: 'XAI_API_KEY',
   deepseek: 'DEEPSEEK_API_KEY',
 }
+
+/** The variable naming a vendor's endpoint in place of its default: `GOOGLE_BASE_URL` for google, whose key variable differs. */
+export const baseUrlVariable = (provider: string): string => `${provider.toUpperCase()}_BASE_URL`
 
 /** Providers whose models are active: vendors with a key set, and the sandbox when it is on. */
 export function activeProviders(env: NodeJS.ProcessEnv, sandbox: boolean): Set<string> {

@@ -1,0 +1,103 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, expect, test } from 'vitest'
+import { NO_MODEL_WARNING } from '../../src/providers/catalogue/active-providers-line.ts'
+import { VENDOR_KEY_VARIABLES } from '../../src/providers/catalogue/active-providers.ts'
+import { loadCatalogue } from '../../src/providers/catalogue/load-catalogue.ts'
+import { startServer, waitFor, type ServerProcess } from './server-process.ts'
+import { postTurn, request } from './turn-client.ts'
+import { startReplayServer, type ReplayServer } from './vendor-replay-server.ts'
+
+/**
+ * Issue 23 (docs/guide/vendors.md, decision 035), against the real process: started with one
+ * vendor's key and its base URL on a loopback stand-in, the server's start-up line names that
+ * vendor with its number of catalogue models, /readyz says the same, and a turn reaches the stand-in.
+ * Started in production with no key, it warns at start that no model is active, and /readyz warns too.
+ */
+
+/** No vendor key or base URL of the shell running the suite reaches the child: each test sets its own. */
+const NO_VENDOR_ENV: Record<string, undefined> = Object.fromEntries(
+  Object.entries(VENDOR_KEY_VARIABLES).flatMap(([vendor, key]) => [
+    [key, undefined],
+    [`${vendor.toUpperCase()}_BASE_URL`, undefined],
+  ]),
+)
+
+const OPENAI_MODELS = loadCatalogue().entries.filter((entry) => entry.provider === 'openai')
+
+const logLines = (text: string) =>
+  text
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, any>)
+
+describe('the active providers at start', () => {
+  let server: ServerProcess | undefined
+  let replay: ReplayServer | undefined
+  let dataDir: string | undefined
+  afterEach(async () => {
+    await server?.stop()
+    await replay?.close()
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true })
+    server = replay = dataDir = undefined
+  })
+
+  test('one vendor key with a loopback base URL: the start-up line names it with its model count, and its turns go there', async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'parley-e2e-active-providers-'))
+    replay = await startReplayServer()
+    server = await startServer({
+      env: {
+        ...NO_VENDOR_ENV,
+        DATA_DIR: dataDir,
+        SANDBOX: 'off',
+        OPENAI_API_KEY: 'sk-test-loopback',
+        OPENAI_BASE_URL: replay.baseUrl('openai'),
+        LOG_LEVEL: 'info',
+        LOG_FORMAT: 'json',
+      },
+      readyPath: '/readyz',
+      timeoutMs: 25_000,
+    })
+    expect(OPENAI_MODELS.length).toBeGreaterThan(0)
+    const count = OPENAI_MODELS.length
+    const line = await waitFor('the active providers line', () => logLines(server!.stdout()).find((l) => String(l.msg).startsWith('providers active')))
+    expect(line).toMatchObject({ level: 30, providers: { openai: count }, models: count, msg: `providers active: openai (${count} models)` })
+    expect(logLines(server.stdout()).filter((l) => l.msg === NO_MODEL_WARNING)).toEqual([])
+
+    const ready = await request(server.url, '/readyz')
+    expect(ready.status).toBe(200)
+    expect(ready.json()).toEqual({ status: 'ready', role: 'primary', providers: { openai: count }, models: count, warnings: [] })
+    const catalogue = await request(server.url, '/v1/catalogue')
+    expect(catalogue.json().models.map((m: { name: string }) => m.name).sort()).toEqual(OPENAI_MODELS.map((m) => m.name).sort())
+
+    // The base URL is where the vendor's requests go, with the key as the vendor expects it.
+    const key = readFileSync(join(dataDir, 'dev-api-key.txt'), 'utf8').trim()
+    const chat = await request(server.url, '/api/v1/chats', { method: 'POST', key, body: {} })
+    expect(chat.status, chat.text).toBe(201)
+    const turn = await postTurn(server.url, key, chat.json().id, { model: 'openai/gpt-5', input: [{ type: 'prompt', text: 'hello' }] })
+    if (!turn.ok) throw new Error(`${turn.status} ${turn.text}`)
+    expect(await turn.closed).toBe('end')
+    expect(turn.frames.map((f) => f.event)).toContain('done')
+    const calls = replay.requestsTo('openai')
+    expect(calls.map((c) => `${c.method} ${c.path}`)).toEqual(['POST /openai/v1/responses'])
+    expect(calls[0]!.headers.authorization).toBe('Bearer sk-test-loopback')
+  }, 60_000)
+
+  test('production with no vendor key: the start-up line warns that no model is active, and /readyz says so', async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'parley-e2e-no-providers-'))
+    server = await startServer({
+      env: { ...NO_VENDOR_ENV, NODE_ENV: 'production', SANDBOX: undefined, DATA_DIR: dataDir, LOG_LEVEL: 'info' },
+      readyPath: '/readyz',
+      timeoutMs: 25_000,
+    })
+    const line = await waitFor('the no-model warning', () => logLines(server!.stdout()).find((l) => l.msg === NO_MODEL_WARNING))
+    expect(line).toMatchObject({ level: 40, providers: {}, models: 0 })
+    expect(logLines(server.stdout()).filter((l) => String(l.msg).startsWith('providers active'))).toEqual([])
+
+    const ready = await request(server.url, '/readyz')
+    expect(ready.status).toBe(200)
+    expect(ready.json()).toEqual({ status: 'ready', role: 'primary', providers: {}, models: 0, warnings: [NO_MODEL_WARNING] })
+    expect((await request(server.url, '/v1/catalogue')).json().models).toEqual([])
+  }, 60_000)
+})
