@@ -24,10 +24,15 @@ export type RecordedResponse = {
 export type ContractReport = { checked: number; frames: number; unmatched: number; mismatches: string[] }
 
 type Json = Record<string, unknown>
-type Operation = { responses?: Record<string, { content?: Record<string, { schema?: unknown }> }> }
+type MediaType = { schema?: unknown; 'x-sse-events'?: Record<string, string> }
+type Operation = { responses?: Record<string, { content?: Record<string, MediaType> }> }
 type Document = { paths: Record<string, Record<string, Operation>>; components?: { schemas?: Record<string, unknown> } }
 
-/** Statuses Node or the router answer for any path before an operation runs; in the error envelope, not listed per operation. */
+/**
+ * Statuses Node or the router answer for any path before an operation runs, in the error envelope.
+ * The document covers them with each operation's `4XX` (decision 036); a range key matches these
+ * only, so a status an operation does not list by number is still a mismatch.
+ */
 const EDGE_STATUSES = new Set([405, 408, 431])
 /** Served beside the API and hidden from the document: the document itself and its reference. */
 const UNDOCUMENTED = [/^\/openapi\.json$/, /^\/docs(\/.*)?$/]
@@ -50,6 +55,11 @@ export function forceClosedObjects(schema: unknown): unknown {
   }
   for (const key of SCHEMA_LISTS) if (Array.isArray(out[key])) out[key] = (out[key] as unknown[]).map(forceClosedObjects)
   for (const key of SCHEMA_SLOTS) if (key in out) out[key] = forceClosedObjects(out[key])
+  // Ajv refuses a discriminator's `mapping`; it finds each variant's tag itself.
+  if (typeof out.discriminator === 'object' && out.discriminator !== null && 'mapping' in out.discriminator) {
+    const { mapping: _mapping, ...discriminator } = out.discriminator as Json
+    out.discriminator = discriminator
+  }
   if (typeof out.properties === 'object' && out.properties !== null && !('patternProperties' in out) && !('additionalProperties' in out) && !('unevaluatedProperties' in out)) {
     out.additionalProperties = false
   }
@@ -172,7 +182,7 @@ function createContractValidator(rawDocument: Document): ContractValidator {
 
     const responses = operation.responses ?? {}
     const status = String(response.status)
-    const key = [status, `${status[0]}XX`, 'default'].find((k) => k in responses)
+    const key = [status, ...(EDGE_STATUSES.has(response.status) ? [`${status[0]}XX`, 'default'] : [])].find((k) => k in responses)
     const documented = key === undefined ? undefined : responses[key]
     if (!documented) {
       if (EDGE_STATUSES.has(response.status) && media === 'application/json') validateJson(null, envelope(), 'the error body')
@@ -194,7 +204,20 @@ function createContractValidator(rawDocument: Document): ContractValidator {
       return { mismatches, frames: 0, matched: true }
     }
     if (media === 'text/event-stream') {
-      const frames = checkFrames(response, validatorAt(pointer), (problem) => mismatches.push(`${where}: ${problem}`))
+      // The event's name picks its data's schema (`x-sse-events`, decision 036); without that map, the schema is of `{event, data}`.
+      const events = content[media]!['x-sse-events']
+      const validateFrame = events
+        ? (event: string, data: unknown) => {
+            const target = events[event]
+            if (target === undefined) return `event "${event}" is not one of x-sse-events (${Object.keys(events).join(', ')})`
+            const validate = validatorAt(target.replace(/^#/, ''))
+            return validate(data) ? null : `does not match ${target}: ${describeErrors(validate)}`
+          }
+        : (event: string, data: unknown) => {
+            const validate = validatorAt(pointer)
+            return validate({ event, data }) ? null : `does not match the event schema: ${describeErrors(validate)}`
+          }
+      const frames = checkFrames(response, validateFrame, (problem) => mismatches.push(`${where}: ${problem}`))
       return { mismatches, frames, matched: true }
     }
     // text/plain, text/markdown: a string; the content type is what can be wrong.
@@ -204,8 +227,8 @@ function createContractValidator(rawDocument: Document): ContractValidator {
   return { check }
 }
 
-/** Each whole frame of an event stream, as `{event, data}`, against the stream's schema. */
-function checkFrames(response: RecordedResponse, validate: ValidateFunction, report: (problem: string) => void): number {
+/** Each whole frame of an event stream, its data parsed, checked by `validateFrame` (null when it matches, else the problem). */
+function checkFrames(response: RecordedResponse, validateFrame: (event: string, data: unknown) => string | null, report: (problem: string) => void): number {
   let frames = 0
   const parser = createParser({
     onEvent(message) {
@@ -218,7 +241,8 @@ function checkFrames(response: RecordedResponse, validate: ValidateFunction, rep
         return
       }
       const event = message.event ?? 'message'
-      if (!validate({ event, data })) report(`frame ${frames} (${event}) does not match the event schema: ${describeErrors(validate)}; data ${message.data.slice(0, 300)}`)
+      const problem = validateFrame(event, data)
+      if (problem !== null) report(`frame ${frames} (${event}) ${problem}; data ${message.data.slice(0, 300)}`)
     },
   })
   // A dropped stream's last frame may be cut: only frames ended by their blank line are parsed.

@@ -92,6 +92,12 @@ describe('the contract validator', () => {
     expect(check(json('GET', `/api/v1/chats/${CHAT}`, 409, { error: { code: 'run_in_progress', message: 'x' } }))[0]).toMatch(/status 409 is not documented/)
   })
 
+  it("takes an operation's 4XX for the statuses answered before any operation runs only (decision 036)", () => {
+    expect(check(json('GET', '/healthz', 408, { error: { code: 'request_timeout', message: 'x' } }))).toEqual([])
+    expect(check(json('GET', '/healthz', 431, { error: { message: 'x' } }))[0]).toMatch(/the body does not match .*4XX.*missingProperty":"code"/)
+    expect(check(json('GET', '/api/v1/chats', 404, { error: { code: 'not_found', message: 'x' } }))[0]).toMatch(/status 404 is not documented for GET \/api\/v1\/chats/)
+  })
+
   it('reports a content type the status does not document, and a body on a 204', () => {
     expect(check({ ...json('POST', `/api/v1/chats/${CHAT}/responses`, 422, { error: { code: 'validation_failed', message: 'x' } }), contentType: 'text/event-stream' })[0]).toMatch(
       /content type text\/event-stream is not documented \(documented: application\/json\)/,
@@ -102,11 +108,13 @@ describe('the contract validator', () => {
   it("reports an SSE frame whose data does not match its event's schema, and an unknown event", () => {
     const wrongDelta = check(stream(opening + frame('block_start', { kind: 'text' }) + frame('delta', { kind: 'text', text: 1 }) + frame('done', done)))
     expect(wrongDelta).toHaveLength(1)
-    expect(wrongDelta[0]).toMatch(/frame 5 \(delta\) does not match the event schema: \/data\/text must be string/)
+    expect(wrongDelta[0]).toMatch(/frame 5 \(delta\) does not match #\/components\/schemas\/DeltaEventData: \/text must be string/)
+    // Data valid for another event is still checked against its own event's schema (x-sse-events).
+    expect(check(stream(opening + frame('config_warnings', { kind: 'text', text: 'hi' })))[0]).toMatch(/frame 4 \(config_warnings\) does not match #\/components\/schemas\/ConfigWarningsEventData/)
     expect(check(stream(opening + frame('done', { ...done, pending_tool_calls: [{ tool_name: 'a', tool_use_id: 'b', created_at: 'now' }] })))[0]).toMatch(
       /frame 4 \(done\).*additionalProperty":"created_at"/,
     )
-    expect(check(stream(opening + frame('progress', { percent: 5 })))[0]).toMatch(/frame 4 \(progress\) does not match/)
+    expect(check(stream(opening + frame('progress', { percent: 5 })))[0]).toMatch(/frame 4 \(progress\) event "progress" is not one of x-sse-events/)
     expect(check(stream(opening + 'event: done\ndata: {not json\n\n'))[0]).toMatch(/frame 4 \(done\): data is not JSON/)
   })
 
@@ -201,6 +209,6 @@ describe('the hooks', () => {
     expect(report.frames).toBe(1)
     expect(report.mismatches, report.mismatches.join("\n")).toHaveLength(2)
     expect(report.mismatches[0]).toMatch(/GET \/api\/v1\/version -> 200: the body does not match .*additionalProperty":"extra"/)
-    expect(report.mismatches[1]).toMatch(/frame 1 \(run\) does not match the event schema: .*additionalProperty":"extra"/)
+    expect(report.mismatches[1]).toMatch(/frame 1 \(run\) does not match #\/components\/schemas\/RunEventData: .*additionalProperty":"extra"/)
   })
 })

@@ -1327,6 +1327,21 @@ export interface components {
             description?: string | null;
             strict?: boolean | null;
         };
+        EagerCompactionOff: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            mode: "EagerCompactionOff";
+        };
+        EagerCompactionAtFill: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            mode: "EagerCompactionAtFill";
+            at: number;
+        };
         ContextBudget: {
             /** @enum {number} */
             version: 3;
@@ -1334,33 +1349,38 @@ export interface components {
             headroom: number;
             /** @enum {string} */
             history_mode?: "summarize" | "drop_oldest";
-            eager_compaction?: {
-                /** @enum {string} */
-                mode: "off";
-            } | {
-                /** @enum {string} */
-                mode: "at_fill";
-                at: number;
-            };
+            eager_compaction?: components["schemas"]["EagerCompactionOff"] | components["schemas"]["EagerCompactionAtFill"];
             max_history_tokens?: number | null;
         };
-        Truncation: {
-            /** @enum {string} */
+        TruncationKeep: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             mode: "keep";
-        } | {
-            /** @enum {string} */
+        };
+        TruncationAlways: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             mode: "always";
             to: number;
             /** @enum {string} */
             keep?: "head" | "tail" | "head_and_tail";
-        } | {
-            /** @enum {string} */
+        };
+        TruncationOver: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             mode: "over";
             over: number;
             to: number;
             /** @enum {string} */
             keep?: "head" | "tail" | "head_and_tail";
         };
+        Truncation: components["schemas"]["TruncationKeep"] | components["schemas"]["TruncationAlways"] | components["schemas"]["TruncationOver"];
         RetentionRules: {
             /** @description Schema version; 1 is supported. */
             version: number;
@@ -1658,15 +1678,24 @@ export interface components {
             data_base64: string;
             filename?: string | null;
         };
-        SubmittedPart: {
-            /** @enum {string} */
+        /** @description A user message, with optional attachments. */
+        PromptPart: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "prompt";
             /** @description What the user says. */
             text?: string;
             /** @description At most 20 attachments per part. */
             media?: components["schemas"]["SubmittedMedia"][];
-        } | {
-            /** @enum {string} */
+        };
+        /** @description The answer to a tool call of the previous run. */
+        ToolResultPart: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "tool_result";
             /** @description A pending call of this chat: from `done.pending_tool_calls` or a `block_start` of kind `tool_call`. */
             tool_use_id: string;
@@ -1683,6 +1712,7 @@ export interface components {
             /** @description At most 20 attachments per part. */
             media?: components["schemas"]["SubmittedMedia"][];
         };
+        SubmittedPart: components["schemas"]["PromptPart"] | components["schemas"]["ToolResultPart"];
         CreateResponseRequest: {
             /** @description The catalogue `name` of an active model, e.g. `sandbox/echo` (not the vendor's spelling). */
             model: string;
@@ -1819,23 +1849,43 @@ export interface components {
             /** @description Blocks other work is summarising; the turn waits for them. */
             in_progress_elsewhere: number;
         };
-        /** @description Opens a content block; a turn may have many. */
-        BlockStartEventData: {
-            /** @enum {string} */
+        /** @description A block of the answer's text. */
+        TextBlockStart: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             kind: "text";
-        } | {
-            /** @enum {string} */
+        };
+        /** @description A block of the model's reasoning. */
+        ReasoningBlockStart: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             kind: "reasoning";
-        } | {
-            /** @enum {string} */
+        };
+        /** @description A block in which the model refuses. */
+        RefusalBlockStart: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             kind: "refusal";
-        } | {
-            /** @enum {string} */
+        };
+        /** @description A tool call; its arguments arrive as `tool_input` deltas. */
+        ToolCallBlockStart: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             kind: "tool_call";
             tool_name: string;
             /** @description Answer it with a `tool_result` part of this id in the next turn. */
             tool_use_id: string;
         };
+        /** @description Opens a content block; a turn may have many. */
+        BlockStartEventData: components["schemas"]["TextBlockStart"] | components["schemas"]["ReasoningBlockStart"] | components["schemas"]["RefusalBlockStart"] | components["schemas"]["ToolCallBlockStart"];
         /** @description The next piece of the open block. */
         DeltaEventData: {
             /**
@@ -1890,44 +1940,8 @@ export interface components {
             details?: unknown;
             hint?: string | null;
         };
-        /** @description Each frame is `event: <name>` then `data: <JSON>`, frames separated by a blank line; the data of each event is described by its variant below. Order: `run` (always first), `config_warnings`, `translation_warnings`; then `compacting` when the turn waits for summaries of older history, followed by `config_warnings` again if they changed; then per content block `block_start`, any number of `delta` (of the block's kind; `tool_input` for a tool call), `block_stop`; blocks never interleave. The stream ends with exactly one `done` (success) or `error` (failure after the stream opened; failures before it are HTTP errors in JSON). A comment line (`: heartbeat`) comes every 15 s and carries no event. Closing the connection does not cancel the run: read `GET /api/v1/runs/{run_id}` and the history. */
-        RunEvent: {
-            /** @enum {string} */
-            event: "run";
-            data: components["schemas"]["RunEventData"];
-        } | {
-            /** @enum {string} */
-            event: "config_warnings";
-            data: components["schemas"]["ConfigWarningsEventData"];
-        } | {
-            /** @enum {string} */
-            event: "translation_warnings";
-            data: components["schemas"]["TranslationWarningsEventData"];
-        } | {
-            /** @enum {string} */
-            event: "compacting";
-            data: components["schemas"]["CompactingEventData"];
-        } | {
-            /** @enum {string} */
-            event: "block_start";
-            data: components["schemas"]["BlockStartEventData"];
-        } | {
-            /** @enum {string} */
-            event: "delta";
-            data: components["schemas"]["DeltaEventData"];
-        } | {
-            /** @enum {string} */
-            event: "block_stop";
-            data: components["schemas"]["BlockStopEventData"];
-        } | {
-            /** @enum {string} */
-            event: "done";
-            data: components["schemas"]["DoneEventData"];
-        } | {
-            /** @enum {string} */
-            event: "error";
-            data: components["schemas"]["ErrorEventData"];
-        };
+        /** @description The `data` of one frame of the turn stream, parsed from JSON: what a generic server-sent-events client yields per event. The frame's `event:` line names which: `run` → RunEventData, `config_warnings` → ConfigWarningsEventData, `translation_warnings` → TranslationWarningsEventData, `compacting` → CompactingEventData, `block_start` → BlockStartEventData, `delta` → DeltaEventData, `block_stop` → BlockStopEventData, `done` → DoneEventData, `error` → ErrorEventData. Two data shapes are alike (`config_warnings`, `translation_warnings`), so read the event name, not the shape (docs/guide/turn-stream.md). */
+        RunEventPayload: components["schemas"]["RunEventData"] | components["schemas"]["ConfigWarningsEventData"] | components["schemas"]["TranslationWarningsEventData"] | components["schemas"]["CompactingEventData"] | components["schemas"]["BlockStartEventData"] | components["schemas"]["DeltaEventData"] | components["schemas"]["BlockStopEventData"] | components["schemas"]["DoneEventData"] | components["schemas"]["ErrorEventData"];
     };
     responses: never;
     parameters: never;
@@ -1955,6 +1969,24 @@ export interface operations {
                     "application/json": components["schemas"]["Discovery"];
                 };
             };
+            /** @description An HTTP/1.1 request without a Host header, refused before the operation runs. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     getLlmsTxt: {
@@ -1973,6 +2005,24 @@ export interface operations {
                 };
                 content: {
                     "text/plain": string;
+                };
+            };
+            /** @description An HTTP/1.1 request without a Host header, refused before the operation runs. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -1995,6 +2045,24 @@ export interface operations {
                     "application/json": components["schemas"]["ApiVersion"];
                 };
             };
+            /** @description An HTTP/1.1 request without a Host header, refused before the operation runs. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     getApiV1: {
@@ -2013,6 +2081,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApiVersion"];
+                };
+            };
+            /** @description An HTTP/1.1 request without a Host header, refused before the operation runs. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -2035,6 +2121,15 @@ export interface operations {
                     "application/json": components["schemas"]["PublicPlatformUpdate"][];
                 };
             };
+            /** @description An HTTP/1.1 request without a Host header, refused before the operation runs. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             /** @description A fault of the server; nothing was changed by a rejected write. */
             500: {
                 headers: {
@@ -2042,6 +2137,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -2064,6 +2168,24 @@ export interface operations {
                     "application/json": components["schemas"]["Liveness"];
                 };
             };
+            /** @description An HTTP/1.1 request without a Host header, refused before the operation runs. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     getReadiness: {
@@ -2084,6 +2206,15 @@ export interface operations {
                     "application/json": components["schemas"]["Readiness"];
                 };
             };
+            /** @description An HTTP/1.1 request without a Host header, refused before the operation runs. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             /** @description The server (or its database primary) cannot take the request now; try again shortly. */
             503: {
                 headers: {
@@ -2091,6 +2222,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -2113,6 +2253,15 @@ export interface operations {
                     "application/json": components["schemas"]["Catalogue"];
                 };
             };
+            /** @description An HTTP/1.1 request without a Host header, refused before the operation runs. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
@@ -2138,6 +2287,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -2160,6 +2318,15 @@ export interface operations {
                     "text/markdown": string;
                 };
             };
+            /** @description An HTTP/1.1 request without a Host header, refused before the operation runs. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
             /** @description No such resource; one of another organisation looks missing too. */
             404: {
                 headers: {
@@ -2185,6 +2352,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -2244,6 +2420,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -2340,6 +2525,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -2450,6 +2644,15 @@ export interface operations {
                     "application/json": components["schemas"]["UnavailableError"];
                 };
             };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     getChat: {
@@ -2548,6 +2751,15 @@ export interface operations {
                     "application/json": components["schemas"]["UnavailableError"];
                 };
             };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     deleteChat: {
@@ -2599,6 +2811,15 @@ export interface operations {
                     "application/json": components["schemas"]["NotFoundError"];
                 };
             };
+            /** @description This operation takes no body, but one sent to it is still bounded: over 1 MiB it is refused unread. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
             /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
@@ -2641,6 +2862,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -2750,6 +2980,15 @@ export interface operations {
                     "application/json": components["schemas"]["UnavailableError"];
                 };
             };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     listNamespaces: {
@@ -2837,6 +3076,15 @@ export interface operations {
                     "application/json": components["schemas"]["UnavailableError"];
                 };
             };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     listModels: {
@@ -2922,6 +3170,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -3030,6 +3287,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -3156,6 +3422,15 @@ export interface operations {
                     "application/json": components["schemas"]["UnavailableError"];
                 };
             };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     withdrawInstructions: {
@@ -3210,6 +3485,15 @@ export interface operations {
                     "application/json": components["schemas"]["NotFoundError"];
                 };
             };
+            /** @description This operation takes no body, but one sent to it is still bounded: over 1 MiB it is refused unread. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
             /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
@@ -3261,6 +3545,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -3371,6 +3664,15 @@ export interface operations {
                     "application/json": components["schemas"]["UnavailableError"];
                 };
             };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     getInstructionsVersion: {
@@ -3478,6 +3780,15 @@ export interface operations {
                     "application/json": components["schemas"]["UnavailableError"];
                 };
             };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     activateInstructionsVersion: {
@@ -3531,6 +3842,15 @@ export interface operations {
                     "application/json": components["schemas"]["NotFoundError"];
                 };
             };
+            /** @description This operation takes no body, but one sent to it is still bounded: over 1 MiB it is refused unread. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
             /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
@@ -3582,6 +3902,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -3690,6 +4019,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -3832,6 +4170,15 @@ export interface operations {
                     "application/json": components["schemas"]["UnavailableError"];
                 };
             };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     withdrawTools: {
@@ -3886,6 +4233,15 @@ export interface operations {
                     "application/json": components["schemas"]["NotFoundError"];
                 };
             };
+            /** @description This operation takes no body, but one sent to it is still bounded: over 1 MiB it is refused unread. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
             /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
@@ -3937,6 +4293,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -4047,6 +4412,15 @@ export interface operations {
                     "application/json": components["schemas"]["UnavailableError"];
                 };
             };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     getToolsVersion: {
@@ -4154,6 +4528,15 @@ export interface operations {
                     "application/json": components["schemas"]["UnavailableError"];
                 };
             };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     activateToolsVersion: {
@@ -4207,6 +4590,15 @@ export interface operations {
                     "application/json": components["schemas"]["NotFoundError"];
                 };
             };
+            /** @description This operation takes no body, but one sent to it is still bounded: over 1 MiB it is refused unread. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
             /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
@@ -4258,6 +4650,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -4366,6 +4767,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -4494,6 +4904,15 @@ export interface operations {
                     "application/json": components["schemas"]["UnavailableError"];
                 };
             };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     withdrawRetentionPolicy: {
@@ -4548,6 +4967,15 @@ export interface operations {
                     "application/json": components["schemas"]["NotFoundError"];
                 };
             };
+            /** @description This operation takes no body, but one sent to it is still bounded: over 1 MiB it is refused unread. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
             /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
@@ -4599,6 +5027,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -4709,6 +5146,15 @@ export interface operations {
                     "application/json": components["schemas"]["UnavailableError"];
                 };
             };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     getRetentionPolicyVersion: {
@@ -4816,6 +5262,15 @@ export interface operations {
                     "application/json": components["schemas"]["UnavailableError"];
                 };
             };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     activateRetentionPolicyVersion: {
@@ -4869,6 +5324,15 @@ export interface operations {
                     "application/json": components["schemas"]["NotFoundError"];
                 };
             };
+            /** @description This operation takes no body, but one sent to it is still bounded: over 1 MiB it is refused unread. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
             /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
@@ -4920,6 +5384,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -5028,6 +5501,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -5158,6 +5640,15 @@ export interface operations {
                     "application/json": components["schemas"]["UnavailableError"];
                 };
             };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     withdrawBudget: {
@@ -5213,6 +5704,15 @@ export interface operations {
                     "application/json": components["schemas"]["NotFoundError"];
                 };
             };
+            /** @description This operation takes no body, but one sent to it is still bounded: over 1 MiB it is refused unread. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
             /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
@@ -5264,6 +5764,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -5375,6 +5884,15 @@ export interface operations {
                     "application/json": components["schemas"]["UnavailableError"];
                 };
             };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     getBudgetVersion: {
@@ -5482,6 +6000,15 @@ export interface operations {
                     "application/json": components["schemas"]["UnavailableError"];
                 };
             };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     activateBudgetVersion: {
@@ -5535,6 +6062,15 @@ export interface operations {
                     "application/json": components["schemas"]["NotFoundError"];
                 };
             };
+            /** @description This operation takes no body, but one sent to it is still bounded: over 1 MiB it is refused unread. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
             /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
@@ -5586,6 +6122,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -5693,6 +6238,15 @@ export interface operations {
                     "application/json": components["schemas"]["UnavailableError"];
                 };
             };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     listConfigNamespaces: {
@@ -5796,6 +6350,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -5904,6 +6467,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -6015,6 +6587,15 @@ export interface operations {
                     "application/json": components["schemas"]["UnavailableError"];
                 };
             };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     getUsage: {
@@ -6108,6 +6689,15 @@ export interface operations {
                     "application/json": components["schemas"]["UnavailableError"];
                 };
             };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     createResponse: {
@@ -6136,7 +6726,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The turn's events as `text/event-stream`. Each frame is `event: <name>` then `data: <JSON>`, frames separated by a blank line; the data of each event is described by its variant below. Order: `run` (always first), `config_warnings`, `translation_warnings`; then `compacting` when the turn waits for summaries of older history, followed by `config_warnings` again if they changed; then per content block `block_start`, any number of `delta` (of the block's kind; `tool_input` for a tool call), `block_stop`; blocks never interleave. The stream ends with exactly one `done` (success) or `error` (failure after the stream opened; failures before it are HTTP errors in JSON). A comment line (`: heartbeat`) comes every 15 s and carries no event. Closing the connection does not cancel the run: read `GET /api/v1/runs/{run_id}` and the history. */
+            /** @description The turn's events as `text/event-stream`. Each frame is `event: <name>` then `data: <JSON>`, frames separated by a blank line; the event's name says which schema its data has (`x-sse-events`). Order: `run` (always first), `config_warnings`, `translation_warnings`; then `compacting` when the turn waits for summaries of older history, followed by `config_warnings` again if they changed; then per content block `block_start`, any number of `delta` (of the block's kind; `tool_input` for a tool call), `block_stop`; blocks never interleave. The stream ends with exactly one `done` (success) or `error` (failure after the stream opened; failures before it are HTTP errors in JSON). A comment line (`: heartbeat`) comes every 15 s and carries no event. Closing the connection does not cancel the run: read `GET /api/v1/runs/{run_id}` and the history. */
             200: {
                 headers: {
                     /** @description With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name. */
@@ -6146,7 +6736,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": components["schemas"]["RunEvent"];
+                    "text/event-stream": components["schemas"]["RunEventPayload"];
                 };
             };
             /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
@@ -6258,6 +6848,15 @@ export interface operations {
                     "application/json": components["schemas"]["UnavailableError"];
                 };
             };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     getRun: {
@@ -6356,6 +6955,15 @@ export interface operations {
                     "application/json": components["schemas"]["UnavailableError"];
                 };
             };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     cancelRun: {
@@ -6409,6 +7017,15 @@ export interface operations {
                     "application/json": components["schemas"]["NotFoundError"];
                 };
             };
+            /** @description This operation takes no body, but one sent to it is still bounded: over 1 MiB it is refused unread. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
             /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
@@ -6451,6 +7068,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };

@@ -1,17 +1,35 @@
 import type { components, paths } from './schema.ts'
 
+type Schemas = components['schemas']
+
 /**
- * The events of a turn's stream (docs/guide/turn-stream.md) as /openapi.json describes them: the turn's 200
- * `text/event-stream` is a oneOf of `{event, data}` by event name, generated into src/schema.ts.
+ * The events of a turn's stream (docs/guide/turn-stream.md) as /openapi.json describes them: the
+ * turn's 200 `text/event-stream` is the union of the events' data (`RunEventPayload`), and its
+ * `x-sse-events` names the schema of each event's data; that map is written out here.
  */
-export type TurnEvent = paths['/api/v1/chats/{chat_id}/responses']['post']['responses'][200]['content']['text/event-stream']
+export type TurnEventData = {
+  run: Schemas['RunEventData']
+  config_warnings: Schemas['ConfigWarningsEventData']
+  translation_warnings: Schemas['TranslationWarningsEventData']
+  compacting: Schemas['CompactingEventData']
+  block_start: Schemas['BlockStartEventData']
+  delta: Schemas['DeltaEventData']
+  block_stop: Schemas['BlockStopEventData']
+  done: Schemas['DoneEventData']
+  error: Schemas['ErrorEventData']
+}
+
+/** A frame as read: the event's name and its parsed data. */
+export type TurnEvent = { [E in keyof TurnEventData]: { event: E; data: TurnEventData[E] } }[keyof TurnEventData]
 
 export type TurnEventName = TurnEvent['event']
 
-/** The data of each event, by its name. */
-export type TurnEventData = { [E in TurnEventName]: Extract<TurnEvent, { event: E }>['data'] }
+/** What the generated 200 says arrives: the same data, union for union, both ways, or this fails to compile. */
+type StreamData = paths['/api/v1/chats/{chat_id}/responses']['post']['responses'][200]['content']['text/event-stream']
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
+const sameData: Same<StreamData, TurnEventData[TurnEventName]> = true
+void sameData
 
-type Schemas = components['schemas']
 export type ErrorBody = Schemas['ErrorBody']
 export type ConfigWarning = Schemas['ConfigWarning']
 export type TranslationWarning = Schemas['TranslationWarning']
@@ -21,7 +39,7 @@ export type Delta = TurnEventData['delta']
 export type PendingToolCall = TurnEventData['done']['pending_tool_calls'][number]
 export type StopReason = TurnEventData['done']['stop_reason']
 
-/** Every name, checked both ways against the generated union: a name missing here or unknown there fails to compile. */
+/** Every name, checked both ways against TurnEventData (a name missing here or unknown there fails to compile) and, by test/clients/turn-event-names.test.ts, against the document's `x-sse-events`. */
 const EVENT_NAMES = {
   run: true,
   config_warnings: true,

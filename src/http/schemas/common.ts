@@ -17,10 +17,17 @@ export function Nullable<T extends TSchema>(schema: T) {
 
 /**
  * A union tagged by one property, as `oneOf` + `discriminator`: validation reports the problems of
- * the variant the tag names instead of every variant's, and OpenAPI shows the tag.
+ * the variant the tag names instead of every variant's, and OpenAPI shows the tag. Each variant is a
+ * named schema (its `$id` becomes a component) referenced from the `oneOf`: a discriminator can only
+ * select a variant by name (redocly's no-illogical-composition-keywords; decision 036). Register the
+ * variants with the app's shared schemas.
  */
 export function TaggedUnion<T extends TObject[]>(tag: string, variants: [...T], options: { $id?: string; description?: string } = {}) {
-  return Type.Unsafe<Static<TUnion<T>>>({ ...options, type: 'object', oneOf: variants, discriminator: { propertyName: tag } })
+  const refs = variants.map((variant) => {
+    if (typeof variant.$id !== 'string') throw new Error(`a variant of a union tagged by "${tag}" has no $id`)
+    return Type.Ref(variant.$id)
+  })
+  return Type.Unsafe<Static<TUnion<T>>>({ ...options, type: 'object', oneOf: refs, discriminator: { propertyName: tag } })
 }
 
 /** A string from a fixed set, as `enum`: one clear problem when it is wrong, not one per literal. */

@@ -21,37 +21,34 @@ export const ToolDefinition = Type.Object(
   { ...closed, $id: 'ToolDefinition' },
 )
 
+const EagerCompactionOff = Type.Object({ mode: Type.Literal('off') }, { ...closed, $id: 'EagerCompactionOff' })
+const EagerCompactionAtFill = Type.Object(
+  { mode: Type.Literal('at_fill'), at: Type.Number({ exclusiveMinimum: 0, maximum: 1 }) },
+  { ...closed, $id: 'EagerCompactionAtFill' },
+)
+
 export const ContextBudget = Type.Object(
   {
     version: Type.Literal(3),
     headroom: Type.Number({ minimum: 0, maximum: 0.9, description: 'Share of the context window kept free.' }),
     history_mode: Type.Optional(StringEnum(['summarize', 'drop_oldest'])),
-    eager_compaction: Type.Optional(
-      TaggedUnion('mode', [
-        Type.Object({ mode: Type.Literal('off') }, closed),
-        Type.Object(
-          { mode: Type.Literal('at_fill'), at: Type.Number({ exclusiveMinimum: 0, maximum: 1 }) },
-          closed,
-        ),
-      ]),
-    ),
+    eager_compaction: Type.Optional(TaggedUnion('mode', [EagerCompactionOff, EagerCompactionAtFill])),
     max_history_tokens: Type.Optional(Nullable(Type.Integer({ minimum: 32000, maximum: Int32Max }))),
   },
   { ...closed, $id: 'ContextBudget' },
 )
 
-export const Truncation = TaggedUnion(
-  'mode',
-  [
-    Type.Object({ mode: Type.Literal('keep') }, closed),
-    Type.Object({ mode: Type.Literal('always'), to: TokenEstimate, keep: Type.Optional(TruncationShape) }, closed),
-    Type.Object(
-      { mode: Type.Literal('over'), over: TokenEstimate, to: TokenEstimate, keep: Type.Optional(TruncationShape) },
-      closed,
-    ),
-  ],
-  { $id: 'Truncation' },
+const TruncationKeep = Type.Object({ mode: Type.Literal('keep') }, { ...closed, $id: 'TruncationKeep' })
+const TruncationAlways = Type.Object(
+  { mode: Type.Literal('always'), to: TokenEstimate, keep: Type.Optional(TruncationShape) },
+  { ...closed, $id: 'TruncationAlways' },
 )
+const TruncationOver = Type.Object(
+  { mode: Type.Literal('over'), over: TokenEstimate, to: TokenEstimate, keep: Type.Optional(TruncationShape) },
+  { ...closed, $id: 'TruncationOver' },
+)
+
+export const Truncation = TaggedUnion('mode', [TruncationKeep, TruncationAlways, TruncationOver], { $id: 'Truncation' })
 
 const ToolTreatmentFields = {
   arguments: Type.Optional(Type.Ref(Truncation)),
@@ -236,7 +233,12 @@ export type PublishContextBudgetRequest = Static<typeof PublishContextBudgetRequ
 
 export const CONFIG_SCHEMAS = [
   ToolDefinition,
+  EagerCompactionOff,
+  EagerCompactionAtFill,
   ContextBudget,
+  TruncationKeep,
+  TruncationAlways,
+  TruncationOver,
   Truncation,
   RetentionRules,
   ConfigVersionResponse,

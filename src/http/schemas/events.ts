@@ -1,12 +1,12 @@
-import { Type, type TSchema } from '@sinclair/typebox'
+import { Type, type Static, type TSchema } from '@sinclair/typebox'
 import { Nullable, StringEnum, TaggedUnion, Uuid } from './common.ts'
 import { ConfigWarning } from './config.ts'
 
 /**
  * The server-sent events of a turn (docs/guide/turn-stream.md), one schema per event's `data`. OpenAPI 3.1 has no
- * notation for an event stream, so the 200 of the turn endpoint is documented as a `oneOf` of
- * `{event, data}` objects discriminated by `event` (decision 021): a generator gets one typed union,
- * and a client parsing frames with any SSE parser validates `{event, data: JSON.parse(data)}`.
+ * notation for an event stream, so the 200 of the turn endpoint is documented as what a generic SSE
+ * client yields per frame, the parsed `data` (`RunEventPayload`, an `anyOf`), with the event names and
+ * their data schemas in `x-sse-events` (decisions 021 and 036).
  */
 
 const NonNegative = Type.Integer({ minimum: 0 })
@@ -55,20 +55,22 @@ export const CompactingEventData = Type.Object(
   { $id: 'CompactingEventData', description: 'The turn waits for summaries of older history (compaction) before its model call.' },
 )
 
-export const BlockStartEventData = TaggedUnion(
-  'kind',
-  [
-    Type.Object({ kind: Type.Literal('text') }),
-    Type.Object({ kind: Type.Literal('reasoning') }),
-    Type.Object({ kind: Type.Literal('refusal') }),
-    Type.Object({
-      kind: Type.Literal('tool_call'),
-      tool_name: Type.String(),
-      tool_use_id: Type.String({ description: 'Answer it with a `tool_result` part of this id in the next turn.' }),
-    }),
-  ],
-  { $id: 'BlockStartEventData', description: 'Opens a content block; a turn may have many.' },
+export const TextBlockStart = Type.Object({ kind: Type.Literal('text') }, { $id: 'TextBlockStart', description: 'A block of the answer\'s text.' })
+export const ReasoningBlockStart = Type.Object({ kind: Type.Literal('reasoning') }, { $id: 'ReasoningBlockStart', description: 'A block of the model\'s reasoning.' })
+export const RefusalBlockStart = Type.Object({ kind: Type.Literal('refusal') }, { $id: 'RefusalBlockStart', description: 'A block in which the model refuses.' })
+export const ToolCallBlockStart = Type.Object(
+  {
+    kind: Type.Literal('tool_call'),
+    tool_name: Type.String(),
+    tool_use_id: Type.String({ description: 'Answer it with a `tool_result` part of this id in the next turn.' }),
+  },
+  { $id: 'ToolCallBlockStart', description: 'A tool call; its arguments arrive as `tool_input` deltas.' },
 )
+
+export const BlockStartEventData = TaggedUnion('kind', [TextBlockStart, ReasoningBlockStart, RefusalBlockStart, ToolCallBlockStart], {
+  $id: 'BlockStartEventData',
+  description: 'Opens a content block; a turn may have many.',
+})
 
 export const DeltaEventData = Type.Object(
   {
@@ -130,7 +132,7 @@ export const ErrorEventData = Type.Object(
   },
 )
 
-const EVENT_DATA: Record<string, TSchema> = {
+const EVENT_DATA = {
   run: RunEventData,
   config_warnings: ConfigWarningsEventData,
   translation_warnings: TranslationWarningsEventData,
@@ -140,24 +142,45 @@ const EVENT_DATA: Record<string, TSchema> = {
   block_stop: BlockStopEventData,
   done: DoneEventData,
   error: ErrorEventData,
-}
+} satisfies Record<string, TSchema>
 
 export const RUN_EVENT_NAMES = Object.keys(EVENT_DATA)
 
+function idOf(schema: TSchema): string {
+  if (typeof schema.$id !== 'string') throw new Error('an event data schema has no $id')
+  return schema.$id
+}
+
+/**
+ * Each event's name and the component its `data` is, as the document says it on the turn's 200
+ * (`x-sse-events`, decision 036): `{"run": "#/components/schemas/RunEventData", ...}`.
+ */
+export const RUN_EVENT_SCHEMAS: Record<string, string> = Object.fromEntries(
+  Object.entries(EVENT_DATA).map(([event, data]) => [event, `#/components/schemas/${idOf(data)}`]),
+)
+
 export const RUN_EVENT_ORDER = [
-  'Each frame is `event: <name>` then `data: <JSON>`, frames separated by a blank line; the data of each event is described by its variant below.',
+  'Each frame is `event: <name>` then `data: <JSON>`, frames separated by a blank line; the event\'s name says which schema its data has (`x-sse-events`).',
   'Order: `run` (always first), `config_warnings`, `translation_warnings`; then `compacting` when the turn waits for summaries of older history, followed by `config_warnings` again if they changed;',
   'then per content block `block_start`, any number of `delta` (of the block\'s kind; `tool_input` for a tool call), `block_stop`; blocks never interleave.',
   'The stream ends with exactly one `done` (success) or `error` (failure after the stream opened; failures before it are HTTP errors in JSON).',
   'A comment line (`: heartbeat`) comes every 15 s and carries no event. Closing the connection does not cancel the run: read `GET /api/v1/runs/{run_id}` and the history.',
 ].join(' ')
 
-/** One variant per event: `{event, data}`, as a parsed frame. */
-const variants = Object.entries(EVENT_DATA).map(([event, data]) =>
-  Type.Object({ event: Type.Literal(event), data: Type.Ref(data) }, { title: `${event} event`, additionalProperties: false }),
-)
-
-export const RunEvent = TaggedUnion('event', variants, { $id: 'RunEvent', description: RUN_EVENT_ORDER })
+/**
+ * What a client that parses the stream yields per frame: its `data`, parsed (decision 036). OpenAPI
+ * 3.1 has no notation for the event's name beside it, and the data carry no tag of their own, so
+ * this is an `anyOf` of the data schemas; the name-to-schema map is the 200's `x-sse-events`.
+ */
+export const RunEventPayload = Type.Unsafe<Static<(typeof EVENT_DATA)[keyof typeof EVENT_DATA]>>({
+  $id: 'RunEventPayload',
+  description: [
+    'The `data` of one frame of the turn stream, parsed from JSON: what a generic server-sent-events client yields per event.',
+    'The frame\'s `event:` line names which: ' + Object.entries(EVENT_DATA).map(([event, data]) => `\`${event}\` → ${idOf(data)}`).join(', ') + '.',
+    'Two data shapes are alike (`config_warnings`, `translation_warnings`), so read the event name, not the shape (docs/guide/turn-stream.md).',
+  ].join(' '),
+  anyOf: Object.values(EVENT_DATA).map((data) => Type.Ref(idOf(data))),
+})
 
 export const EVENT_SCHEMAS = [
   RunEventData,
@@ -165,11 +188,15 @@ export const EVENT_SCHEMAS = [
   TranslationWarning,
   TranslationWarningsEventData,
   CompactingEventData,
+  TextBlockStart,
+  ReasoningBlockStart,
+  RefusalBlockStart,
+  ToolCallBlockStart,
   BlockStartEventData,
   DeltaEventData,
   BlockStopEventData,
   EventUsage,
   DoneEventData,
   ErrorEventData,
-  RunEvent,
+  RunEventPayload,
 ]

@@ -109,6 +109,28 @@ function documentTurnCapacity(operation: Operation): void {
   }
 }
 
+/**
+ * What any operation may answer before it runs (decision 036): Node's parser and the router refuse
+ * some requests whatever their target, in the envelope with a code of their own.
+ */
+const beforeTheOperation = {
+  description:
+    'Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`.',
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } },
+}
+
+/** HTTP/1.1 requires Host (RFC 9112 §3.2): checked before any route runs (src/http/plugins/error-handler.ts). */
+const missingHost = {
+  description: 'An HTTP/1.1 request without a Host header, refused before the operation runs.',
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/BadRequestError' } } },
+}
+
+/** A route that takes no body still bounds one sent to it (src/http/plugins/bounded-body.ts): 413 past 1 MiB. */
+const bodyOverLimit = {
+  description: 'This operation takes no body, but one sent to it is still bounded: over 1 MiB it is refused unread.',
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/PayloadTooLargeError' } } },
+}
+
 const badPathEncoding = {
   description: 'A path parameter that is not valid percent-encoding.',
   content: { 'application/json': { schema: { $ref: '#/components/schemas/BadRequestError' } } },
@@ -163,8 +185,32 @@ function documentWritePosition(operation: Operation): void {
   }
 }
 
+type Schema = { oneOf?: Array<{ $ref?: string }>; discriminator?: { propertyName: string; mapping?: Record<string, string> }; properties?: Record<string, { const?: unknown; enum?: unknown[] }> }
+
+/**
+ * A discriminator's `mapping`, from the tag each named variant holds (decision 036). Without one,
+ * OpenAPI takes a variant's component name for its tag value (openapi-typescript typed `kind` as
+ * `"TextBlockStart"`). Only the document gets it: Ajv, which validates requests, refuses `mapping`.
+ */
+function mapDiscriminators(schemas: Record<string, Schema>): void {
+  for (const schema of Object.values(schemas)) {
+    const tag = schema.discriminator?.propertyName
+    if (tag === undefined || !schema.oneOf) continue
+    const mapping: Record<string, string> = {}
+    for (const { $ref } of schema.oneOf) {
+      const variant = $ref?.startsWith('#/components/schemas/') ? schemas[$ref.slice('#/components/schemas/'.length)] : undefined
+      const property = variant?.properties?.[tag]
+      const values = property?.const !== undefined ? [property.const] : (property?.enum ?? [])
+      if (values.length === 0) throw new Error(`a variant of a union tagged by "${tag}" is not a named schema with that tag: ${$ref}`)
+      for (const value of values) mapping[String(value)] = $ref!
+    }
+    schema.discriminator = { propertyName: tag, mapping }
+  }
+}
+
 /** The whole document, once built: what each operation needs beyond its route's schema. */
 function completeDocument(document: OpenApiDocument): OpenApiDocument {
+  mapDiscriminators((document.components?.schemas ?? {}) as Record<string, Schema>)
   for (const [path, methods] of Object.entries(document.paths ?? {})) {
     for (const [method, operation] of Object.entries(methods)) {
       const keyed = operation.security === undefined || operation.security.length > 0
@@ -176,6 +222,9 @@ function completeDocument(document: OpenApiDocument): OpenApiDocument {
       // A path whose parameter is not valid percent-encoding (`%ZZ`) is refused by the router, 400, before
       // any route runs: every operation with a path parameter can answer it (the fuzz suite sends it).
       if (path.includes('{') && operation.responses['400'] === undefined) operation.responses['400'] = badPathEncoding
+      operation.responses['400'] ??= missingHost
+      if (method !== 'get') operation.responses['413'] ??= bodyOverLimit
+      operation.responses['4XX'] ??= beforeTheOperation
       const doc = operation.operationId ? operationDocs[operation.operationId] : undefined
       if (doc) applyDoc(operation, doc, method, path)
     }

@@ -19,28 +19,25 @@ export const SubmittedMedia = Type.Object(
 
 const MediaList = Type.Array(Type.Ref(SubmittedMedia), { maxItems: 20, description: 'At most 20 attachments per part.' })
 
-export const SubmittedPart = TaggedUnion(
-  'type',
-  [
-    Type.Object(
-      { type: Type.Literal('prompt'), text: Type.Optional(Type.String({ description: 'What the user says.' })), media: Type.Optional(MediaList) },
-      { ...closed, description: 'A user message, with optional attachments.' },
-    ),
-    Type.Object(
-      {
-        type: Type.Literal('tool_result'),
-        tool_use_id: Type.String({ minLength: 1, description: 'A pending call of this chat: from `done.pending_tool_calls` or a `block_start` of kind `tool_call`.' }),
-        tool_name: Type.String({ minLength: 1 }),
-        text: Type.Optional(Type.String({ description: 'The result, as the model will read it.' })),
-        is_error: Type.Optional(Type.Boolean({ description: 'The call failed; `text` says how.' })),
-        trust: Type.Optional(TrustLevel),
-        media: Type.Optional(MediaList),
-      },
-      { ...closed, description: 'The answer to a tool call of the previous run.' },
-    ),
-  ],
-  { $id: 'SubmittedPart' },
+export const PromptPart = Type.Object(
+  { type: Type.Literal('prompt'), text: Type.Optional(Type.String({ description: 'What the user says.' })), media: Type.Optional(MediaList) },
+  { ...closed, $id: 'PromptPart', description: 'A user message, with optional attachments.' },
 )
+
+export const ToolResultPart = Type.Object(
+  {
+    type: Type.Literal('tool_result'),
+    tool_use_id: Type.String({ minLength: 1, description: 'A pending call of this chat: from `done.pending_tool_calls` or a `block_start` of kind `tool_call`.' }),
+    tool_name: Type.String({ minLength: 1 }),
+    text: Type.Optional(Type.String({ description: 'The result, as the model will read it.' })),
+    is_error: Type.Optional(Type.Boolean({ description: 'The call failed; `text` says how.' })),
+    trust: Type.Optional(TrustLevel),
+    media: Type.Optional(MediaList),
+  },
+  { ...closed, $id: 'ToolResultPart', description: 'The answer to a tool call of the previous run.' },
+)
+
+export const SubmittedPart = TaggedUnion('type', [PromptPart, ToolResultPart], { $id: 'SubmittedPart' })
 
 export const CreateResponseRequest = Type.Object(
   {
@@ -117,4 +114,4 @@ export const RunInspection = Type.Object(
 
 export const RunParams = Type.Object({ run_id: Uuid })
 
-export const RESPONSE_SCHEMAS = [SubmittedMedia, SubmittedPart, CreateResponseRequest, RunInspection]
+export const RESPONSE_SCHEMAS = [SubmittedMedia, PromptPart, ToolResultPart, SubmittedPart, CreateResponseRequest, RunInspection]

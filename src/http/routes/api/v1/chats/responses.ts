@@ -10,7 +10,7 @@ import type { BodyWork } from '../../../../body-work/body-work.ts'
 import { endOpenStreams, writeRunStream, type OpenStreams } from '../../../../sse/write-run-stream.ts'
 import { ChatParams } from '../../../../schemas/chats.ts'
 import { ApiKeySecurity, errors, TurnUnprocessableError } from '../../../../schemas/common.ts'
-import { RUN_EVENT_ORDER, RunEvent } from '../../../../schemas/events.ts'
+import { RUN_EVENT_ORDER, RUN_EVENT_SCHEMAS, RunEventPayload } from '../../../../schemas/events.ts'
 import { CreateResponseRequest } from '../../../../schemas/responses.ts'
 import { findChat } from './index.ts'
 
@@ -81,7 +81,7 @@ export const responseRoutes =
           response: {
             200: {
               description: `The turn's events as \`text/event-stream\`. ${RUN_EVENT_ORDER}`,
-              content: { 'text/event-stream': { schema: Type.Ref(RunEvent) } },
+              content: { 'text/event-stream': { schema: Type.Ref(RunEventPayload), 'x-sse-events': RUN_EVENT_SCHEMAS } },
             },
             ...errors(400, 401, 402, 404, 409, 413, 500, 502, 503),
             422: Type.Ref(TurnUnprocessableError),
