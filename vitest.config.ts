@@ -1,4 +1,5 @@
 import { configDefaults, defineConfig } from 'vitest/config'
+import { machineCeiling } from './test/helpers/machine-timeouts.ts'
 
 /**
  * The domain's unit tests share one module graph per worker (isolate: false): importing the modules
@@ -17,8 +18,12 @@ const SHARED_ISOLATED = ['test/store/config-token-estimates.test.ts']
 
 export default defineConfig({
   test: {
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
+    // Backstops for a test or hook that never ends, scaled by the largest factor a wait for a process
+    // inside them can get (test/helpers/machine-timeouts.ts; decision 019, "Under load"): a server
+    // start or a CLI run waits up to its base times the load per core, and the timeout around it must
+    // not cut it short. The wait itself is what reports a process that does not answer.
+    testTimeout: machineCeiling(30_000),
+    hookTimeout: machineCeiling(60_000),
     pool: 'forks',
     // Three files at a time on 2 cores: much of the suite's wall time is end-to-end files waiting on
     // server processes, leases and deadlines, which overlap with the in-process files (decision 019).

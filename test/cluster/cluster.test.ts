@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, test, type TestContext } from 'v
 import { waitFor } from '../e2e/server-process.ts'
 import { postTurn, request, type HttpAnswer, type TurnAnswer } from '../e2e/turn-client.ts'
 import { clusterTestGate, percentile, sleep, startLitefsCluster, type ClusterNode, type LitefsCluster } from './litefs-cluster.ts'
+import { machineCeiling } from '../helpers/machine-timeouts.ts'
 
 /**
  * Parley on a real three-node LiteFS cluster (issue 20): three `litefs mount` processes on
@@ -45,7 +46,7 @@ if (!gate.run) {
         console.error(cluster.report(80))
         throw error
       }
-    }, 300_000)
+    }, machineCeiling(300_000))
 
     afterAll(async () => {
       await cluster?.stop()

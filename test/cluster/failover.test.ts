@@ -3,6 +3,7 @@ import { afterEach, describe, expect, test } from 'vitest'
 import { waitFor } from '../e2e/server-process.ts'
 import { postTurn, request } from '../e2e/turn-client.ts'
 import { clusterTestGate, percentile, sleep, startLitefsCluster, type ClusterNode, type LitefsCluster } from './litefs-cluster.ts'
+import { machineCeiling } from '../helpers/machine-timeouts.ts'
 
 /**
  * Issue 20 on a real three-node LiteFS cluster (test/cluster/litefs-cluster.ts; the lease through
@@ -181,7 +182,7 @@ if (!gate.run) {
           `${interrupted.length} runs interrupted, settled ${settleDelays.length ? `${Math.min(...settleDelays)}–${Math.max(...settleDelays)}` : '–'} ms after the promotion; ` +
           `refusals meanwhile ${JSON.stringify(traffic.refusals)}; server starts per node ${JSON.stringify(startsBefore)}`,
       )
-    }, 300_000)
+    }, machineCeiling(300_000))
 
     test('crash: kill -9 of the primary; a new primary within the lease TTL plus lock-delay, the old node rejoins as a replica; acknowledged parts lost are counted', async () => {
       const { c, primary, key, chats } = await boot()
@@ -232,6 +233,6 @@ if (!gate.run) {
           `${traffic.acknowledged.length} turns and ${parts} parts acknowledged, ${lostParts} parts of ${lost.length} runs lost; ` +
           `refusals meanwhile ${JSON.stringify(traffic.refusals)}; ${admittedAt.length} turns admitted (p50 gap between admissions ${percentile(admittedAt.slice(1).map((t, i) => t - admittedAt[i]!), 50).toFixed(0)} ms)`,
       )
-    }, 300_000)
+    }, machineCeiling(300_000))
   })
 }

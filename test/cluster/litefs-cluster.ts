@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import { startConsulLeaseService, type ConsulLeaseService } from '../helpers/consul-lease-service.ts'
 import { freePort, REPO_ROOT, waitFor } from '../e2e/server-process.ts'
+import { machineTimeout } from '../helpers/machine-timeouts.ts'
 
 /**
  * A LiteFS cluster on loopback for tests (issue 20): N nodes, each one real `litefs mount` process
@@ -108,7 +109,7 @@ export type ClusterOptions = {
   env?: Record<string, string | undefined>
   /** Parley's LOG_LEVEL; 'info' by default so role changes and settled runs are in its log. */
   logLevel?: string
-  /** How long start() waits for every node to answer /readyz. */
+  /** How long start() waits for every node to answer /readyz on a quiet machine (scaled by how busy it is). */
   readyTimeoutMs?: number
   /**
    * The directory each node's server runs from (`node --import tsx src/main.ts` there): the
@@ -174,10 +175,14 @@ export type LitefsCluster = {
   info: (node: ClusterNode) => Promise<LitefsNodeInfo | null>
   /** The node LiteFS says is the primary right now (exactly one, else null). */
   primary: () => Promise<ClusterNode | null>
-  /** Waits until exactly one node is the primary and every other running node's `.primary` names it. */
+  /**
+   * Waits until exactly one node is the primary and every other running node's `.primary` names it,
+   * within `timeoutMs` (a quiet machine's bound) scaled by how busy the machine is.
+   */
   waitForPrimary: (timeoutMs?: number) => Promise<ClusterNode>
   /** The replicas of the current primary (the running nodes that are not it). */
   replicas: () => Promise<ClusterNode[]>
+  /** Waits for the node to answer /readyz, within `timeoutMs` (a quiet machine's bound) scaled by how busy the machine is. */
   waitReady: (node: ClusterNode, timeoutMs?: number) => Promise<void>
   /** The dev organisation's API key, written by the node that first started as primary. */
   apiKey: () => string
@@ -435,16 +440,16 @@ export async function startLitefsCluster(options: ClusterOptions = {}): Promise<
     return primaries.length === 1 ? primaries[0]! : null
   }
 
-  const waitReady = async (node: ClusterNode, timeoutMs = options.readyTimeoutMs ?? 120_000) => {
+  const waitReady = async (node: ClusterNode, timeoutMs = options.readyTimeoutMs ?? 60_000) => {
     await waitFor(
       `${node.name} (${node.url}) to answer /readyz`,
       async () => {
         if (!running(node)) throw new Error(`${node.name}'s litefs mount is not running (exits: ${JSON.stringify(exitsOf.get(node))})`)
-        const res = await fetch(`${node.url}/readyz`, { signal: AbortSignal.timeout(2_000) })
+        const res = await fetch(`${node.url}/readyz`, { signal: AbortSignal.timeout(machineTimeout(1_000)) })
         await res.arrayBuffer()
         return res.ok
       },
-      timeoutMs,
+      machineTimeout(timeoutMs),
       200,
     )
   }
@@ -458,7 +463,7 @@ export async function startLitefsCluster(options: ClusterOptions = {}): Promise<
         const others = nodes.filter((n) => n !== found && running(n))
         return others.every((n) => primaryFile(n) === found.hostname) ? found : undefined
       },
-      timeoutMs,
+      machineTimeout(timeoutMs),
       100,
     )
 
@@ -522,7 +527,7 @@ export async function startLitefsCluster(options: ClusterOptions = {}): Promise<
     async start() {
       startedAt = Date.now()
       for (const node of nodes) spawnNode(node)
-      await waitForPrimary(options.readyTimeoutMs ?? 120_000)
+      await waitForPrimary(options.readyTimeoutMs ?? 60_000)
       await Promise.all(nodes.map((node) => waitReady(node)))
       readyAt = Date.now()
     },

@@ -8,6 +8,7 @@ import { loadCatalogue } from '../../src/providers/catalogue/load-catalogue.ts'
 import { startServer, waitFor, type ServerProcess } from './server-process.ts'
 import { postTurn, request } from './turn-client.ts'
 import { startReplayServer, type ReplayServer } from './vendor-replay-server.ts'
+import { machineCeiling } from '../helpers/machine-timeouts.ts'
 
 /**
  * Issue 23 (docs/guide/vendors.md, decision 035), against the real process: started with one
@@ -82,7 +83,7 @@ describe('the active providers at start', () => {
     const calls = replay.requestsTo('openai')
     expect(calls.map((c) => `${c.method} ${c.path}`)).toEqual(['POST /openai/v1/responses'])
     expect(calls[0]!.headers.authorization).toBe('Bearer sk-test-loopback')
-  }, 60_000)
+  }, machineCeiling(60_000))
 
   test('production with no vendor key: the start-up line warns that no model is active, and /readyz says so', async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'parley-e2e-no-providers-'))
@@ -99,5 +100,5 @@ describe('the active providers at start', () => {
     expect(ready.status).toBe(200)
     expect(ready.json()).toEqual({ status: 'ready', role: 'primary', providers: {}, models: 0, warnings: [NO_MODEL_WARNING] })
     expect((await request(server.url, '/v1/catalogue')).json().models).toEqual([])
-  }, 60_000)
+  }, machineCeiling(60_000))
 })

@@ -12,6 +12,7 @@ import {
   type StreamedBlock,
   type TurnStream,
 } from './turn-client.ts'
+import { machineCeiling, machineTimeout } from '../helpers/machine-timeouts.ts'
 
 /**
  * THE CRASH TEST (decisions §4). Twenty turns stream at once; the server is killed with SIGKILL in
@@ -193,7 +194,7 @@ describe('kill -9 during 20 streaming turns, then restart', () => {
     const running = readDatabase(dbFile, (db) => db.prepare(`SELECT id FROM runs WHERE status = 'running'`).pluck().all() as string[])
     expect(running.length).toBeGreaterThan(0)
     expect(cut.map((o) => o.runId)).toEqual(expect.arrayContaining(running))
-  }, 60_000)
+  }, machineCeiling(60_000))
 
   test('after a restart with the same NODE_ID, every run is succeeded or failed/interrupted, none running', async () => {
     await start()
@@ -220,7 +221,7 @@ describe('kill -9 during 20 streaming turns, then restart', () => {
     }
     expect(outcome.succeeded + outcome.interrupted).toBe(TURNS)
     console.info(`crash test: ${outcome.succeeded} runs succeeded, ${outcome.interrupted} failed/interrupted`)
-  }, 60_000)
+  }, machineCeiling(60_000))
 
   test('no committed part is lost: every prompt, and every block whose block_stop arrived before the kill', async () => {
     for (const o of observed) {
@@ -234,7 +235,7 @@ describe('kill -9 during 20 streaming turns, then restart', () => {
       expect(output.length - streamed.length).toBeLessThanOrEqual(1)
       if (o.terminal === 'done') expect(output).toEqual(streamed)
     }
-  }, 60_000)
+  }, machineCeiling(60_000))
 
   test('each run is billed exactly once: one usage entry, equal to its cost; the balance is 10.00 minus the charges', async () => {
     const { entries, balance } = ledger()
@@ -258,7 +259,7 @@ describe('kill -9 during 20 streaming turns, then restart', () => {
     expect(credits.map((e) => e.amount_units)).toEqual([moneyUnits('10.00')])
     expect(balance).toBe(moneyUnits('10.00') - charged)
     expect(entries.reduce((sum, e) => sum + e.amount_units, 0n)).toBe(balance)
-  }, 60_000)
+  }, machineCeiling(60_000))
 
   test('a second restart (another SIGKILL, same NODE_ID) changes nothing: no run, part or charge moves', async () => {
     const before = await snapshot()
@@ -266,7 +267,7 @@ describe('kill -9 during 20 streaming turns, then restart', () => {
     await start()
     const after = await snapshot()
     expect(after).toEqual(before)
-  }, 60_000)
+  }, machineCeiling(60_000))
 
   test('tool calls an interrupted run committed are closed by the next submission with a cancelled tombstone', async () => {
     const withCalls = observed.filter((o) => o.terminal === null && o.blocks.some((b) => b.kind === 'tool_call'))
@@ -283,7 +284,7 @@ describe('kill -9 during 20 streaming turns, then restart', () => {
     const parts = (await historyOf(o.chatId)).map((p) => p.part)
     const tombstones = parts.filter((p) => p.type === 'tool_result')
     expect(tombstones.map((t) => [t.tool_use_id, t.tombstone_reason])).toEqual(ids.map((id) => [id, 'cancelled']))
-  }, 60_000)
+  }, machineCeiling(60_000))
 
   test('the crashed chats take turns again: an interrupted run can be retried, and is billed once', async () => {
     const interrupted = observed.find((o) => o.terminal === null && !o.blocks.some((b) => b.kind === 'tool_call'))!
@@ -304,7 +305,7 @@ describe('kill -9 during 20 streaming turns, then restart', () => {
     expect(ledger().entries.filter((e) => e.run_id === retryId)).toHaveLength(1)
     // The interrupted run itself still has its one charge.
     expect(ledger().entries.filter((e) => e.run_id === interrupted.runId)).toHaveLength(1)
-  }, 60_000)
+  }, machineCeiling(60_000))
 
   test('no server life wrote anything to stderr: no warnings, no unhandled errors', () => {
     for (const s of servers) expect(s.stderr()).toBe('')
@@ -335,7 +336,7 @@ describe('SIGTERM during a streaming turn', () => {
 
     // SIGTERM; SIGKILL only if it has not exited 10 s later. Exit code 0: it stopped by itself,
     // once the run had its grace (SHUTDOWN_GRACE_MS, 1 s here) and was settled (decision 009).
-    expect(await first.stop(10_000)).toBe(0)
+    expect(await first.stop(machineTimeout(10_000))).toBe(0)
     // Spec §4.2 rule 1: a failure after the stream opened arrives as the `error` event.
     expect(await stream.closed).toBe('end')
     const last = stream.frames.at(-1)!
@@ -351,5 +352,5 @@ describe('SIGTERM during a streaming turn', () => {
       db.prepare('SELECT count(*) AS n FROM balance_entries WHERE run_id = ?').get(runId),
     )
     expect(entries).toEqual({ n: 1 })
-  }, 60_000)
+  }, machineCeiling(60_000))
 })

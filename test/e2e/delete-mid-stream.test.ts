@@ -6,6 +6,7 @@ import { WebSocket } from 'undici'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { startServer, waitFor, type ServerProcess } from './server-process.ts'
 import { moneyUnits, postTurn, readDatabase, request, type TurnStream } from './turn-client.ts'
+import { machineCeiling, machineTimeout } from '../helpers/machine-timeouts.ts'
 
 /**
  * Issue 12, decision 020: a chat deleted while its run streams, over the real server process.
@@ -56,7 +57,7 @@ function pngOfSize(size: number): Buffer {
 
 /** A DevTools protocol session with the server process (started with --inspect). */
 async function devtools(server: ServerProcess) {
-  const url = await waitFor('the inspector to listen', () => /Debugger listening on (ws:\/\/\S+)/.exec(server.stderr())?.[1], 15_000)
+  const url = await waitFor('the inspector to listen', () => /Debugger listening on (ws:\/\/\S+)/.exec(server.stderr())?.[1], machineTimeout(15_000))
   const socket = new WebSocket(url)
   await new Promise<void>((resolve, reject) => {
     socket.addEventListener('open', () => resolve(), { once: true })
@@ -139,7 +140,7 @@ describe('DELETE of a chat while its run streams, over the real server', () => {
     })
     key = readFileSync(join(dataDir, 'dev-api-key.txt'), 'utf8').trim()
     inspector = await devtools(server)
-  }, 40_000)
+  }, machineCeiling(40_000))
 
   afterAll(async () => {
     inspector?.close()

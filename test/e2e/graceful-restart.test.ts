@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, test } from 'vitest'
 import { startServer, type ServerProcess } from './server-process.ts'
 import { postTurn, readDatabase, request } from './turn-client.ts'
+import { machineCeiling } from '../helpers/machine-timeouts.ts'
 
 /**
  * Issue 20: a planned restart (SIGTERM, as a rolling deploy sends) while chats have live runs. The
@@ -72,5 +73,5 @@ describe('SIGTERM while runs are live, then a restart', () => {
       expect(next.ok ? 200 : `${next.status} ${next.text}`).toBe(200)
       if (next.ok) expect(await next.closed).toBe('end')
     }
-  }, 90_000)
+  }, machineCeiling(90_000))
 })

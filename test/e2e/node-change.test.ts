@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, test } from 'vitest'
 import { startServer, type ServerProcess } from './server-process.ts'
 import { postTurn, readDatabase, request, type TurnAnswer } from './turn-client.ts'
+import { machineCeiling } from '../helpers/machine-timeouts.ts'
 
 /**
  * Issue 11, two processes: a server under NODE_ID=a streams a long turn and is killed with SIGKILL
@@ -148,5 +149,5 @@ describe('restart under another NODE_ID while a run is live', () => {
     // Billed once, for the usage known.
     const charges = readDatabase(dbFile, (db) => db.prepare(`SELECT COUNT(*) AS n FROM balance_entries WHERE run_id = ?`).get(orphanId) as { n: number })
     expect(charges.n).toBe(1)
-  }, 120_000)
+  }, machineCeiling(120_000))
 })

@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, test } from 'vitest'
 import { freePort, REPO_ROOT, runAdmin, startServer, waitFor, type ServerProcess } from './server-process.ts'
 import { postTurn, request } from './turn-client.ts'
+import { machineCeiling } from '../helpers/machine-timeouts.ts'
 
 /**
  * Issue 13, the operator's first hour against the real process: a first start that fails after
@@ -51,7 +52,7 @@ describe('operating the real server process', () => {
     const failure = logLines(out).find((line) => line.level === 50)!
     expect(failure.msg).toBe(`cannot listen on 127.0.0.1:${port}`)
     expect(failure.err.code).toBe('EADDRINUSE')
-  }, 60_000)
+  }, machineCeiling(60_000))
 
   test('the next start prints the banner it owes: the key and the organisation id', async () => {
     server = await startServer({ env: { DATA_DIR: dataDir, LOG_LEVEL: 'info', LOG_FORMAT: 'json' }, timeoutMs: 25_000 })
@@ -64,7 +65,7 @@ describe('operating the real server process', () => {
     expect(org.balance).toBe('10.00')
     // The key shown works.
     expect((await request(server.url, '/api/v1/chats', { key })).status).toBe(200)
-  }, 60_000)
+  }, machineCeiling(60_000))
 
   test('inspection off is said at startup', () => {
     expect(logLines(server!.stdout()).some((line) => line.level === 30 && line.msg === 'inspection off (STATELY_INSPECT unset)')).toBe(true)
@@ -98,7 +99,7 @@ describe('operating the real server process', () => {
     const requestId = missing.headers.get('x-request-id')
     const completed = await waitFor('the 404 line', () => logLines(server!.stdout()).find((l) => l.reqId === requestId && l.msg === 'request completed'))
     expect(completed.error_code).toBe('not_found')
-  }, 60_000)
+  }, machineCeiling(60_000))
 
   test('a later start owes nothing; pretty logs warn that the inspector relay does not answer', async () => {
     await server!.stop()
@@ -113,5 +114,5 @@ describe('operating the real server process', () => {
     expect(stdout).toContain(`ws://127.0.0.1:${relayPort}`)
     // Lines for people, not JSON objects.
     expect(stdout.split('\n').filter((l) => l.startsWith('{'))).toEqual([])
-  }, 60_000)
+  }, machineCeiling(60_000))
 })

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { runAdmin, startServer, waitFor, type ServerProcess } from './server-process.ts'
 import { postTurn, readDatabase, request } from './turn-client.ts'
+import { machineCeiling } from '../helpers/machine-timeouts.ts'
 
 /**
  * Two real server processes over one SQLite file, standing in for a LiteFS primary and a replica
@@ -38,7 +39,7 @@ describe('a LiteFS replica relays writes to the primary', () => {
     key = readFileSync(join(shared, 'node-a', 'dev-api-key.txt'), 'utf8').trim()
     writeFileSync(replicaPrimaryFile, `127.0.0.1:${primary.port}`)
     replica = await startServer({ env: env('node-b', replicaPrimaryFile) })
-  }, 60_000)
+  }, machineCeiling(60_000))
 
   afterAll(async () => {
     await Promise.all([replica?.stop(), primary?.stop()])
@@ -118,7 +119,7 @@ describe('a LiteFS replica relays writes to the primary', () => {
     const onPrimary = await runAdmin(join(shared, 'node-a'), ['org', 'create', '--name', 'Acme'], 30_000, env('node-a', join(shared, 'primary.primary')))
     expect(onPrimary.code, onPrimary.stderr).toBe(0)
     expect(JSON.parse(onPrimary.stdout)).toMatchObject({ name: 'Acme' })
-  })
+  }, machineCeiling(60_000))
 
   test('a write already relayed once is refused by a node that is not the primary (no relay loops)', async () => {
     const res = await fetch(`${replica.url}/api/v1/chats`, {

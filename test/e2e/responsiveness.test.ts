@@ -6,6 +6,7 @@ import { DEFAULT_BODY_LIMIT } from '../../src/http/app.ts'
 import { unbrokenLetters } from '../helpers/hostile-requests.ts'
 import { startServer, type ServerProcess } from './server-process.ts'
 import { postTurn, request, type SseFrame } from './turn-client.ts'
+import { machineCeiling } from '../helpers/machine-timeouts.ts'
 
 /**
  * Issue 11: a request carrying 1 MiB of unbroken text (the costliest text for the tokenizer:
@@ -93,7 +94,7 @@ describe('the server stays responsive while a request carries 1 MiB of unbroken 
   beforeAll(async () => {
     server = await startServer({ env, timeoutMs: 25_000 })
     devKey = readFileSync(join(dataDir, 'dev-api-key.txt'), 'utf8').trim()
-  }, 30_000)
+  }, machineCeiling(30_000))
 
   afterAll(async () => {
     await server?.stop()
@@ -153,5 +154,5 @@ describe('the server stays responsive while a request carries 1 MiB of unbroken 
     const { result: frames, polled } = await whilePolling(server!.url, () => turn(chatId, { input: [{ type: 'prompt', text: 'hello again' }] }))
     expectResponsive(polled)
     expect(frames.at(-1)!.data.usage.input_tokens + frames.at(-1)!.data.usage.cache_read_tokens).toBeGreaterThan(400_000)
-  }, 180_000)
+  }, machineCeiling(180_000))
 })

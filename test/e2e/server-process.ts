@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
+import { CLI_RUN_MS, machineTimeout, SERVER_START_MS } from '../helpers/machine-timeouts.ts'
 
 /**
  * Under vitest, the responses of every server started here are recorded by the child and checked
@@ -84,11 +85,18 @@ export type StartOptions = {
   env?: Record<string, string | undefined>
   /** Path answering 2xx once the server is ready. */
   readyPath?: string
+  /**
+   * The wait for the ready path on a quiet machine (default SERVER_START_MS); startServer scales it
+   * by how busy the machine is (test/helpers/machine-timeouts.ts).
+   */
   timeoutMs?: number
 }
 
-/** Spawns a server on a free port and resolves once GET `readyPath` answers. */
+/** Spawns a server on a free port and resolves once GET `readyPath` answers, within `timeoutMs` scaled. */
 export async function startServer(options: StartOptions = {}): Promise<ServerProcess> {
+  const timeoutMs = machineTimeout(options.timeoutMs ?? SERVER_START_MS)
+  // One ready request's own bound: a busy machine may take longer than a second to answer one.
+  const pollMs = machineTimeout(1_000)
   const port = await freePort()
   const url = `http://127.0.0.1:${port}`
   // A stopped server's running runs get 1 s (not 10 s) before they are interrupted, within stop()'s grace.
@@ -124,7 +132,7 @@ export async function startServer(options: StartOptions = {}): Promise<ServerPro
   })
   const running = () => child.exitCode === null && child.signalCode === null
 
-  const stop = async (graceMs = 5_000) => {
+  const stop = async (graceMs = machineTimeout(5_000)) => {
     if (running()) {
       child.kill('SIGTERM')
       const timer = setTimeout(() => running() && child.kill('SIGKILL'), graceMs)
@@ -140,11 +148,11 @@ export async function startServer(options: StartOptions = {}): Promise<ServerPro
       `${url}${options.readyPath ?? '/'} to answer`,
       async () => {
         if (!running()) throw new Error(`server exited with ${child.exitCode ?? child.signalCode}: ${err.trim()}`)
-        const response = await fetch(`${url}${options.readyPath ?? '/'}`, { signal: AbortSignal.timeout(1_000) })
+        const response = await fetch(`${url}${options.readyPath ?? '/'}`, { signal: AbortSignal.timeout(pollMs) })
         await response.arrayBuffer()
         return response.ok
       },
-      options.timeoutMs ?? 15_000,
+      timeoutMs,
       100,
     )
   } catch (error) {
@@ -152,7 +160,7 @@ export async function startServer(options: StartOptions = {}): Promise<ServerPro
     throw new Error(`${(error as Error).message}\nstdout: ${out}\nstderr: ${err}`)
   }
   if (contractLog !== null) {
-    const document = await fetch(`${url}/openapi.json`, { signal: AbortSignal.timeout(10_000) })
+    const document = await fetch(`${url}/openapi.json`, { signal: AbortSignal.timeout(machineTimeout(10_000)) })
     contract!.setLogDocument(contractLog, await document.text())
   }
   return { url, port, child, stdout: () => out, stderr: () => err, stop }
@@ -160,8 +168,12 @@ export async function startServer(options: StartOptions = {}): Promise<ServerPro
 
 export type CliResult = { code: number | null; stdout: string; stderr: string }
 
-/** Runs `npm run -s admin -- ...args` against `dataDir` (and `extraEnv`), bounded by `timeoutMs`. */
-export function runAdmin(dataDir: string, args: string[], timeoutMs = 15_000, extraEnv: Record<string, string> = {}): Promise<CliResult> {
+/**
+ * Runs `npm run -s admin -- ...args` against `dataDir` (and `extraEnv`), bounded by `baseMs` (the
+ * bound on a quiet machine, default CLI_RUN_MS) scaled by how busy the machine is.
+ */
+export function runAdmin(dataDir: string, args: string[], baseMs = CLI_RUN_MS, extraEnv: Record<string, string> = {}): Promise<CliResult> {
+  const timeoutMs = machineTimeout(baseMs)
   return new Promise((resolve, reject) => {
     const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, ...extraEnv }
     delete env.NODE_ENV

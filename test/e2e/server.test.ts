@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { openDatabase } from '../../src/store/database.ts'
 import { createStore } from '../../src/store/index.ts'
 import { runAdmin, startServer, waitFor, type CliResult, type ServerProcess } from './server-process.ts'
+import { machineCeiling } from '../helpers/machine-timeouts.ts'
 
 /**
  * One end-to-end pass over the real process: `node --import tsx src/main.ts` on a fresh DATA_DIR,
@@ -154,7 +155,7 @@ describe('the real server process with the admin CLI', () => {
     ])
     // Dev still sees only its own two chats.
     expect((await http('/api/v1/chats', { key: devKey })).json().data).toHaveLength(2)
-  })
+  }, machineCeiling(60_000))
 
   test('another organisation’s chat answers exactly like a missing one', async () => {
     const foreignId = devChats[0]!
@@ -198,7 +199,7 @@ describe('the real server process with the admin CLI', () => {
     expect(first).toMatchObject({ entry: { org_id: acme.id, entry_type: 'topup', currency: 'USD' }, balance: '12.50' })
     const second = await admin('balance', 'add', '--org', acme.id, '--amount=-2.25', '--type', 'adjustment')
     expect(second).toMatchObject({ entry: { entry_type: 'adjustment' }, balance: '10.25' })
-  })
+  }, machineCeiling(60_000))
 
   test('session create + org set-markup: the console_session cookie prices the catalogue for the organisation', async () => {
     const session = await admin('session', 'create', '--org', acme.id)
@@ -215,13 +216,13 @@ describe('the real server process with the admin CLI', () => {
     // Anonymous and invalid sessions are not organisation-specific.
     expect((await http('/v1/catalogue')).json().organisation_specific).toBe(false)
     expect((await http('/v1/catalogue', { cookie: 'console_session=bogus' })).json().organisation_specific).toBe(false)
-  })
+  }, machineCeiling(60_000))
 
   test('a failing CLI command exits non-zero with a message on stderr and nothing on stdout', async () => {
     expectCliFailure(await runAdmin(dataDir, ['key', 'create', '--org', randomUUID()]), /no organisation/)
     expectCliFailure(await runAdmin(dataDir, ['org', 'create', '--name', 'Acme E2E']), /exists/)
     expectCliFailure(await runAdmin(dataDir, ['frobnicate', 'everything']), /unknown command/)
-  })
+  }, machineCeiling(60_000))
 
   test('a restart on the same DATA_DIR keeps the data and does not create a second dev organisation', async () => {
     const before = statSync(keyFile).mtimeMs
@@ -245,5 +246,5 @@ describe('the real server process with the admin CLI', () => {
     } finally {
       db.close()
     }
-  }, 60_000)
+  }, machineCeiling(60_000))
 })

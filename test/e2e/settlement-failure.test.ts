@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { startServer, waitFor, type ServerProcess } from './server-process.ts'
 import { postTurn, readDatabase, request } from './turn-client.ts'
+import { machineCeiling } from '../helpers/machine-timeouts.ts'
 
 /**
  * Issue 12, decision 020: a settlement cannot be lost. Before, a settlement that threw sent the chat
@@ -52,7 +53,7 @@ describe('a settlement the database refuses, over the real server', () => {
   beforeAll(async () => {
     server = await startServer({ env: { DATA_DIR: dataDir, NODE_ID: 'e2e-settlement', SANDBOX: 'on', LEASE_TTL_MS: String(LEASE_TTL_MS) }, timeoutMs: 25_000 })
     key = readFileSync(join(dataDir, 'dev-api-key.txt'), 'utf8').trim()
-  }, 40_000)
+  }, machineCeiling(40_000))
 
   afterAll(async () => {
     await server?.stop(2_000)

@@ -7,6 +7,7 @@ import { nowAbsolute, startHealthzPoller, type HealthzPoller } from '../helpers/
 import { HOSTILE_CASES, type HostileTarget } from '../helpers/hostile-requests.ts'
 import { seedOrganisation } from '../helpers/seed-organisation.ts'
 import { startServer, type ServerProcess } from './server-process.ts'
+import { machineCeiling } from '../helpers/machine-timeouts.ts'
 
 /**
  * The stall suite (issue 22): each hostile request of items 1–3 (test/helpers/hostile-requests.ts)
@@ -37,7 +38,7 @@ beforeAll(async () => {
     },
   }
   poller = startHealthzPoller(server.url, 10)
-}, 120_000)
+}, machineCeiling(120_000))
 
 afterAll(async () => {
   await poller?.stop()

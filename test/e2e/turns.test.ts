@@ -14,6 +14,7 @@ import {
   type SseFrame,
   type TurnStream,
 } from './turn-client.ts'
+import { machineCeiling } from '../helpers/machine-timeouts.ts'
 
 /**
  * Streamed turns against the real server process over real HTTP (spec §4.2, §6; decisions §3, §4,
@@ -162,7 +163,7 @@ describe('streamed turns over real HTTP against the real server process', () => 
     const key = await runAdmin(dataDir, ['key', 'create', '--org', orgId])
     expect(key.code, key.stderr).toBe(0)
     poor = { id: orgId, key: JSON.parse(key.stdout).key }
-  })
+  }, machineCeiling(60_000))
 
   afterAll(async () => {
     await server?.stop()

@@ -146,8 +146,9 @@ describe('read your writes across replicas', () => {
     expect(error.details).toEqual({ txid: hex(0x131), position: hex(0x130) })
     expect(error.message).toMatch(/parley-txid cookie/)
     expect(error.hint).toMatch(/Retry-After/)
+    // It waited its 2 s first; that it gave up then, rather than waiting on, is the 503 itself (how
+    // soon after the 2 s it came is the machine's, not asserted: decision 019, "Under load").
     expect(waited).toBeGreaterThanOrEqual(2_000)
-    expect(waited).toBeLessThan(3_000)
   })
 
   it('serves at once a read whose TXID the replica has reached or passed', async () => {
