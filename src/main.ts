@@ -57,9 +57,6 @@ const deps = composeApp({
   onRunSettled: (settled, cost) => app.log.info(runSettledLine(settled, settled.outcome, cost), 'run settled'),
 })
 const stopHost = deps.host.start()
-// The primary's log is copied back into the database file on a thread of its own (decision 034).
-const checkpointOnThread = () => startWalCheckpointer(settings.databaseFile, (message) => app.log.warn({ message }, 'WAL checkpoint failed'))
-let checkpointer: WalCheckpointer | null = startedAsPrimary ? checkpointOnThread() : null
 const logFormat = chooseLogFormat(process.env, process.stdout.isTTY === true)
 const pretty = logStream(logFormat, process.stdout, process.stdout.isTTY === true)
 const app = await buildApp(
@@ -68,9 +65,16 @@ const app = await buildApp(
     logger: { level: settings.logLevel, redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' }, ...(pretty ? { stream: pretty } : {}) },
     requestTimeoutMs: settings.requestTimeoutMs,
     maxConcurrentTurns: settings.maxConcurrentTurns,
+    shedLoopDelayMs: settings.shedLoopDelayMs,
+    shedFromTurns: settings.shedFromTurns,
     ...(settings.rateLimitPerMinute === null ? {} : { rateLimitPerMinute: settings.rateLimitPerMinute }),
   },
 )
+
+// The primary's log is copied back into the database file on a thread of its own (decision 034); started
+// once `app` can log what it reports.
+const checkpointOnThread = () => startWalCheckpointer(settings.databaseFile, (message) => app.log.warn({ message }, 'WAL checkpoint failed'))
+let checkpointer: WalCheckpointer | null = startedAsPrimary ? checkpointOnThread() : null
 
 // Bootstrap before listening, so the key file exists by the time the server answers.
 // Only the primary writes; a replica's first start finds the primary's organisation replicated.

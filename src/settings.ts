@@ -40,6 +40,13 @@ export type Settings = {
    * with Retry-After at once.
    */
   maxConcurrentTurns: number
+  /**
+   * SHED_LOOP_DELAY_MS and SHED_FROM_TURNS: while this node serves at least SHED_FROM_TURNS turns
+   * and its event loop runs SHED_LOOP_DELAY_MS late, a new turn answers 503 `unavailable`
+   * (reason `overloaded`) with Retry-After (decision 033).
+   */
+  shedLoopDelayMs: number
+  shedFromTurns: number
 }
 
 /** 10 s: most turns end within it; fly.toml's kill_timeout of 30 s leaves 20 s for the rest. */
@@ -53,6 +60,12 @@ export const DEFAULT_MAX_RUNNING_RUNS_PER_ORG = 64
 
 /** 1024 turns in flight per node: an open stream costs little memory, but not nothing (issue 22: 5,000 took 204 MiB). */
 export const DEFAULT_MAX_CONCURRENT_TURNS = 1024
+
+/** Loop delay past which a busy node sheds new turns (decision 033: the overload test's figures). */
+export const DEFAULT_SHED_LOOP_DELAY_MS = 3
+
+/** Turns in flight below which a node never sheds: a late loop then has another cause (a CPU-bound neighbour). */
+export const DEFAULT_SHED_FROM_TURNS = 32
 
 /** A positive whole number from the environment, or `fallback` when unset or empty. */
 function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -99,6 +112,8 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     shutdownGraceMs,
     maxRunningRunsPerOrg: positiveInteger(env, 'MAX_RUNNING_RUNS_PER_ORG', DEFAULT_MAX_RUNNING_RUNS_PER_ORG),
     maxConcurrentTurns: positiveInteger(env, 'MAX_CONCURRENT_TURNS', DEFAULT_MAX_CONCURRENT_TURNS),
+    shedLoopDelayMs: positiveInteger(env, 'SHED_LOOP_DELAY_MS', DEFAULT_SHED_LOOP_DELAY_MS),
+    shedFromTurns: positiveInteger(env, 'SHED_FROM_TURNS', DEFAULT_SHED_FROM_TURNS),
     litefs: litefsDir
       ? {
           dir: litefsDir,

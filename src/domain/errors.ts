@@ -162,6 +162,23 @@ export class TurnCapacityError extends UnavailableError {
 }
 
 /**
+ * 503 `unavailable`: this node is serving many turns and its event loop runs late, so it takes new
+ * connections in slowly (decision 033): the turn is refused at once, nothing read or written, rather
+ * than left waiting unseen in the kernel's queue.
+ */
+export class TurnOverloadError extends UnavailableError {
+  readonly retryAfterSeconds: number
+  constructor(loopDelayMs: number, retryAfterSeconds = 1) {
+    super(
+      'this server is overloaded: its event loop runs late while it serves many turns',
+      { reason: 'overloaded', loop_delay_ms: Math.round(loopDelayMs), retry_after_seconds: retryAfterSeconds },
+      'try again after Retry-After seconds',
+    )
+    this.retryAfterSeconds = retryAfterSeconds
+  }
+}
+
+/**
  * 503 `unavailable`: the worker threads that read large bodies have as many waiting as they take
  * (docs/decisions/034-body-work-off-the-event-loop.md). Nothing was written.
  */
@@ -174,7 +191,7 @@ export class BodyWorkBusyError extends UnavailableError {
 
 /** The `Retry-After` (seconds) a refusal that passes carries, or null. */
 export function retryAfterOf(error: DomainError): number | null {
-  if (error instanceof DatabaseUnavailableError || error instanceof RunningRunsLimitError || error instanceof TurnCapacityError || error instanceof BodyWorkBusyError) {
+  if (error instanceof DatabaseUnavailableError || error instanceof RunningRunsLimitError || error instanceof TurnCapacityError || error instanceof TurnOverloadError || error instanceof BodyWorkBusyError) {
     return error.retryAfterSeconds
   }
   return null

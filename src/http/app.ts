@@ -4,7 +4,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import scalar from '@scalar/fastify-api-reference'
 import Fastify, { type FastifyServerOptions } from 'fastify'
 import { randomUUID } from 'node:crypto'
-import { DEFAULT_MAX_CONCURRENT_TURNS, DEFAULT_REQUEST_TIMEOUT_MS } from '../settings.ts'
+import { DEFAULT_MAX_CONCURRENT_TURNS, DEFAULT_REQUEST_TIMEOUT_MS, DEFAULT_SHED_FROM_TURNS, DEFAULT_SHED_LOOP_DELAY_MS } from '../settings.ts'
+import { watchLoopDelay } from './loop-delay.ts'
 import type { AppDeps } from './app-deps.ts'
 import { answerConnect, clientErrorHandler, deferContinue, frameworkErrors } from './edge-errors.ts'
 import { requireApiKey } from './plugins/auth.ts'
@@ -86,6 +87,9 @@ export type BuildAppOptions = {
   requestTimeoutMs?: number
   /** Turns this node serves at once before a new one answers 503 (MAX_CONCURRENT_TURNS, decision 033); default 1024. */
   maxConcurrentTurns?: number
+  /** While this many turns are in flight and the loop runs this late, new turns answer 503 (decision 033). */
+  shedLoopDelayMs?: number
+  shedFromTurns?: number
 }
 
 /**
@@ -163,6 +167,8 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
   const bodyWork = createBodyWork()
   app.addHook('onClose', () => bodyWork.close())
   installBoundedBodies(app, DEFAULT_BODY_LIMIT, bodyWork)
+  const loop = watchLoopDelay()
+  app.addHook('onClose', async () => loop.stop())
   // Before any route reads a body: on a replica, writes go to the primary whole.
   installPrimaryRouting(app, deps.role, deps.position, deps.nodeId)
   // Bodies are JSON only: Fastify's default text/plain parser would hand a string to the
@@ -187,7 +193,12 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
     await keyed.register(modelRoutes(deps))
     await keyed.register(configRoutes(deps))
     await keyed.register(usageRoutes(deps))
-    await keyed.register(responseRoutes(deps, { maxConcurrentTurns: options.maxConcurrentTurns ?? DEFAULT_MAX_CONCURRENT_TURNS, bodyWork }))
+    const limits = {
+      maxConcurrentTurns: options.maxConcurrentTurns ?? DEFAULT_MAX_CONCURRENT_TURNS,
+      shedLoopDelayMs: options.shedLoopDelayMs ?? DEFAULT_SHED_LOOP_DELAY_MS,
+      shedFromTurns: options.shedFromTurns ?? DEFAULT_SHED_FROM_TURNS,
+    }
+    await keyed.register(responseRoutes(deps, { limits, loop, bodyWork }))
     await keyed.register(runRoutes(deps))
   })
 

@@ -27,7 +27,12 @@ export function startWalCheckpointer(
   onFailure: (message: string) => void,
   intervalMs: number = CHECKPOINT_INTERVAL_MS,
 ): WalCheckpointer {
-  const worker = new Worker(new URL('./wal-checkpointer-worker.mjs', import.meta.url), { workerData: { file, intervalMs } })
+  const worker = new Worker(new URL('./wal-checkpointer-worker.mjs', import.meta.url), {
+    workerData: { file, intervalMs },
+    // Plain JavaScript: none of the main thread's loaders (tsx, a test's recorder), which a fresh
+    // checkout's worker could fail to resolve.
+    execArgv: [],
+  })
   worker.on('message', (message: { kind: 'failed'; message: string }) => onFailure(message.message))
   worker.on('error', (error) => onFailure(error.message))
   // The server may end while the thread ticks; the backstop covers a thread that is gone.

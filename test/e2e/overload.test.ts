@@ -11,8 +11,8 @@ import { startServer, type ServerProcess } from './server-process.ts'
  * looping turns of 200 deltas on their own chats; half start at once, half a second later while
  * the first half stream. Every client's first turn must get its first frame, or be refused with a
  * 503 or 429 that carries Retry-After; none may be left waiting (each turn is bounded at 20 s).
- * How long the first frames took is reported here, not asserted (issue 22 item 7 asks for 2 s;
- * measured here the clients of the second wave waited up to about 6 s, docs/decisions/033).
+ * How long the first frames took is reported here, not asserted: timings belong in the bench
+ * (`npm run bench -- overload`, BENCHMARKS.md, with the 2 s aim of issue 22 item 7; decision 033).
  */
 
 const CLIENTS = 256
@@ -66,6 +66,8 @@ describe('256 keep-alive clients at once', () => {
         turns: run.turns,
         refusals: run.refusals,
         lateMax: Math.round(Math.max(...run.firstTurns.filter((t) => t.late && t.kind === 'streamed').map((t) => (t.kind === 'streamed' ? t.firstFrameMs : 0)))),
+        refusedMax: Math.round(Math.max(0, ...run.firstTurns.map((t) => (t.kind === 'refused' ? t.ms : 0)))),
+        lateWaits: run.firstTurns.filter((t) => t.late).map((t) => Math.round(t.kind === 'streamed' ? t.firstFrameMs : t.ms)).sort((a, b) => a - b).filter((_, i) => i % 16 === 0),
         earlyMax: Math.round(Math.max(...run.firstTurns.filter((t) => !t.late && t.kind === 'streamed').map((t) => (t.kind === 'streamed' ? t.firstFrameMs : 0)))),
       }),
     )

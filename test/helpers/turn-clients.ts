@@ -1,9 +1,10 @@
 /**
  * Many clients looping turns over their own keep-alive connections against a server process: how
- * long each client's first turn waited for its first frame, or how it was refused. Shared by the
- * overload test (test/e2e/overload.test.ts) and bench/overload.ts.
+ * long each client's first turn waited for its first frame, or how it was refused. Each wave of
+ * clients runs on its own thread (turn-clients-wave.mjs). Used by the overload test
+ * (test/e2e/overload.test.ts).
  */
-import { Agent, request } from 'node:http'
+import { Worker } from 'node:worker_threads'
 
 export type FirstTurn =
   | { kind: 'streamed'; firstFrameMs: number; terminal: string | null }
@@ -11,45 +12,6 @@ export type FirstTurn =
   | { kind: 'failed'; message: string; ms: number }
 
 export type ClientsRun = { firstTurns: Array<FirstTurn & { client: number; late: boolean }>; turns: number; refusals: number }
-
-/** One turn over `agent`: resolves once its answer ends, with when its first frame came. */
-export function oneTurn(agent: Agent, url: string, path: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<FirstTurn> {
-  const target = new URL(url)
-  const start = performance.now()
-  return new Promise((resolve) => {
-    const req = request(
-      { agent, host: target.hostname, port: target.port, method: 'POST', path, headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
-      (res) => {
-        let text = ''
-        let firstFrameMs: number | null = null
-        res.setEncoding('utf8')
-        res.on('data', (chunk: string) => {
-          if (res.statusCode === 200 && firstFrameMs === null && chunk.includes('event:')) firstFrameMs = performance.now() - start
-          text += chunk
-        })
-        res.once('end', () => {
-          const ms = performance.now() - start
-          if (res.statusCode === 200) {
-            const events = [...text.matchAll(/^event: (\w+)$/gm)].map((m) => m[1]!)
-            resolve({ kind: 'streamed', firstFrameMs: firstFrameMs ?? ms, terminal: events.at(-1) ?? null })
-          } else {
-            let code: string | null = null
-            try {
-              code = (JSON.parse(text) as { error?: { code?: string } }).error?.code ?? null
-            } catch {
-              code = null
-            }
-            resolve({ kind: 'refused', status: res.statusCode ?? 0, retryAfter: (res.headers['retry-after'] as string | undefined) ?? null, code, ms })
-          }
-        })
-        res.once('error', (error) => resolve({ kind: 'failed', message: error.message, ms: performance.now() - start }))
-      },
-    )
-    req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)))
-    req.once('error', (error) => resolve({ kind: 'failed', message: error.message, ms: performance.now() - start }))
-    req.end(body)
-  })
-}
 
 export type ClientsOptions = {
   url: string
@@ -65,29 +27,34 @@ export type ClientsOptions = {
   timeoutMs: number
 }
 
+type WaveResult = { firstTurns: Array<FirstTurn & { client: number }>; turns: number; refusals: number }
+
+function wave(o: ClientsOptions, chats: readonly string[], firstIndex: number, startAt: number, untilAt: number): Promise<WaveResult> {
+  const worker = new Worker(new URL('./turn-clients-wave.mjs', import.meta.url), {
+    workerData: { url: o.url, auth: o.auth, chats, firstIndex, startAt, untilAt, body: o.body, timeoutMs: o.timeoutMs },
+  })
+  return new Promise((resolve, reject) => {
+    worker.once('message', (result: WaveResult) => {
+      resolve(result)
+      void worker.terminate()
+    })
+    worker.once('error', reject)
+  })
+}
+
 /** Each client opens its own keep-alive connection, turns once (measured), then loops until time is up. */
 export async function runClients(o: ClientsOptions): Promise<ClientsRun> {
-  const firstTurns: ClientsRun['firstTurns'] = []
-  let turns = 0
-  let refusals = 0
-  const until = performance.now() + o.loopForMs
-  const client = async (chatId: string, index: number, delayMs: number) => {
-    if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs))
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 })
-    const path = `/api/v1/chats/${chatId}/responses`
-    const first = await oneTurn(agent, o.url, path, o.auth, o.body, o.timeoutMs)
-    firstTurns.push({ ...first, client: index, late: delayMs > 0 })
-    while (performance.now() < until) {
-      const next = await oneTurn(agent, o.url, path, o.auth, o.body, o.timeoutMs)
-      turns++
-      if (next.kind !== 'streamed') {
-        refusals++
-        // As a client should: wait what Retry-After asks.
-        await new Promise((resolve) => setTimeout(resolve, next.kind === 'refused' && next.retryAfter ? Number(next.retryAfter) * 1000 : 100))
-      }
-    }
-    agent.destroy()
+  const now = performance.timeOrigin + performance.now()
+  // Both threads start from one clock reading, whatever either takes to boot.
+  const startAt = now + 200
+  const untilAt = startAt + o.loopForMs
+  const [early, late] = await Promise.all([
+    wave(o, o.chats.slice(0, o.firstWave), 0, startAt, untilAt),
+    wave(o, o.chats.slice(o.firstWave), o.firstWave, startAt + o.lateAfterMs, untilAt),
+  ])
+  return {
+    firstTurns: [...early.firstTurns.map((t) => ({ ...t, late: false })), ...late.firstTurns.map((t) => ({ ...t, late: true }))],
+    turns: early.turns + late.turns + early.firstTurns.length + late.firstTurns.length,
+    refusals: early.refusals + late.refusals,
   }
-  await Promise.all(o.chats.map((chatId, i) => client(chatId, i, i < o.firstWave ? 0 : o.lateAfterMs)))
-  return { firstTurns, turns: turns + firstTurns.length, refusals }
 }

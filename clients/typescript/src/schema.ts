@@ -6837,7 +6837,7 @@ export interface operations {
                     "application/json": components["schemas"]["UpstreamError"];
                 };
             };
-            /** @description The server (or its database primary) cannot take the request now; try again shortly. Also when this node already serves MAX_CONCURRENT_TURNS (default 1024) turns at once: `details: {reason: "concurrent_turns", limit}`, answered before the body is read, nothing written; retry after `Retry-After` seconds. */
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. Also when this node already serves MAX_CONCURRENT_TURNS (default 1024) turns at once: `details: {reason: "concurrent_turns", limit}`, answered before the body is read, nothing written; and while it serves SHED_FROM_TURNS (default 32) turns or more with its event loop running SHED_LOOP_DELAY_MS (default 3) late: `details: {reason: "overloaded", loop_delay_ms}`. Retry after `Retry-After` seconds. */
             503: {
                 headers: {
                     /** @description Seconds to wait before submitting again. */

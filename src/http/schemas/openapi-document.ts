@@ -103,7 +103,7 @@ function documentTurnCapacity(operation: Operation): void {
   const unavailable = operation.responses['503'] as Response | undefined
   operation.responses['503'] = {
     ...unavailable,
-    description: `${unavailable?.description ?? ''} Also when this node already serves MAX_CONCURRENT_TURNS (default 1024) turns at once: \`details: {reason: "concurrent_turns", limit}\`, answered before the body is read, nothing written; retry after \`Retry-After\` seconds.`.trim(),
+    description: `${unavailable?.description ?? ''} Also when this node already serves MAX_CONCURRENT_TURNS (default 1024) turns at once: \`details: {reason: "concurrent_turns", limit}\`, answered before the body is read, nothing written; and while it serves SHED_FROM_TURNS (default 32) turns or more with its event loop running SHED_LOOP_DELAY_MS (default 3) late: \`details: {reason: "overloaded", loop_delay_ms}\`. Retry after \`Retry-After\` seconds.`.trim(),
     headers: { ...unavailable?.headers, 'retry-after': { description: 'Seconds to wait before submitting again.', schema: Type.Integer({ minimum: 0 }) } },
     content: unavailable?.content ?? { 'application/json': { schema: { $ref: '#/components/schemas/UnavailableError' } } },
   }

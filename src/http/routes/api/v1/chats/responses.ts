@@ -1,12 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from '@sinclair/typebox'
-import { TurnCapacityError, ValidationError } from '../../../../../domain/errors.ts'
+import { TurnCapacityError, TurnOverloadError, ValidationError } from '../../../../../domain/errors.ts'
 import type { TurnRequest } from '../../../../../domain/turns/submission.ts'
 import type { AppDeps } from '../../../../app-deps.ts'
 import { orgOf } from '../../../../plugins/auth.ts'
 import { decodeSubmission, prepareSubmission } from '../../../../prepare-submission.ts'
 import type { BodyWork } from '../../../../body-work/body-work.ts'
+import type { LoopDelay } from '../../../../loop-delay.ts'
 import { endOpenStreams, writeRunStream, type OpenStreams } from '../../../../sse/write-run-stream.ts'
 import { ChatParams } from '../../../../schemas/chats.ts'
 import { ApiKeySecurity, errors, TurnUnprocessableError } from '../../../../schemas/common.ts'
@@ -27,12 +28,36 @@ const TURN_DESCRIPTION = [
 ].join(' ')
 
 /**
- * The turns this node serves at once (MAX_CONCURRENT_TURNS, docs/decisions/033-running-run-caps.md):
- * a turn holds its place from its arrival (after the key is checked, before its body is read) until
- * its answer ends, whichever way: an error before the stream, the stream's `done` or `error`, or the
- * client hanging up. Past the cap a turn answers 503 with Retry-After at once, nothing read or written.
+ * When this node takes no more turns: past a fixed number at once, and when it is overloaded.
+ * See docs/decisions/033-running-run-caps.md.
  */
-export function turnSlots(max: number) {
+export type TurnAdmissionLimits = {
+  /** MAX_CONCURRENT_TURNS: past it, 503 `concurrent_turns`. */
+  maxConcurrentTurns: number
+  /**
+   * SHED_LOOP_DELAY_MS: while at least `shedFromTurns` turns are in flight and the event loop runs
+   * this much late, 503 `overloaded`. A late loop takes new connections in slowly (one per turn of
+   * the loop), so refusing early keeps a new client's answer within about two seconds.
+   */
+  shedLoopDelayMs: number
+  /** SHED_FROM_TURNS: below this many turns in flight, a late loop is not this node's turns' doing. */
+  shedFromTurns: number
+}
+
+/** Whether one more turn may start now, or the refusal it gets: a pure rule over the node's load. */
+export function turnRefusal(inFlight: number, loopDelayMs: number, limits: TurnAdmissionLimits): TurnCapacityError | TurnOverloadError | null {
+  if (inFlight >= limits.maxConcurrentTurns) return new TurnCapacityError(limits.maxConcurrentTurns)
+  if (inFlight >= limits.shedFromTurns && loopDelayMs > limits.shedLoopDelayMs) return new TurnOverloadError(loopDelayMs)
+  return null
+}
+
+/**
+ * The turns this node serves at once: a turn holds its place from its arrival (after the key is
+ * checked, before its body is read) until its answer ends, whichever way: an error before the
+ * stream, the stream's `done` or `error`, or the client hanging up. A refused turn answers 503 with
+ * Retry-After at once, nothing read or written.
+ */
+export function turnSlots(limits: TurnAdmissionLimits, loop: Pick<LoopDelay, 'ms'>) {
   let inFlight = 0
   return {
     get inFlight() {
@@ -40,7 +65,8 @@ export function turnSlots(max: number) {
     },
     /** onRequest hook of the turn route. */
     async take(_request: FastifyRequest, reply: FastifyReply): Promise<void> {
-      if (inFlight >= max) throw new TurnCapacityError(max)
+      const refusal = turnRefusal(inFlight, loop.ms, limits)
+      if (refusal) throw refusal
       inFlight++
       let held = true
       const release = () => {
@@ -55,14 +81,14 @@ export function turnSlots(max: number) {
   }
 }
 
-export type TurnRouteOptions = { maxConcurrentTurns: number; bodyWork: Pick<BodyWork, 'decodeAttachment'> }
+export type TurnRouteOptions = { limits: TurnAdmissionLimits; loop: Pick<LoopDelay, 'ms'>; bodyWork: Pick<BodyWork, 'decodeAttachment'> }
 
 export const responseRoutes =
   (deps: AppDeps, options: TurnRouteOptions): FastifyPluginAsyncTypebox =>
   async (app) => {
     const streams: OpenStreams = new Set()
     app.addHook('preClose', () => endOpenStreams(streams))
-    const slots = turnSlots(options.maxConcurrentTurns)
+    const slots = turnSlots(options.limits, options.loop)
 
     app.post(
       '/api/v1/chats/:chat_id/responses',
