@@ -135,7 +135,8 @@ describe('/readyz', () => {
     const { app } = await appAs({ kind: 'primary' })
     const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json()
     expect(doc.paths['/healthz'].get.responses['200']).toBeDefined()
-    expect(Object.keys(doc.paths['/readyz'].get.responses).sort()).toEqual(['200', '503'])
+    // 400 (no Host header) and 4XX (405, 408, 431) are every operation's (decision 036).
+    expect(Object.keys(doc.paths['/readyz'].get.responses).sort()).toEqual(['200', '400', '4XX', '503'])
     expect(doc.paths['/readyz'].get.security).toEqual([]) // public: no API key against the document's global bearer scheme
   })
 })
