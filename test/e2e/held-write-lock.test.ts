@@ -22,12 +22,10 @@ const LOCK_HELD_MS = 10_000
 const POLLS = 10
 const POLL_EVERY_MS = 200
 /**
- * The issue's acceptance: each answer well under 100 ms. Asserted on the median of the polls, and
- * no poll may take a second: a loaded 2-core machine (three test files at a time) can delay a single
- * answer by tens of milliseconds for reasons of its own, while the bug stalled every one for seconds.
+ * What the test asserts is that nothing waited for the lock: every poll and the refused write were
+ * answered while the other process still held it (the bug's 5 s wait per request would have carried
+ * the ten polls past its release). Their latencies are printed, not asserted (decision 019).
  */
-const MEDIAN_UNDER_MS = 100
-const NONE_OVER_MS = 1_000
 
 /** Another process holding the write lock: BEGIN IMMEDIATE, `holdMs`, ROLLBACK. */
 function holdWriteLock(file: string, holdMs: number): { locked: Promise<void>; released: Promise<void>; child: ChildProcess } {
@@ -112,6 +110,9 @@ describe('a write lock held by another process for 10 s', () => {
     holder = lock.child
     await lock.locked
     const lockedAt = performance.now()
+    // Whether the other process still holds the lock: what answered before it let go did not wait for it.
+    let lockHeld = true
+    void lock.released.then(() => (lockHeld = false))
 
     // A turn during the lock: its admission write meets the lock. Not awaited yet: the polls run meanwhile.
     const during = turn(chatId, 'during the lock')
@@ -140,17 +141,17 @@ describe('a write lock held by another process for 10 s', () => {
       polls_ended_after_ms: Math.round(pollsEndedAt),
     }
     console.log(JSON.stringify(polled))
-    // The polls ran while the lock was held: the test measured what it claims to.
-    expect(pollsEndedAt).toBeLessThan(LOCK_HELD_MS)
-    expect(median(health)).toBeLessThan(MEDIAN_UNDER_MS)
-    expect(median(reads)).toBeLessThan(MEDIAN_UNDER_MS)
-    expect(Math.max(...health, ...reads)).toBeLessThan(NONE_OVER_MS)
+    // Every poll was answered while the lock was still held: no read waited for the writer.
+    // (How fast they were is reported above; timings belong in bench/, decision 019.)
+    expect(lockHeld).toBe(true)
 
     // A route's own write: 503 at once, Retry-After, not a 500 after 5 s.
     let started = performance.now()
     const write = await api('/api/v1/chats', { method: 'POST', body: {} })
     const writeMs = performance.now() - started
     expectUnavailable(write)
+    // Refused while the lock is still held: it did not wait for the lock to go.
+    expect(lockHeld).toBe(true)
 
     // The turn: 503 before any stream (its admission gave up waiting), or it waited and succeeded.
     const answered = await during
@@ -180,7 +181,6 @@ describe('a write lock held by another process for 10 s', () => {
         write_after_lock_ms: Math.round(writeAfterMs),
       }),
     )
-    expect(writeMs).toBeLessThan(NONE_OVER_MS)
     expect(statuses).not.toContain(500)
     expect(server!.stdout() + server!.stderr()).not.toContain('unhandled error')
   })

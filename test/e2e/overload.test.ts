@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { machineCeiling } from '../helpers/machine-timeouts.ts'
 import { seedOrganisation } from '../helpers/seed-organisation.ts'
 import { runClients } from '../helpers/turn-clients.ts'
 import { startServer, type ServerProcess } from './server-process.ts'
@@ -25,8 +26,8 @@ beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'parley-overload-'))
   ;({ key, chats } = seedOrganisation(dataDir, { name: 'Overload', credit: '100000', chats: CLIENTS, namespace: 'overload' }))
   // One organisation holds every client here: its cap on running runs is raised so that the node's own fairness is what is tested.
-  server = await startServer({ env: { DATA_DIR: dataDir, MAX_RUNNING_RUNS_PER_ORG: '100000' }, readyPath: '/healthz', timeoutMs: 90_000 })
-}, 120_000)
+  server = await startServer({ env: { DATA_DIR: dataDir, MAX_RUNNING_RUNS_PER_ORG: '100000' }, readyPath: '/healthz', timeoutMs: 30_000 })
+}, machineCeiling(120_000))
 
 afterAll(async () => {
   await server?.stop()
@@ -34,7 +35,7 @@ afterAll(async () => {
 })
 
 describe('256 keep-alive clients at once', () => {
-  it('every first turn streams or is refused with Retry-After; none is left waiting', { timeout: 120_000 }, async () => {
+  it('every first turn streams or is refused with Retry-After; none is left waiting', { timeout: machineCeiling(60_000) }, async () => {
     const run = await runClients({
       url: server.url,
       auth: { authorization: `Bearer ${key}` },
