@@ -444,7 +444,9 @@ async function checkOne(method: string, path: string, documented: string[], b: B
   const op = `${method.toUpperCase()} ${path}`
   record(op, res.statusCode)
   if (process.env.FUZZ_VERBOSE === '3' || (process.env.FUZZ_VERBOSE === '2' && seen.get(op)!.get(res.statusCode)! <= 4)) console.info(`[${op}] ${describeRequest(b).slice(0, 400)}\n    -> ${res.statusCode} ${res.body.slice(0, 300)}`)
-  if (!documented.includes(String(res.statusCode)) && b.method === method.toUpperCase()) {
+  // A range entry (`4XX`, decision 036) documents every status of its class.
+  const inRange = documented.includes(`${String(res.statusCode)[0]}XX`)
+  if (!documented.includes(String(res.statusCode)) && !inRange && b.method === method.toUpperCase()) {
     const key = `${b.method} ${path}`
     if (!undocumented.has(key)) undocumented.set(key, new Set())
     undocumented.get(key)!.add(res.statusCode)
