@@ -223,7 +223,7 @@ describe('a settlement that fails', () => {
     expect(count(`SELECT COUNT(*) AS n FROM runs WHERE chat_id = ?`, chatId)).toBe(1)
 
     settlementFails = false
-    await vi.waitFor(() => expect(temp.store.runs.getById(admission.runId)!.status).toBe('failed'), { timeout: 2_000, interval: 10 })
+    await vi.waitFor(() => expect(temp.store.runs.getById(admission.runId)!.status).toBe('failed'), { timeout: 20_000, interval: 10 })
     const settled = temp.store.runs.getById(admission.runId)!
     expect(settled.error).toBe('interrupted')
     // Within its lease: long before a lease TTL after it was released.
