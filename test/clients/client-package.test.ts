@@ -1,9 +1,8 @@
-import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { REPO_ROOT, startServer, type ServerProcess } from '../e2e/server-process.ts'
+import { REPO_ROOT, runCommand, startServer, type CliResult, type ServerProcess } from '../e2e/server-process.ts'
 import { fences } from '../docs/runnable-blocks.ts'
 
 /**
@@ -34,27 +33,11 @@ function readmeExamples(): { tsconfig: string | null; examples: Example[] } {
   return { tsconfig, examples }
 }
 
-type Ran = { code: number | null; stdout: string; stderr: string }
+type Ran = CliResult
 
 /** Runs a command to its end (or kills it after `timeoutMs`, a ceiling for a stuck install, not a measure). */
-function run(command: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: options.cwd, env: options.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
-    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 600_000)
-    child.once('error', (error) => {
-      clearTimeout(timer)
-      reject(error)
-    })
-    child.once('close', (code) => {
-      clearTimeout(timer)
-      resolve({ code, stdout, stderr })
-    })
-  })
-}
+const run = (command: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<Ran> =>
+  runCommand(command, args, { ...options, timeoutMs: options.timeoutMs ?? 600_000 })
 
 const describeRan = (what: string, ran: Ran) => `${what} exited ${ran.code}\nstdout: ${ran.stdout}\nstderr: ${ran.stderr}`
 

@@ -173,19 +173,23 @@ export type CliResult = { code: number | null; stdout: string; stderr: string }
  * bound on a quiet machine, default CLI_RUN_MS) scaled by how busy the machine is.
  */
 export function runAdmin(dataDir: string, args: string[], baseMs = CLI_RUN_MS, extraEnv: Record<string, string> = {}): Promise<CliResult> {
-  const timeoutMs = machineTimeout(baseMs)
+  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, ...extraEnv }
+  delete env.NODE_ENV
+  return runCommand('npm', ['run', '-s', 'admin', '--', ...args], { cwd: REPO_ROOT, env, timeoutMs: machineTimeout(baseMs) })
+}
+
+/** Runs a command to its end and collects its output; past `timeoutMs` it is killed and the promise rejects. */
+export function runCommand(command: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs: number }): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, ...extraEnv }
-    delete env.NODE_ENV
-    const child = spawn('npm', ['run', '-s', 'admin', '--', ...args], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(command, args, { cwd: options.cwd, env: options.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
     const timer = setTimeout(() => {
       child.kill('SIGKILL')
-      reject(new Error(`admin ${args.join(' ')} did not finish within ${timeoutMs} ms; stderr: ${stderr}`))
-    }, timeoutMs)
+      reject(new Error(`${command} ${args.join(' ')} did not finish within ${options.timeoutMs} ms; stderr: ${stderr}`))
+    }, options.timeoutMs)
     child.once('error', (error) => {
       clearTimeout(timer)
       reject(error)
