@@ -13,7 +13,7 @@ import type { NewPart } from '../store/parts.ts'
 import type { ResolvedConfiguration } from '../store/config-resolution.ts'
 import { DEFAULT_MAX_RUNNING_RUNS_PER_ORG } from '../settings.ts'
 import { affordableMaxTokens, type MaxTokensFit } from './affordable-max-tokens.ts'
-import { RunChannel } from './run-channel.ts'
+import { openingFrames, RunChannel } from './run-channel.ts'
 import type { RunDeps } from './run-deps.ts'
 import { newPartMedia, type PackedTurn, type PackRequest } from './context-history.ts'
 import type { Compactor } from './compactor.ts'
@@ -142,7 +142,8 @@ export async function admitTurn(deps: RunDeps, compactor: Compactor, submission:
     apiKeyId: submission.apiKeyId,
     namespace: submission.namespace,
     model,
-    channel: new RunChannel(runId),
+    // The stream's opening frames are the channel's first (their ids are 1-3, decision 038).
+    channel: new RunChannel(runId, openingFrames({ chatId: submission.chatId, runId, closedToolCalls: closures.map((c) => c.tool_use_id), configWarnings, translationWarnings })),
     closedToolCalls: closures.map((c) => c.tool_use_id),
     configWarnings,
     translationWarnings,

@@ -3,7 +3,7 @@
  * (src/http/plugins/error-handler.ts), so the rules never speak HTTP.
  */
 /** One thing wrong with a request: where (a JSON pointer into `in`) and what. */
-export type Problem = { in: 'body' | 'query' | 'path'; pointer: string; message: string }
+export type Problem = { in: 'body' | 'query' | 'path' | 'header'; pointer: string; message: string }
 
 export abstract class DomainError extends Error {
   abstract readonly code: string

@@ -155,6 +155,11 @@ export const operationDocs: Record<string, OperationDoc> = {
       'One run: `status` (the durable answer after a dropped stream), usage, cost (null until settled), latency, the vendor\'s request id and the `manifest` of the context and configuration it was given.',
     example: {},
   },
+  getRunEvents: {
+    description:
+      "The run's stream of events, in the turn stream's grammar with the same `id:`s: from the start, or after the `Last-Event-ID` header or the `after` parameter. Live while the run streams on the node; rebuilt from the ledger once it has ended, a block's text then in one delta. Resume a dropped turn with it (docs/guide/turn-stream.md).",
+    example: {},
+  },
   cancelRun: {
     description: 'Stops a running run: its output so far is kept and it is settled as `cancelled`; its stream ends with an `error` event of code `cancelled`. A finished run is returned unchanged. No body.',
     example: {},

@@ -1,11 +1,32 @@
 import type { FastifyReply } from 'fastify'
 import type { Admission } from '../../actors/turn-types.ts'
+import { openingFrames, type RunFrame } from '../../actors/run-channel.ts'
+import { formatEventId, frameAfter } from '../../domain/runs/run-event-ids.ts'
 import { formatTxid, type ReplicationPosition } from '../../store/replication-position.ts'
 import { TXID as TXID_TRAILER } from '../plugins/primary-routing.ts'
 
 export const HEARTBEAT_MS = 15_000
 
 const frame = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`
+/** A run's frame on the wire: `event:`, `data:`, then its `id:` (decision 038). */
+const sequencedFrame = (runId: string, f: RunFrame) => `event: ${f.event}\ndata: ${JSON.stringify(f.data)}\nid: ${formatEventId(runId, f.seq)}\n\n`
+
+/**
+ * Where a stream's frames come from: a run's live channel, or the frames rebuilt from the ledger.
+ * A reader holds only its cursor into them.
+ */
+export type FrameSource = {
+  at(index: number): RunFrame | undefined
+  readonly size: number
+  readonly hasEnded: boolean
+  /** Calls back on each new frame and at the end; returns the function that stops it. */
+  wake(wake: () => void): () => void
+}
+
+/** Frames already known in full (a rebuilt stream). */
+export function fixedFrames(frames: readonly RunFrame[]): FrameSource {
+  return { at: (index) => frames[index], size: frames.length, hasEnded: true, wake: () => () => {} }
+}
 
 /**
  * The streams an app has open, each with the function that ends it. A stream stays open until its
@@ -20,10 +41,29 @@ export async function endOpenStreams(streams: OpenStreams): Promise<void> {
 
 /**
  * Streams a run as server-sent events: `run`, `config_warnings`, `translation_warnings`, then the
- * run's frames as they come, one write per frame. Closing the connection only unsubscribes: the
+ * run's frames as they come, each with its `id:`. Closing the connection only stops the reader: the
  * run goes on, persists and settles (docs/guide/turn-stream.md).
  */
 export function writeRunStream(reply: FastifyReply, admission: Admission, streams?: OpenStreams, position?: ReplicationPosition): void {
+  // A channel made without its opening frames (tests) gets them here, first.
+  admission.channel.begin(openingFrames(admission))
+  writeRunFrames(reply, admission.runId, admission.channel, 0, streams, position)
+}
+
+/**
+ * Streams a run's frames after position `after` (0: all of them) from `source`, as the turn stream
+ * does: one reader with a cursor, which writes what has come since its last write in one write and,
+ * when the socket's buffer is full, waits for 'drain' before it reads on. A slow reader therefore
+ * holds only its cursor: it never slows the run or another reader (decision 038).
+ */
+export function writeRunFrames(
+  reply: FastifyReply,
+  runId: string,
+  source: FrameSource,
+  after: number,
+  streams?: OpenStreams,
+  position?: ReplicationPosition,
+): void {
   reply.hijack()
   const res = reply.raw
   // The LiteFS position after the run goes out as a trailer, so a relaying replica can wait for it (decision 009).
@@ -36,61 +76,82 @@ export function writeRunStream(reply: FastifyReply, admission: Admission, stream
     'x-request-id': String(reply.request.id),
     ...(trailsPosition ? { trailer: TXID_TRAILER } : {}),
   })
-  // Frames that come in the same tick (the opening ones, a replayed backlog, a provider's burst)
-  // leave as one string in one write; each is on the wire before the event loop moves on.
-  let pending = ''
-  const flush = () => {
-    const chunk = pending
-    pending = ''
-    if (chunk !== '' && !res.writableEnded && !res.destroyed) res.write(chunk)
-  }
-  const write = (chunk: string) => {
-    if (pending === '') process.nextTick(flush)
-    pending += chunk
+  let cursor = 0
+  let scheduled = false
+  let draining = false
+  let finished = false
+  const gone = () => res.writableEnded || res.destroyed
+  /** The frames that came since the last write, up to the terminal one; whether it was among them. */
+  const take = (): { chunk: string; terminal: boolean } => {
+    let chunk = ''
+    while (cursor < source.size) {
+      const f = frameAfter(source.at(cursor++)!, after)
+      if (f === null) continue
+      chunk += sequencedFrame(runId, f)
+      if (f.event === 'done' || f.event === 'error') return { chunk, terminal: true }
+    }
+    return { chunk, terminal: source.hasEnded }
   }
   /** The last frames go with the end of the response. */
-  const end = (then?: () => void) => {
-    const chunk = pending
-    pending = ''
+  const end = (chunk: string, then?: () => void) => {
+    finish()
     const txid = trailsPosition ? position!.current() : null
     if (txid !== null) res.addTrailers({ [TXID_TRAILER]: formatTxid(txid) })
     res.end(chunk, then)
   }
-  write(frame('run', { chat_id: admission.chatId, run_id: admission.runId, closed_tool_calls: admission.closedToolCalls }))
-  write(frame('config_warnings', { warnings: admission.configWarnings }))
-  write(frame('translation_warnings', { warnings: admission.translationWarnings }))
+  const pump = () => {
+    scheduled = false
+    if (finished || draining || gone()) return
+    const { chunk, terminal } = take()
+    if (terminal) return end(chunk)
+    if (chunk !== '' && !res.write(chunk)) {
+      draining = true
+      res.once('drain', () => {
+        draining = false
+        pump()
+      })
+    }
+  }
+  // Frames that come in the same tick (the opening ones, a replayed backlog, a provider's burst)
+  // leave as one string in one write; the end goes at once.
+  const schedule = () => {
+    if (source.hasEnded) return pump()
+    if (scheduled) return
+    scheduled = true
+    process.nextTick(pump)
+  }
 
-  const heartbeat = setInterval(() => write(': heartbeat\n\n'), HEARTBEAT_MS)
-  let unsubscribe = () => {}
+  const heartbeat = setInterval(() => {
+    if (!draining && !gone()) res.write(': heartbeat\n\n')
+  }, HEARTBEAT_MS)
   // Shutdown: the run stops with the server and is settled as interrupted by the next start
   // (docs/guide/runs.md); docs/guide/turn-stream.md makes that an `error` event on an open stream.
+  // It is this connection's ending, not one of the run's frames: it has no id, so a client resumes
+  // after the last frame it had and reads the run's own ending (decision 038).
   const shutDown = () =>
     new Promise<void>((resolve) => {
-      if (res.writableEnded || res.destroyed) return resolve()
-      write(
-        frame('error', {
-          code: 'unavailable',
-          message: 'the server is shutting down; this run stops here and is settled as interrupted',
-          details: { run_id: admission.runId },
-          hint: `read GET /api/v1/runs/${admission.runId} and the chat history later; send retry_of once the run has failed`,
-        }),
+      if (gone()) return resolve()
+      const { chunk } = draining ? { chunk: '' } : take()
+      end(
+        chunk +
+          frame('error', {
+            code: 'unavailable',
+            message: 'the server is shutting down; this run stops here and is settled as interrupted',
+            details: { run_id: runId },
+            hint: `read GET /api/v1/runs/${runId} and the chat history later; send retry_of once the run has failed`,
+          }),
+        resolve,
       )
-      finish()
-      end(resolve)
     })
+  let stopWaking = () => {}
   const finish = () => {
+    finished = true
     clearInterval(heartbeat)
-    unsubscribe()
+    stopWaking()
     streams?.delete(shutDown)
   }
   streams?.add(shutDown)
   res.on('close', finish)
-  unsubscribe = admission.channel.subscribe((f) => {
-    if (res.writableEnded || res.destroyed) return
-    write(frame(f.event, f.data))
-    if (f.event === 'done' || f.event === 'error') {
-      finish()
-      end()
-    }
-  })
+  stopWaking = source.wake(schedule)
+  schedule()
 }

@@ -3,7 +3,7 @@ import type { FastifyReply } from 'fastify'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { RunChannel } from '../../../src/actors/run-channel.ts'
 import type { Admission } from '../../../src/actors/turn-types.ts'
-import { HEARTBEAT_MS, writeRunStream, type OpenStreams } from '../../../src/http/sse/write-run-stream.ts'
+import { HEARTBEAT_MS, writeRunFrames, writeRunStream, type OpenStreams } from '../../../src/http/sse/write-run-stream.ts'
 
 /** The raw response as the stream writer uses it: what was written, and whether it ended. */
 class FakeResponse extends EventEmitter {
@@ -65,7 +65,8 @@ describe('writeRunStream', () => {
     channel.push('delta', { kind: 'text', text: 'b' })
     await tick()
     expect(res.writes).toHaveLength(3)
-    expect(res.writes[2]).toBe('event: delta\ndata: {"kind":"text","text":"b"}\n\n')
+    // Only the id line is added to the frame (decision 038): block 0 not started, so the deltas sit at its offsets 1 and 2.
+    expect(res.writes[2]).toBe('event: delta\ndata: {"kind":"text","text":"b"}\nid: run-1:10000000002\n\n')
   })
 
   it(`sends a comment heartbeat every ${HEARTBEAT_MS / 1000} s while the run is quiet, and stops once it ends`, async () => {
@@ -107,5 +108,80 @@ describe('writeRunStream', () => {
     expect(res.text).toContain('"code":"unavailable"')
     expect(res.text).toContain('"run_id":"run-1"')
     expect(streams.size).toBe(0)
+  })
+})
+
+/** A response whose socket buffer is full until `drain()`: what it got, and how many writes it refused. */
+class SlowResponse extends FakeResponse {
+  full = true
+  override write(chunk: string) {
+    this.writes.push(chunk)
+    return !this.full
+  }
+  drain() {
+    this.full = false
+    this.emit('drain')
+  }
+}
+
+describe('writeRunFrames: readers with a cursor', () => {
+  const reader = (channel: RunChannel, res: FakeResponse, after = 0) => {
+    const reply = { hijack: vi.fn(), raw: res, request: { id: 'req' } } as unknown as FastifyReply
+    writeRunFrames(reply, 'run-1', channel, after)
+  }
+  const produce = (channel: RunChannel, n: number) => {
+    channel.push('block_start', { kind: 'text' })
+    for (let i = 0; i < n; i++) channel.push('delta', { kind: 'text', text: `d${i}` })
+    channel.push('block_stop', {})
+  }
+
+  it('two readers at once each get every frame once, in order, with the same ids; the channel keeps one copy', async () => {
+    const channel = new RunChannel('run-1', [{ event: 'run', data: {} }])
+    const a = new FakeResponse()
+    const b = new FakeResponse()
+    reader(channel, a)
+    produce(channel, 3)
+    reader(channel, b)
+    await tick()
+    channel.end('done', {})
+    expect(a.text).toBe(b.text)
+    expect(events(a.text)).toEqual(['run', 'block_start', 'delta', 'delta', 'delta', 'block_stop', 'done'])
+    expect(channel.size).toBe(7)
+  })
+
+  it('a slow reader waits for drain and neither the run nor a fast reader waits for it', async () => {
+    const channel = new RunChannel('run-1', [{ event: 'run', data: {} }])
+    const slow = new SlowResponse()
+    const fast = new FakeResponse()
+    reader(channel, slow)
+    reader(channel, fast)
+    await tick()
+    // The slow socket refused its first write: the slow reader takes nothing more until drain.
+    produce(channel, 50)
+    await tick()
+    channel.end('done', {})
+    expect(fast.writableEnded).toBe(true)
+    expect(events(fast.text)).toHaveLength(1 + 52 + 1)
+    expect(slow.writes).toHaveLength(1)
+    expect(slow.writableEnded).toBe(false)
+    slow.drain()
+    expect(slow.writableEnded).toBe(true)
+    expect(slow.text).toBe(fast.text)
+  })
+
+  it('resumes after an id: only the frames after it, a delta it saw part of cut at the offset', async () => {
+    const channel = new RunChannel('run-1', [{ event: 'run', data: {} }])
+    produce(channel, 2)
+    channel.end('done', {})
+    const whole = new FakeResponse()
+    reader(channel, whole)
+    const ids = [...whole.text.matchAll(/^id: run-1:(\d+)$/gm)].map((m) => Number(m[1]))
+    expect(ids).toEqual([...ids].sort((x, y) => x - y))
+    const resumed = new FakeResponse()
+    reader(channel, resumed, ids[2]!)
+    expect(events(resumed.text)).toEqual(['delta', 'block_stop', 'done'])
+    const mid = new FakeResponse()
+    reader(channel, mid, ids[2]! + 1)
+    expect(mid.text).toContain('"text":"1"')
   })
 })

@@ -1,6 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { NotFoundError } from '../../../../domain/errors.ts'
+import { NotFoundError, ValidationError } from '../../../../domain/errors.ts'
+import { parseEventId } from '../../../../domain/runs/run-event-ids.ts'
+import { ledgerFrames } from '../../../sse/ledger-frames.ts'
+import { endOpenStreams, writeRunFrames, type OpenStreams } from '../../../sse/write-run-stream.ts'
+import { RUN_EVENT_ORDER, RUN_EVENT_SCHEMAS, RunEventPayload } from '../../../schemas/events.ts'
 import { unitsToMoney } from '../../../../domain/money.ts'
 import { contextTokens, type Usage } from '../../../../domain/pricing/usage.ts'
 import type { RunRow } from '../../../../store/runs.ts'
@@ -68,6 +72,67 @@ export const runRoutes =
         },
       },
       async (request) => toRunInspection(findRun(orgOf(request), request.params.run_id), deps.now()),
+    )
+
+    const streams: OpenStreams = new Set()
+    app.addHook('preClose', () => endOpenStreams(streams))
+
+    app.get(
+      '/api/v1/runs/:run_id/events',
+      {
+        schema: {
+          operationId: 'getRunEvents',
+          tags: ['runs'],
+          summary: "Read a run's stream of events from the start, or resume it after the last event id you had",
+          description:
+            "The run's frames, in the turn stream's grammar and with the same ids (`<run_id>:<sequence number>`), from the start or after " +
+            'the `Last-Event-ID` header or the `after` parameter (`after` wins when both are sent). While the run runs on the node that ' +
+            'streams it, the frames come live; once it has ended (or from another node, or after a restart) they are rebuilt from the ' +
+            "ledger: a block's text then comes in one delta, from the offset you had. A run interrupted by a restart ends with its `error` " +
+            'event. See docs/guide/turn-stream.md and docs/decisions/038-resumable-run-streams.md.',
+          security: ApiKeySecurity,
+          params: RunParams,
+          querystring: Type.Object({
+            after: Type.Optional(Type.String({ maxLength: 200, description: 'An event id of this run: the frames after it are sent.' })),
+          }),
+          headers: Type.Object({
+            'last-event-id': Type.Optional(Type.String({ maxLength: 200, description: 'An event id of this run, as an EventSource sends it on reconnecting.' })),
+          }),
+          response: {
+            200: {
+              description: `The run's events as \`text/event-stream\`, each with its \`id:\`. ${RUN_EVENT_ORDER}`,
+              content: { 'text/event-stream': { schema: Type.Ref(RunEventPayload), 'x-sse-events': RUN_EVENT_SCHEMAS } },
+            },
+            ...errors(400, 401, 404, 422, 500, 503),
+          },
+        },
+      },
+      async (request, reply) => {
+        const orgId = orgOf(request)
+        const run = findRun(orgId, request.params.run_id)
+        const fromQuery = request.query.after !== undefined
+        const given = fromQuery ? request.query.after : request.headers['last-event-id']
+        let after = 0
+        if (given !== undefined && given !== '') {
+          const parsed = parseEventId(run.id, given)
+          if (!parsed.ok) {
+            throw new ValidationError([
+              { in: fromQuery ? 'query' : 'header', pointer: fromQuery ? '/after' : '/last-event-id', message: `${parsed.reason}: "${given}" is not an event id of run ${run.id}` },
+            ])
+          }
+          after = parsed.seq
+        }
+        // Live from the run's channel where it runs here; from this node's ledger copy otherwise (decision 038).
+        const channel = run.status === 'running' ? deps.host.channelOf(run.chat_id, run.id) : null
+        const source =
+          channel ??
+          ledgerFrames(() => {
+            const row = deps.store.runs.get(orgId, run.id)
+            return row ? { run: row, parts: deps.store.parts.ofRun(run.id) } : null
+          })
+        writeRunFrames(reply, run.id, source, after, streams)
+        return reply
+      },
     )
 
     app.post(
