@@ -1,5 +1,6 @@
 import { and, assign, fromPromise, not, raise, setup, spawnChild, stopChild } from 'xstate'
-import { NotFoundError, RunInProgressError, UnavailableError } from '../src/domain/errors.ts'
+import { NotFoundError, RunInProgressError, UnavailableError, ValidationError } from '../src/domain/errors.ts'
+import { decideForkCut, forkCutIsSettled } from '../src/domain/chats/fork-cut.ts'
 import { leaseIsLive } from '../src/domain/runs/lease.ts'
 import { type RunOutcome, usageKnownSoFar } from '../src/domain/runs/run-outcome.ts'
 import {
@@ -212,6 +213,8 @@ export const chatMachine = setup({
     deletionRequested: ({ context }) => context.deleters.length > 0,
     /** This node is shutting down: the run is stopped and settled as interrupted (INTERRUPT). */
     interruptionRequested: ({ context }) => context.interruption !== null,
+    /** docs/decisions/037-fork.md: the fork's cut lies within the ledger's settled parts (absent: all of them). */
+    forkCutIsSettled: ({ event }) => event.type === 'FORK' && forkCutIsSettled(event.upToOrdinal, event.ledger),
     /** The settlement that just failed may be tried again. */
     maySettleAgain: ({ context }) => context.settleAttempts < SETTLE_RETRIES,
   },
@@ -332,6 +335,23 @@ export const chatMachine = setup({
         interruption: null,
       }
     }),
+    /** docs/decisions/037-fork.md: the cut is answered; the host copies the rows up to it in one transaction. */
+    answerForkCut: ({ event }) => {
+      if (event.type !== 'FORK') return
+      const cut = decideForkCut(event.upToOrdinal, event.ledger)
+      if (cut.kind === 'cut') event.respond({ kind: 'cut', upTo: cut.upTo })
+    },
+    /** 422 at /up_to_ordinal: beyond the ledger, below 1, or inside the running run's unsettled parts. */
+    refuseForkCut: ({ event }) => {
+      if (event.type !== 'FORK') return
+      const cut = decideForkCut(event.upToOrdinal, event.ledger)
+      const message = cut.kind === 'refused' ? cut.message : 'is not a settled ordinal of the ledger'
+      event.respond({ kind: 'refused', error: new ValidationError([{ in: 'body', pointer: '/up_to_ordinal', message }]) })
+    },
+    /** A fork of a chat being deleted: it is not found (decision 020). */
+    refuseForkOfDeletedChat: ({ context, event }) => {
+      if (event.type === 'FORK') event.respond({ kind: 'refused', error: new NotFoundError(`chat ${context.chatId} not found`) })
+    },
     forgetSubmission: assign({ queued: () => null }),
     forgetInterruption: assign({ interruption: () => null }),
     noteInterruption: assign({ interruption: ({ event }) => (event.type === 'INTERRUPT' ? event.message : null) }),
@@ -429,6 +449,8 @@ export const chatMachine = setup({
     'xstate.error.actor.eagerCompaction': { actions: ['forgetEagerCompaction', 'removeEagerCompaction'] },
     // Demoted (docs/decisions/009-multi-node-litefs.md): whatever it was doing, the chat is no longer this node's.
     RELINQUISH: { target: '.relinquished', actions: ['abortRun', 'endStreamAsUnavailable', 'refuseWaitersAsUnavailable'] },
+    // docs/decisions/037-fork.md: in any state, a running run included; only settled parts are copied.
+    FORK: [{ guard: 'forkCutIsSettled', actions: 'answerForkCut' }, { actions: 'refuseForkCut' }],
   },
   initial: 'ready',
   states: {
@@ -484,7 +506,7 @@ export const chatMachine = setup({
           actions: [{ type: 'respondDeleteFailed', params: ({ event }: { event: { error: unknown } }) => event.error }],
         },
       },
-      on: { SUBMIT: { actions: 'rejectDeletedChat' }, DELETE: { actions: 'addDeleter' } },
+      on: { SUBMIT: { actions: 'rejectDeletedChat' }, DELETE: { actions: 'addDeleter' }, FORK: { actions: 'refuseForkOfDeletedChat' } },
     },
     deleted: { type: 'final' },
     // The node gave the chat up; the next actor for it is hydrated from the ledger, wherever it lives.

@@ -5,6 +5,7 @@ import type { RunOutcome } from '../src/domain/runs/run-outcome.ts'
 import type { Submission } from '../src/domain/turns/submission.ts'
 import type { PendingCall } from '../src/domain/turns/close-pending-calls.ts'
 import type { CallClosing, ChatFacts, LatestRun, LedgerFacts } from '../src/domain/turns/decide-admission.ts'
+import type { ForkLedgerView } from '../src/domain/chats/fork-cut.ts'
 
 /**
  * What the machine reads of an admitted run (issue 12: types flow one way, src/actors → machines).
@@ -38,6 +39,12 @@ export type SubmitOutcome = { kind: 'admitted'; admission: ChatAdmission } | { k
  * while that deletion was under way (the chat was already going: a repeat answers 404), `failed`
  * when the deletion could not be written (the chat stays, as it was).
  */
+/**
+ * How a FORK was decided (docs/decisions/037-fork.md): the cut to copy up to (null: nothing), which the
+ * host then writes, or the refusal (422 at /up_to_ordinal; 404 for a chat being deleted).
+ */
+export type ForkOutcome = { kind: 'cut'; upTo: number | null } | { kind: 'refused'; error: unknown }
+
 export type DeleteOutcome = { kind: 'deleted' } | { kind: 'gone' } | { kind: 'failed'; error: unknown }
 
 export type ChatContext = {
@@ -91,6 +98,11 @@ export type ChatEvent =
   | { type: 'CANCEL'; runId: string }
   /** Delete the chat: a running run is stopped and settled first (decision 020). */
   | { type: 'DELETE'; respond: (outcome: DeleteOutcome) => void }
+  /**
+   * Fork the chat (docs/decisions/037-fork.md): decided in whatever state the chat is, on what the
+   * ledger held when the event was sent (read just before, like SUBMIT's): only settled parts are copied.
+   */
+  | { type: 'FORK'; upToOrdinal: number | null | undefined; ledger: ForkLedgerView; respond: (outcome: ForkOutcome) => void }
   /** The lease sweep found this running run of the chat abandoned (its lease lapsed): the actor settles it (decision 020). */
   | { type: 'SWEEP'; run: RunLease }
   /**

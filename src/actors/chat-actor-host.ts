@@ -16,9 +16,13 @@ import { reapExpiredRun, settleUnstreamedRun, sweepAbandonedRuns, takeOverRunnin
 import { leaseIsLive } from '../domain/runs/lease.ts'
 import type { Admission, Submission } from './turn-types.ts'
 import type { RunRow } from '../store/runs.ts'
+import type { ChatRow } from '../store/chats.ts'
 import type { RunOutcome } from '../domain/runs/run-outcome.ts'
 
 type ChatActor = Actor<typeof chatMachine>
+
+/** A fork's request, validated by the route: where to cut (absent: every settled part) and the new chat's labels. */
+export type ForkRequest = { upToOrdinal?: number | null; title: string | null; description: string | null; userMetadata: unknown }
 
 export type ActorHostOptions = {
   /** Idle actors unused this long are dropped; the ledger rebuilds them on the next use. */
@@ -128,10 +132,16 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
   function hydrate(chatId: string): ChatInput {
     const outstanding = deps.store.runs.runningCustomerRun(chatId)
     const latest = deps.store.runs.latestCustomerRun(chatId)
+    if (!latest) {
+      // A fork that made no run of its own yet: the calls its source left pending at the cut (decision 037).
+      const inherited = deps.store.forks.inheritedPending(chatId)
+      if (inherited) return { chatId, outstanding, pendingCalls: inherited.calls, latestCustomerRun: inherited.latest, now: deps.now }
+    }
     if (!latest || latest.status === 'running') {
       return { chatId, outstanding, pendingCalls: [], latestCustomerRun: latest ? { id: latest.id, status: latest.status } : null, now: deps.now }
     }
-    const pendingCalls = deps.store.parts.ofRun(latest.id).flatMap((row) => {
+    // This chat's parts only: a fork holds copies of them under the same run id (decision 037).
+    const pendingCalls = deps.store.parts.ofRunInChat(latest.id, chatId).flatMap((row) => {
       const body = JSON.parse(row.body) as PartBody
       return body.type === 'tool_call'
         ? [{ tool_use_id: body.tool_use_id, tool_name: body.tool_name, created_at: row.created_at, run_status: latest.status }]
@@ -326,6 +336,40 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
           respond: (outcome) => (outcome.kind === 'failed' ? reject(outcome.error) : resolve(outcome.kind === 'deleted')),
         })
       })
+    },
+
+    /**
+     * Forks a chat through its actor (docs/decisions/037-fork.md): the actor decides the cut on what
+     * the ledger holds now (a running run's parts are not settled, so not copied), then the new chat
+     * and its copied rows are written in one transaction. Null when the organisation has no such
+     * chat, or it was deleted meanwhile.
+     */
+    fork(orgId: string, chatId: string, request: ForkRequest): Promise<ChatRow | null> {
+      if (this.ownerOf(chatId).kind !== 'local') {
+        return Promise.reject(new UnavailableError('this node does not own the chat'))
+      }
+      if (!deps.store.chats.get(orgId, chatId)) return Promise.resolve(null)
+      return new Promise<number | null>((resolve, reject) => {
+        const running = deps.store.runs.runningCustomerRun(chatId)
+        const ledger = deps.store.forks.ledgerView(chatId, running?.id ?? null)
+        actorFor(chatId).send({
+          type: 'FORK',
+          upToOrdinal: request.upToOrdinal,
+          ledger,
+          respond: (outcome) => (outcome.kind === 'cut' ? resolve(outcome.upTo) : reject(outcome.error)),
+        })
+      }).then((upTo) =>
+        deps.store.writes.write(() =>
+          deps.store.forks.fork({
+            orgId,
+            sourceChatId: chatId,
+            upTo,
+            title: request.title,
+            description: request.description,
+            userMetadata: request.userMetadata,
+          }),
+        ),
+      )
     },
 
     /** The live channel of a run streaming on this node, if any. */

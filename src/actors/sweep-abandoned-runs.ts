@@ -74,7 +74,7 @@ function settleAbandoned(deps: RunDeps, run: RunRow): boolean {
   const manifest = JSON.parse(run.manifest) as { estimated_input_tokens?: number; markup_percent?: string }
   const model = deps.modelById(run.model_id)
   const output = deps.store.parts
-    .ofRun(run.id)
+    .ofRunInChat(run.id, run.chat_id)
     .map((row) => JSON.parse(row.body) as PartBody)
     .map((body) => (body.type === 'tool_call' ? body.arguments : body.type === 'message' || body.type === 'reasoning' ? body.text : ''))
     .join('')

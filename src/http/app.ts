@@ -29,7 +29,7 @@ import { healthRoutes } from './routes/health.ts'
 import { HEALTH_SCHEMAS } from './schemas/health.ts'
 import { catalogueRoutes } from './routes/v1/catalogue.ts'
 import { Catalogue, CatalogueModel, CatalogueModelResponse } from './schemas/catalogue.ts'
-import { ChatCreated, ChatPage, ChatSummary, CreateChatRequest } from './schemas/chats.ts'
+import { ChatCreated, ChatPage, ChatSummary, CreateChatRequest, ForkChatRequest } from './schemas/chats.ts'
 import { ERROR_SCHEMAS, ErrorBody, ErrorEnvelope } from './schemas/common.ts'
 import { EVENT_SCHEMAS } from './schemas/events.ts'
 import { openapiOptions } from './schemas/openapi-document.ts'
@@ -49,6 +49,7 @@ const SHARED_SCHEMAS = [
   ErrorEnvelope,
   ...ERROR_SCHEMAS,
   CreateChatRequest,
+  ForkChatRequest,
   ChatCreated,
   ChatSummary,
   ChatPage,

@@ -15,6 +15,7 @@ import { createSummaryStore } from './summaries.ts'
 import { createIdempotencyKeyStore } from './idempotency-keys.ts'
 import { createTokenCorrectionStore } from './token-corrections.ts'
 import { createWriteQueue } from './write-queue.ts'
+import { createForkStore } from './fork-chat.ts'
 
 export type StoreOptions = {
   /**
@@ -47,6 +48,8 @@ export function createStore(db: Db, options: StoreOptions = {}) {
     summaries: createSummaryStore(db),
     idempotencyKeys: createIdempotencyKeyStore(db),
     tokenCorrections: createTokenCorrectionStore(db, now),
+    /** Forks: a chat's rows copied into a new chat (docs/decisions/037-fork.md). */
+    forks: createForkStore(db, now),
     /** Group commit for the turn path: admissions, closed blocks and settlements. */
     writes: createWriteQueue(db),
   }

@@ -76,6 +76,8 @@ export function createPartStore(db: Db, clock: Clock = wallClock) {
      WHERE m.media_id IN (SELECT value FROM json_each(?))`,
   )
   const ofRun = db.prepare<[string], PartRow>('SELECT * FROM parts WHERE run_id = ? ORDER BY ordinal')
+  // A fork's copied parts keep their run ids (docs/decisions/037-fork.md): a chat reads only its own.
+  const ofRunInChat = db.prepare<[string, string], PartRow>('SELECT * FROM parts WHERE run_id = ? AND chat_id = ? ORDER BY ordinal')
   const packingMeta = db.prepare<[string, number], PackingMetaRow>(
     `SELECT p.ordinal, p.run_id, p.kind, p.tokens, length(p.body) AS body_length,
        CASE WHEN p.kind IN ('tool_call', 'tool_result') THEN json_extract(p.body, '$.tool_use_id') END AS tool_use_id,
@@ -149,6 +151,8 @@ export function createPartStore(db: Db, clock: Clock = wallClock) {
       return groupMedia((withBytes ? mediaFull : mediaStubs).all(JSON.stringify(ordinals)))
     },
     ofRun: (runId: string) => ofRun.all(runId),
+    /** The run's parts in this chat (a fork holds copies of its source's, under the same run id). */
+    ofRunInChat: (runId: string, chatId: string) => ofRunInChat.all(runId, chatId),
     /** The bodies of a chat's parts with ordinals from `first` to `last`, oldest first. */
     bodiesBetween: (chatId: string, first: number, last: number) => bodiesBetween.all(chatId, first, last),
     /** Attachment bytes by media id. */

@@ -102,7 +102,11 @@ export function createRunStore(db: Db) {
        AND lease_expires_at > ?`,
   )
   const setManifest = db.prepare<[string, string]>(`UPDATE runs SET manifest = ? WHERE id = ? AND status = 'running'`)
-  const failedOfChat = db.prepare<[string], { id: string }>(`SELECT id FROM runs WHERE chat_id = ? AND status = 'failed'`)
+  // A fork's failed runs include those it inherited with its copied parts (migration 0014).
+  const failedOfChat = db.prepare<[string, string], { id: string }>(
+    `SELECT id FROM runs WHERE chat_id = ? AND status = 'failed'
+     UNION ALL SELECT run_id AS id FROM inherited_runs WHERE chat_id = ? AND status = 'failed'`,
+  )
   // Migration 0012's partial index holds exactly these rows; the inner LIMIT stops the count at the cap.
   const runningCustomerOfOrg = db.prepare<[string, number], { n: number }>(
     `SELECT count(*) AS n FROM (SELECT 1 FROM runs WHERE org_id = ? AND status = 'running' AND origin = 'customer' LIMIT ?)`,
@@ -158,7 +162,7 @@ export function createRunStore(db: Db) {
      * Leases already expired are not waited for: a sweep just saw them (decision 020).
      */
     nextForeignLeaseExpiry: (self: string, after = '') => nextForeignExpiry.get(self, after)?.next ?? null,
-    failedRunIds: (chatId: string) => failedOfChat.all(chatId).map((r) => r.id),
+    failedRunIds: (chatId: string) => failedOfChat.all(chatId, chatId).map((r) => r.id),
     /**
      * The organisation's running customer runs, across its chats, counted up to `upTo` (the cap of
      * docs/decisions/033-running-run-caps.md): compaction runs do not count.

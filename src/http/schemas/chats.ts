@@ -15,6 +15,27 @@ export const CreateChatRequest = Type.Object(
 )
 export type CreateChatRequest = Static<typeof CreateChatRequest>
 
+/**
+ * docs/decisions/037-fork.md: where to cut, and the new chat's labels, limited and validated as chat
+ * creation's are. The namespace is the source's (no `namespace` here).
+ */
+export const ForkChatRequest = Type.Object(
+  {
+    up_to_ordinal: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        description:
+          'Copy the parts with ordinals up to this one (an ordinal of the history, e.g. a part\'s `ordinal`). Absent: every settled part. Beyond the ledger, or inside a running run\'s parts: 422.',
+      }),
+    ),
+    title: Type.Optional(Nullable(ChatTitle)),
+    description: Type.Optional(Nullable(ChatDescription)),
+    user_metadata: Type.Optional(UserMetadata),
+  },
+  { additionalProperties: false, $id: 'ForkChatRequest' },
+)
+export type ForkChatRequest = Static<typeof ForkChatRequest>
+
 export const ChatCreated = Type.Object(
   {
     id: Uuid,

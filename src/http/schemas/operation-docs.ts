@@ -110,6 +110,11 @@ export const operationDocs: Record<string, OperationDoc> = {
       'Creates an empty chat. Everything is optional: `namespace` (immutable; decides which instructions, tools, retention and budgets its turns receive), `title`, `description`, `user_metadata` (a JSON object of at most 1024 bytes). `{}` is enough.',
     example: { body: { namespace: 'acme/support', title: 'Refund question', user_metadata: { ticket: 42 } } },
   },
+  forkChat: {
+    description:
+      'Creates a new chat in the same namespace holding a copy of this chat\'s history up to `up_to_ordinal` (absent: all of it), in order, with new part ids and ordinals; attachments and the summaries of blocks wholly inside the copy come along (summaries are reused, not made again). A tool call pending at the cut is pending in the fork. While a run is running only settled parts are copied. `title`, `description`, `user_metadata` as in chat creation. The two chats are independent afterwards.',
+    example: { body: { title: 'Try another answer' } },
+  },
   getChat: { description: 'One chat with its `length` (parts in its ledger) and `updated_at`.', example: {} },
   deleteChat: {
     description: 'Deletes the chat and its whole ledger; a run still streaming is stopped. A second delete answers 404.',

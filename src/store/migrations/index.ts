@@ -12,6 +12,7 @@ import * as oneRunningCustomerRun from './0009-one-running-customer-run.ts'
 import * as tokenCorrections from './0010-token-corrections.ts'
 import * as runningRunsByOrg from './0012-running-runs-by-org.ts'
 import * as runsByOrg from './0013-runs-by-org.ts'
+import * as inheritedRuns from './0014-inherited-runs.ts'
 
 export type Migration = { name: string; up: (db: Database) => void }
 
@@ -30,4 +31,5 @@ export const migrations: Migration[] = [
   { name: '0011-merged-summaries', up: mergedSummaries.up },
   { name: '0012-running-runs-by-org', up: runningRunsByOrg.up },
   { name: '0013-runs-by-org', up: runsByOrg.up },
+  { name: '0014-inherited-runs', up: inheritedRuns.up },
 ]

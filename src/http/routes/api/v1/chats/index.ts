@@ -12,6 +12,7 @@ import {
   ChatParams,
   ChatSummary,
   CreateChatRequest,
+  ForkChatRequest,
   ListChatsQuery,
 } from '../../../../schemas/chats.ts'
 import { ApiKeySecurity, errors } from '../../../../schemas/common.ts'
@@ -109,6 +110,43 @@ export const chatRoutes =
           description: emptyToNull(body.description),
           userMetadata: metadata,
         })
+        const { length: _length, updated_at: _updated, ...created } = toChatSummary(row)
+        return reply.code(201).send(created)
+      },
+    )
+
+    app.post(
+      '/api/v1/chats/:chat_id/fork',
+      {
+        schema: {
+          operationId: 'forkChat',
+          tags: ['chats'],
+          summary: 'Fork a chat at a part',
+          security: ApiKeySecurity,
+          params: ChatParams,
+          body: Type.Ref(ForkChatRequest),
+          response: { 201: Type.Ref(ChatCreated), ...errors(400, 401, 404, 413, 422, 500, 503) },
+        },
+        // Like creation's: {} (or no body) forks the whole settled ledger.
+        preValidation: async (request) => {
+          if (request.body === undefined || request.body === null) request.body = {}
+        },
+      },
+      async (request, reply) => {
+        const orgId = orgOf(request)
+        const body = request.body
+        const metadata = body.user_metadata ?? {}
+        const problem = checkUserMetadata(metadata, '/user_metadata')
+        if (problem) throw new ValidationError([problem])
+        // The same lookup as every chat route: another organisation's chat is the same 404 as a missing one.
+        const chat = findChat(deps, orgId, request.params.chat_id)
+        const row = await deps.host.fork(orgId, chat.id, {
+          ...(body.up_to_ordinal === undefined ? {} : { upToOrdinal: body.up_to_ordinal }),
+          title: emptyToNull(body.title),
+          description: emptyToNull(body.description),
+          userMetadata: metadata,
+        })
+        if (!row) throw new NotFoundError(`chat ${chat.id} not found`)
         const { length: _length, updated_at: _updated, ...created } = toChatSummary(row)
         return reply.code(201).send(created)
       },
