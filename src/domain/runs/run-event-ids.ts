@@ -9,7 +9,9 @@
  * - content block b (0-based) owns the span [(b+1)·SPAN, (b+2)·SPAN): its `block_start` is at
  *   (b+1)·SPAN, a `delta` is at (b+1)·SPAN + the block's text length (UTF-16 units) up to the end
  *   of that delta, its `block_stop` is at (b+2)·SPAN − 1;
- * - the terminal frame (`done` or `error`) after n blocks is at (n+1)·SPAN.
+ * - the terminal frame (`done` or `error`) after n blocks is at (n+2)·SPAN − 1: where the
+ *   `block_stop` of a block n would be, so it comes after anything a client saw of a block that a
+ *   crash kept out of the ledger (a block's `block_stop` goes out only once it is persisted).
  * So a position inside a block is a character offset in the persisted part, and the positions of
  * later frames never depend on a block's length.
  */
@@ -58,7 +60,7 @@ export function number(state: Numbering, event: string, data: unknown): { seq: n
       return { seq, next: { ...state, last: seq, blockStart: null, offset: 0 } }
     }
     case 'terminal': {
-      const seq = (state.blocks + 1) * BLOCK_SPAN
+      const seq = (state.blocks + 2) * BLOCK_SPAN - 1
       return { seq, next: { ...state, last: seq } }
     }
     default: {

@@ -16,10 +16,10 @@ const stream = [
 
 describe('run event ids', () => {
   it('number opening frames 1, 2, 3; a delta by its end offset in its block; later frames independent of block lengths', () => {
-    expect(numberFrames(stream).map((f) => f.seq)).toEqual([1, 2, 3, BLOCK_SPAN, BLOCK_SPAN + 3, BLOCK_SPAN + 5, 2 * BLOCK_SPAN - 1, 2 * BLOCK_SPAN, 3 * BLOCK_SPAN - 1, 3 * BLOCK_SPAN])
+    expect(numberFrames(stream).map((f) => f.seq)).toEqual([1, 2, 3, BLOCK_SPAN, BLOCK_SPAN + 3, BLOCK_SPAN + 5, 2 * BLOCK_SPAN - 1, 2 * BLOCK_SPAN, 3 * BLOCK_SPAN - 1, 4 * BLOCK_SPAN - 1])
     // An extra opening frame (compacting) moves nothing after it.
     const withCompacting = numberFrames([...stream.slice(0, 3), { event: 'compacting', data: {} }, ...stream.slice(3)])
-    expect(withCompacting.at(-1)!.seq).toBe(3 * BLOCK_SPAN)
+    expect(withCompacting.at(-1)!.seq).toBe(4 * BLOCK_SPAN - 1)
   })
 
   it('a block rebuilt as one delta numbers the same and resumes from the offset a live id names', () => {
