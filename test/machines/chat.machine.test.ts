@@ -14,7 +14,9 @@ import type {
   StreamRunInput,
   SubmitOutcome,
   DeleteOutcome,
+  ForkOutcome,
 } from '../../machines/chat.types.ts'
+import { ValidationError } from '../../src/domain/errors.ts'
 import type { BlockToSummarise } from '../../src/domain/context/block-to-summarise.ts'
 import { RunChannel, type RunFrame } from '../../src/actors/run-channel.ts'
 import type { CompactionJob } from '../../src/domain/context/compaction-job.ts'
@@ -1571,5 +1573,46 @@ describe('chat machine: demotion (RELINQUISH)', () => {
     h.actor.send({ type: 'RELINQUISH', message: 'demoted' })
     expect(h.actor.getSnapshot().status).toBe('done')
     expect(h.actor.getSnapshot().value).toBe('relinquished')
+  })
+})
+
+describe('chat machine: FORK (docs/decisions/037-fork.md)', () => {
+  const forkIt = (h: ReturnType<typeof harness>, upToOrdinal: number | undefined, ledger: { lastOrdinal: number | null; lastSettledOrdinal: number | null }) => {
+    const respond = vi.fn<(outcome: ForkOutcome) => void>()
+    h.actor.send({ type: 'FORK', upToOrdinal, ledger, respond })
+    return respond
+  }
+
+  it('at rest answers the cut, and changes nothing of the chat', () => {
+    const h = harness()
+    const respond = forkIt(h, 7, { lastOrdinal: 9, lastSettledOrdinal: 9 })
+    expect(respond).toHaveBeenCalledWith({ kind: 'cut', upTo: 7 })
+    expect(h.state()).toBe('idle')
+  })
+
+  it('while a run streams, cuts before its parts by default and refuses an ordinal inside them with 422 at /up_to_ordinal; the run goes on', async () => {
+    const h = await streaming('run-1')
+    expect(forkIt(h, undefined, { lastOrdinal: 12, lastSettledOrdinal: 9 })).toHaveBeenCalledWith({ kind: 'cut', upTo: 9 })
+    const refused = forkIt(h, 10, { lastOrdinal: 12, lastSettledOrdinal: 9 })
+    const outcome = refused.mock.calls[0]![0]
+    expect(outcome.kind).toBe('refused')
+    const error = (outcome as { error: ValidationError }).error
+    expect(error).toBeInstanceOf(ValidationError)
+    expect(error.problems).toEqual([{ in: 'body', pointer: '/up_to_ordinal', message: expect.stringContaining('not settled') }])
+    expect(h.state()).toEqual({ running: { streaming: 'live' } })
+    expect(h.context().admission?.runId).toBe('run-1')
+  })
+
+  it('refuses an ordinal beyond the ledger', () => {
+    const h = harness()
+    expect(forkIt(h, 10, { lastOrdinal: 9, lastSettledOrdinal: 9 }).mock.calls[0]![0].kind).toBe('refused')
+  })
+
+  it('a chat being deleted is not found', async () => {
+    const h = harness()
+    h.remove()
+    await h.at('deleting')
+    const outcome = forkIt(h, undefined, { lastOrdinal: 9, lastSettledOrdinal: 9 }).mock.calls[0]![0]
+    expect(outcome.kind === 'refused' && outcome.error).toBeInstanceOf(NotFoundError)
   })
 })
