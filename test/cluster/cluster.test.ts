@@ -6,6 +6,7 @@ import { waitFor } from '../e2e/server-process.ts'
 import { postTurn, request, type HttpAnswer, type TurnAnswer } from '../e2e/turn-client.ts'
 import { clusterTestGate, percentile, sleep, startLitefsCluster, type ClusterNode, type LitefsCluster } from './litefs-cluster.ts'
 import { machineCeiling } from '../helpers/machine-timeouts.ts'
+import { blocks, readFrames, rebuiltForm, seqOf, withoutUnstored, type Frame } from '../e2e/run-events-client.ts'
 
 /**
  * Parley on a real three-node LiteFS cluster (issue 20): three `litefs mount` processes on
@@ -187,6 +188,70 @@ if (!gate.run) {
       expect(refused.headers.get('retry-after')).toMatch(/^\d+$/)
       expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('unavailable')
       console.log(`read your writes: 30 of 30 reads through another replica saw their write; without the TXID ${withoutTxidMissed} of 30 missed it; a TXID never reached was refused after ${Date.now() - started} ms`)
+    }, 180_000)
+
+    test('resume through a replica: a turn dropped on one replica resumes on the other with Last-Event-ID; the finished run read there from the start or after an id equals what the turn streamed (rebuilt: one delta per block)', async (context) => {
+      dumpOnFailure(context)
+      const [a, b] = replicas as [ClusterNode, ClusterNode]
+      const auth = { authorization: `Bearer ${key}` }
+      const turnOn = (node: ClusterNode, chat: string, text: string, stopWhen?: (frames: Frame[]) => boolean) =>
+        readFrames(
+          `${node.url}/api/v1/chats/${chat}/responses`,
+          { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, input: [{ type: 'prompt', text }] }) },
+          stopWhen,
+        )
+      // The turn's head carries its admission's TXID (decision 029): a replica reading the run waits until its copy has the run.
+      const eventsOn = (node: ClusterNode, runId: string, headers: Record<string, string> = {}, query = '') =>
+        readFrames(`${node.url}/api/v1/runs/${runId}/events${query}`, { headers: { ...auth, ...headers } })
+      const increasing = (frames: Frame[]) => {
+        const seqs = frames.map(seqOf)
+        expect(seqs).toEqual([...new Set(seqs)].sort((x, y) => x - y))
+      }
+
+      // 1. Dropped mid-turn on replica a, resumed on replica b while the primary still runs it.
+      const chat = (await on(a, '/api/v1/chats', { method: 'POST', body: { title: 'resume' } })).json().id as string
+      const first = await turnOn(a, chat, SLOW_TURN, (fs) => fs.filter((f) => f.event === 'delta').length === 3)
+      expect(first.status, first.text).toBe(200)
+      const runId = first.frames[0]!.data.run_id as string
+      const txid = first.headers.get('x-parley-txid')
+      expect(txid).toMatch(/^[0-9a-f]{16}$/)
+      const resumed = await eventsOn(b, runId, { 'last-event-id': first.frames.at(-1)!.id!, 'x-parley-txid': txid! })
+      expect(resumed.status, resumed.text).toBe(200)
+      expect(resumed.frames.at(-1)!.event).toBe('done')
+      const joined = [...first.frames, ...resumed.frames]
+      increasing(joined)
+      // Every frame once: the two halves together are the whole run as b rebuilds it, and as the primary does.
+      const fromB = await eventsOn(b, runId)
+      const fromPrimary = await eventsOn(primary, runId)
+      expect(fromB.frames).toEqual(fromPrimary.frames)
+      expect(withoutUnstored(rebuiltForm(joined))).toEqual(fromB.frames)
+      expect(blocks(fromB.frames).map((x) => x.text).join('').split(' ').length).toBeGreaterThanOrEqual(12)
+
+      // 2. A whole turn through replica a, then its run read through replica b at once (the run has just finished on the primary).
+      const chat2 = (await on(a, '/api/v1/chats', { method: 'POST', body: { title: 'replay' } })).json().id as string
+      const whole = await turnOn(a, chat2, '/think step by step\n/long 8')
+      expect(whole.status, whole.text).toBe(200)
+      expect(whole.frames.at(-1)!.event).toBe('done')
+      expect(whole.frames.every((f) => f.id !== null)).toBe(true)
+      const runId2 = whole.frames[0]!.data.run_id as string
+      const txid2 = { 'x-parley-txid': whole.headers.get('x-parley-txid')! }
+      const expected = withoutUnstored(rebuiltForm(whole.frames))
+      // Without Last-Event-ID: every frame, in the rebuilt form.
+      expect((await eventsOn(b, runId2, txid2)).frames).toEqual(expected)
+      // With Last-Event-ID inside the text block (after its second delta): the rest of that block's text in one delta, then the rest.
+      const textDeltas = whole.frames.filter((f) => f.event === 'delta' && f.data.kind === 'text')
+      expect(textDeltas.length).toBeGreaterThanOrEqual(3)
+      const cut = textDeltas[1]!.id!
+      const after = withoutUnstored(rebuiltForm(whole.frames.filter((f) => seqOf(f) > seqOf(textDeltas[1]!))))
+      expect((await eventsOn(b, runId2, { ...txid2, 'last-event-id': cut })).frames).toEqual(after)
+      // And after a block_stop, by ?after on the other replica.
+      const stop = whole.frames.find((f) => f.event === 'block_stop')!
+      const afterStop = withoutUnstored(rebuiltForm(whole.frames.filter((f) => seqOf(f) > seqOf(stop))))
+      expect((await eventsOn(a, runId2, txid2, `?after=${encodeURIComponent(stop.id!)}`)).frames).toEqual(afterStop)
+      // Each of these reads was served by the replica from its own copy, not relayed: the replicas' logs name them, the primary's does not.
+      const named = (node: ClusterNode) => readFileSync(node.parleyLog, 'utf8').includes(`/api/v1/runs/${runId2}/events`)
+      expect([a, b].map(named)).toEqual([true, true])
+      expect(named(primary)).toBe(false)
     }, 180_000)
 
     test('no 500 from a replica: a raw write on its mount fails at the file level, and every route answers below 500 or 503', async (context) => {

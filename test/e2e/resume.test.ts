@@ -5,49 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { machineCeiling } from '../helpers/machine-timeouts.ts'
 import { request } from './turn-client.ts'
 import { startServer, type ServerProcess } from './server-process.ts'
-
-type Frame = { event: string; data: any; id: string | null }
-
-/** Reads an SSE answer frame by frame; `stopWhen` drops the connection after the frame it approves. */
-async function readFrames(url: string, init: RequestInit, stopWhen: (frames: Frame[]) => boolean = () => false): Promise<{ status: number; frames: Frame[] }> {
-  const controller = new AbortController()
-  const res = await fetch(url, { ...init, signal: controller.signal })
-  const frames: Frame[] = []
-  if (res.status !== 200) return { status: res.status, frames }
-  const decoder = new TextDecoder()
-  let buffer = ''
-  try {
-    for await (const chunk of res.body!) {
-      buffer += decoder.decode(chunk as Uint8Array, { stream: true })
-      let cut: number
-      while ((cut = buffer.indexOf('\n\n')) >= 0) {
-        const raw = buffer.slice(0, cut)
-        buffer = buffer.slice(cut + 2)
-        if (raw.startsWith(':')) continue
-        const field = (name: string) => raw.split('\n').find((l) => l.startsWith(`${name}: `))?.slice(name.length + 2) ?? null
-        frames.push({ event: field('event')!, data: JSON.parse(field('data')!), id: field('id') })
-        if (stopWhen(frames)) {
-          controller.abort()
-          return { status: 200, frames }
-        }
-      }
-    }
-  } catch (error) {
-    if (!controller.signal.aborted) throw error
-  }
-  return { status: 200, frames }
-}
-
-const seqOf = (f: Frame) => Number(f.id!.split(':').at(-1))
-/** The content a client assembles: each block's kind and whole text, in order. */
-function blocks(frames: Frame[]) {
-  const out: { start: unknown; text: string }[] = []
-  for (const f of frames) {
-    if (f.event === 'block_start') out.push({ start: f.data, text: '' })
-    if (f.event === 'delta') out.at(-1)!.text += f.data.text
-  }
-  return out
-}
+import { blocks, readFrames, seqOf, type Frame } from './run-events-client.ts'
 
 describe('resuming a turn stream with Last-Event-ID (real server)', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-e2e-resume-'))
