@@ -228,6 +228,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/chats/{chat_id}/fork": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Fork a chat at a part
+         * @description Creates a new chat in the same namespace holding a copy of this chat's history up to `up_to_ordinal` (absent: all of it), in order, with new part ids and ordinals; attachments and the summaries of blocks wholly inside the copy come along (summaries are reused, not made again). A tool call pending at the cut is pending in the fork. While a run is running only settled parts are copied. `title`, `description`, `user_metadata` as in chat creation. The two chats are independent afterwards.
+         */
+        post: operations["forkChat"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/chats/{chat_id}": {
         parameters: {
             query?: never;
@@ -1029,6 +1049,18 @@ export interface components {
         CreateChatRequest: {
             /** @description Slash-separated scope, e.g. `acme/support`. */
             namespace?: string | null;
+            /** @description 1-50 characters; an empty string is treated as unset. */
+            title?: string | null;
+            /** @description 1-200 characters; an empty string is treated as unset. */
+            description?: string | null;
+            /** @description JSON object, at most 1024 bytes when serialised compactly. */
+            user_metadata?: {
+                [key: string]: unknown;
+            };
+        };
+        ForkChatRequest: {
+            /** @description Copy the parts with ordinals up to this one (an ordinal of the history, e.g. a part's `ordinal`). Absent: every settled part. Beyond the ledger, or inside a running run's parts: 422. */
+            up_to_ordinal?: number;
             /** @description 1-50 characters; an empty string is treated as unset. */
             title?: string | null;
             /** @description 1-200 characters; an empty string is treated as unset. */
@@ -2589,6 +2621,130 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnauthorizedError"];
+                };
+            };
+            /** @description The request body is over the limit (1 MiB; 32 MiB for a turn, base64 overhead included). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationFailedError"];
+                };
+            };
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    forkChat: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                chat_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "title": "Try another answer"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ForkChatRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    /** @description With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name. */
+                    "x-parley-txid"?: string;
+                    /** @description With LiteFS: `parley-txid=<TXID>; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`, the same TXID as a cookie, which a read presents like the header. */
+                    "set-cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChatCreated"];
+                };
+            };
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedError"];
+                };
+            };
+            /** @description No such resource; one of another organisation looks missing too. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundError"];
                 };
             };
             /** @description The request body is over the limit (1 MiB; 32 MiB for a turn, base64 overhead included). */
