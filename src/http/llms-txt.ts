@@ -16,6 +16,10 @@ const INTRO = `# Parley
 - Lists page with cursors: chats with \`after_id\` (older) / \`before_id\` (newer), history with
   \`before_ordinal\` / \`after_ordinal\`. Never compute a cursor; use the ones a page returns.
 - A chat of another organisation answers exactly like a missing chat (404).
+- To edit and regenerate, fork: \`POST /api/v1/chats/{chat_id}/fork\` \`{"up_to_ordinal"?, "title"?, "description"?,
+  "user_metadata"?}\` answers 201 with a new chat (same namespace) holding the history up to that ordinal (absent:
+  all of it; a running turn is never copied) with new ids; a tool call pending at the cut is pending there, and
+  summaries are reused, not paid for again. A bad ordinal is 422 at \`/up_to_ordinal\`.
 
 ## A turn
 
