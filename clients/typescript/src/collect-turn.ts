@@ -1,6 +1,5 @@
 import { ParleyApiError } from './parley-error.ts'
-import type { Turn } from './turns.ts'
-import type { ConfigWarning, TranslationWarning, TurnEventData } from './turn-events.ts'
+import type { ConfigWarning, TranslationWarning, TurnEvent, TurnEventData } from './turn-events.ts'
 
 export type TurnBlock =
   | { kind: 'text' | 'reasoning' | 'refusal'; text: string }
@@ -19,10 +18,10 @@ export type CollectedTurn = {
 }
 
 /**
- * Reads a turn to its end and gathers its blocks. An `error` event (a failure after the stream
+ * Reads a turn (or a run's stream read with `turns.resume`) to its end and gathers its blocks. An `error` event (a failure after the stream
  * opened, a cancel) throws a ParleyApiError with no status, naming the run in `runId`.
  */
-export async function collectTurn(turn: Turn): Promise<CollectedTurn> {
+export async function collectTurn(turn: AsyncIterable<TurnEvent>): Promise<CollectedTurn> {
   let opened: TurnEventData['run'] | null = null
   let configWarnings: ConfigWarning[] = []
   let translationWarnings: TranslationWarning[] = []

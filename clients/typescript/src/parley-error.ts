@@ -38,8 +38,9 @@ export class ParleyApiError extends Error {
 /**
  * A turn whose first answer was lost (the connection broke before a status line arrived) and that,
  * sent again with the same idempotency key, turned out to have been accepted the first time (409
- * `idempotency_key_reused`). Its stream is not replayed (docs/guide/runs.md): read the run with
- * GET /api/v1/runs/{run_id} and its output with the chat's history.
+ * `idempotency_key_reused`). The answer to the send again is not the stream (docs/guide/runs.md):
+ * read the run's events with `turns.resume(runId)`, or the run with GET /api/v1/runs/{run_id} and its
+ * output with the chat's history.
  */
 export class TurnAlreadyAccepted extends ParleyApiError {
   override readonly name = 'TurnAlreadyAccepted'

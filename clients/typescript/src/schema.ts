@@ -888,6 +888,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/runs/{run_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a run's stream of events from the start, or resume it after the last event id you had
+         * @description The run's frames, in the turn stream's grammar and with the same ids (`<run_id>:<sequence number>`), from the start or after the `Last-Event-ID` header or the `after` parameter (`after` wins when both are sent). While the run runs on the node that streams it, the frames come live; once it has ended (or from another node, or after a restart) they are rebuilt from the ledger: a block's text then comes in one delta, from the offset you had. A run interrupted by a restart ends with its `error` event. See docs/guide/turn-stream.md and docs/decisions/038-resumable-run-streams.md.
+         */
+        get: operations["getRunEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/runs/{run_id}/cancel": {
         parameters: {
             query?: never;
@@ -7036,6 +7056,118 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RunInspection"];
+                };
+            };
+            /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. Or a malformed `x-parley-txid` header. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
+            /** @description No API key, or one that is unknown or revoked: send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedError"];
+                };
+            };
+            /** @description No such resource; one of another organisation looks missing too. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundError"];
+                };
+            };
+            /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationFailedError"];
+                };
+            };
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault of the server; nothing was changed by a rejected write. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description The server (or its database primary) cannot take the request now; try again shortly. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+            /** @description Refused before the operation runs, in the error envelope: 408 `request_timeout` (the request was not received in time), 431 `headers_too_large` (request line and headers over 16 KB). A method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    getRunEvents: {
+        parameters: {
+            query?: {
+                /** @description An event id of this run: the frames after it are sent. */
+                after?: string;
+            };
+            header?: {
+                /** @description An event id of this run, as an EventSource sends it on reconnecting. */
+                "last-event-id"?: string;
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The run's events as `text/event-stream`, each with its `id:`. Each frame is `event: <name>` then `data: <JSON>`, frames separated by a blank line; the event's name says which schema its data has (`x-sse-events`). Order: `run` (always first), `config_warnings`, `translation_warnings`; then `compacting` when the turn waits for summaries of older history, followed by `config_warnings` again if they changed; then per content block `block_start`, any number of `delta` (of the block's kind; `tool_input` for a tool call), `block_stop`; blocks never interleave. The stream ends with exactly one `done` (success) or `error` (failure after the stream opened; failures before it are HTTP errors in JSON). A comment line (`: heartbeat`) comes every 15 s and carries no event. Closing the connection does not cancel the run: read `GET /api/v1/runs/{run_id}` and the history. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["RunEventPayload"];
                 };
             };
             /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. Or a malformed `x-parley-txid` header. */

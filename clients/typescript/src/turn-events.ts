@@ -19,8 +19,12 @@ export type TurnEventData = {
   error: Schemas['ErrorEventData']
 }
 
-/** A frame as read: the event's name and its parsed data. */
-export type TurnEvent = { [E in keyof TurnEventData]: { event: E; data: TurnEventData[E] } }[keyof TurnEventData]
+/**
+ * A frame as read: the event's name, its parsed data and its `id` (`<run_id>:<sequence number>`,
+ * docs/decisions/038-resumable-run-streams.md): the place to resume after. Absent on a frame sent
+ * without one (the `unavailable` error a server writes as it shuts down ends the connection, not the run).
+ */
+export type TurnEvent = { [E in keyof TurnEventData]: { event: E; data: TurnEventData[E]; id?: string } }[keyof TurnEventData]
 
 export type TurnEventName = TurnEvent['event']
 

@@ -9,17 +9,38 @@ export type TurnRequest = components['schemas']['CreateResponseRequest']
 /** A retry (docs/guide/runs.md): the failed run, the model and any request-level tools again; no input. */
 export type RetryRequest = Omit<TurnRequest, 'input' | 'retry_of'> & { retry_of: string }
 
-export type TurnOptions = { signal?: AbortSignal }
+export type TurnOptions = {
+  signal?: AbortSignal
+  /**
+   * How many times a stream whose connection dropped before its last event (`done` or `error`) is
+   * resumed by itself: reconnected to GET /api/v1/runs/{run_id}/events after the last event id it
+   * had (docs/guide/turn-stream.md). Each frame is yielded once, in order. 0 (the default): a
+   * dropped connection ends the iteration (an error thrown by fetch, or the stream just ending).
+   */
+  resume?: number
+}
+
+export type ResumeOptions = TurnOptions & {
+  /**
+   * The `x-parley-txid` of the turn's answer (its head): a replica that has not yet got the run
+   * waits for it (decision 029) instead of answering 404. A turn that resumes by itself sends it.
+   */
+  txid?: string
+}
 
 /**
- * A turn the server accepted: its events, read once, as they arrive. Leaving the loop early drops
- * the connection; the run goes on and settles (docs/guide/turn-stream.md).
+ * A run's events, read once, as they arrive. Leaving the loop early drops the connection; the run
+ * goes on and settles (docs/guide/turn-stream.md).
  */
-export type Turn = AsyncIterable<TurnEvent> & {
-  /** The key the turn was sent with: the one to send again if the answer is ever in doubt. */
-  idempotencyKey: string | null
+export type RunStream = AsyncIterable<TurnEvent> & {
   /** The server's id of the request, for its logs. */
   requestId: string | null
+}
+
+/** A turn the server accepted: its stream, and the key it was sent with. */
+export type Turn = RunStream & {
+  /** The key the turn was sent with: the one to send again if the answer is ever in doubt. */
+  idempotencyKey: string | null
 }
 
 export type ResendPolicy = {
@@ -32,6 +53,13 @@ export type ResendPolicy = {
 export const DEFAULT_RESEND: ResendPolicy = { attempts: 2, pollMs: 250 }
 
 const TURN_PATH = '/api/v1/chats/{chat_id}/responses'
+const EVENTS_PATH = '/api/v1/runs/{run_id}/events'
+
+/** An event id's sequence number (`<run_id>:<seq>`): ids grow along a run's stream. */
+const seqOf = (id: string) => Number(id.slice(id.lastIndexOf(':') + 1))
+const runOfId = (id: string) => id.slice(0, id.lastIndexOf(':'))
+/** The `unavailable` error a server writes as it shuts down: it has no id and ends the connection, not the run (decision 038). */
+const endsConnectionOnly = (event: TurnEvent) => event.event === 'error' && event.id === undefined && event.data.code === 'unavailable'
 
 export function turnsOf(api: Client<paths>, resend: ResendPolicy) {
   const sleep = (ms: number, signal?: AbortSignal) =>
@@ -86,10 +114,11 @@ export function turnsOf(api: Client<paths>, resend: ResendPolicy) {
       }
       const { data, error, response } = answer
       if (data) {
+        const txid = response.headers.get('x-parley-txid')
         return {
           idempotencyKey: body.idempotency_key ?? null,
           requestId: response.headers.get('x-request-id'),
-          [Symbol.asyncIterator]: () => readTurnEvents(data),
+          [Symbol.asyncIterator]: () => resuming(data, { ...options, runId: null, lastEventId: null, txid }),
         }
       }
       const refusal = ParleyApiError.fromResponse(response, error)
@@ -105,6 +134,90 @@ export function turnsOf(api: Client<paths>, resend: ResendPolicy) {
   }
 
   /**
+   * Opens GET /api/v1/runs/{run_id}/events after `lastEventId` (from the start without it). A
+   * refusal throws a ParleyApiError; a connection that fails rejects with fetch's TypeError.
+   */
+  async function openEvents(runId: string, lastEventId: string | null, txid: string | null, signal?: AbortSignal) {
+    const header = { ...(lastEventId === null ? {} : { 'last-event-id': lastEventId }), ...(txid === null ? {} : { 'x-parley-txid': txid }) }
+    const { data, error, response } = await api.GET(EVENTS_PATH, { params: { path: { run_id: runId }, header }, parseAs: 'stream', signal })
+    if (data) return { body: data, requestId: response.headers.get('x-request-id') }
+    throw ParleyApiError.fromResponse(response, error)
+  }
+
+  /**
+   * The events of a stream that may be resumed `options.resume` times: each frame once (a frame at
+   * or before the last id had is skipped), in order. A connection that drops (fetch's TypeError, the
+   * body ending before `done`/`error`, or the server's id-less `unavailable` as it shuts down) is
+   * reopened after the last id, after `resend.pollMs`; so is a 503 on reopening (a replica behind).
+   * Once the resumes are spent, the last drop is what the caller gets, as without resuming.
+   */
+  async function* resuming(
+    first: ReadableStream<Uint8Array>,
+    from: { runId: string | null; lastEventId: string | null; txid: string | null } & TurnOptions,
+  ): AsyncGenerator<TurnEvent, void, undefined> {
+    let body: ReadableStream<Uint8Array> | null = first
+    let { runId, lastEventId } = from
+    let left = from.resume ?? 0
+    for (;;) {
+      // How this connection ended short of the run's last event: nothing (the body just ended), an error, or the server's shutdown event.
+      let dropped: { error: unknown } | { event: TurnEvent } | null = null
+      if (body !== null) {
+        try {
+          for await (const event of readTurnEvents(body)) {
+            if (event.id !== undefined) {
+              if (lastEventId !== null && seqOf(event.id) <= seqOf(lastEventId)) continue
+              lastEventId = event.id
+              runId ??= runOfId(event.id)
+            }
+            if (event.event === 'run') runId = event.data.run_id
+            if (endsConnectionOnly(event)) {
+              dropped = { event }
+              break
+            }
+            yield event
+            if (event.event === 'done' || event.event === 'error') return
+          }
+        } catch (error) {
+          if (from.signal?.aborted === true || !(error instanceof TypeError)) throw error
+          dropped = { error }
+        }
+      }
+      if (left === 0 || runId === null) {
+        if (dropped !== null && 'event' in dropped) yield dropped.event
+        if (dropped !== null && 'error' in dropped) throw dropped.error
+        return
+      }
+      left--
+      await sleep(resend.pollMs, from.signal)
+      try {
+        body = (await openEvents(runId, lastEventId, from.txid, from.signal)).body
+      } catch (error) {
+        const transient = (error instanceof TypeError && from.signal?.aborted !== true) || (error instanceof ParleyApiError && error.status === 503)
+        if (!transient) throw error
+        body = null
+        // Nothing was read: a later failure to reopen is reported as this one.
+        if (left === 0) throw error
+      }
+    }
+  }
+
+  /**
+   * Reads a run's events (GET /api/v1/runs/{run_id}/events), in the turn stream's grammar and with
+   * its ids: after `lastEventId` (the `id` of the last event you had), or from the start without
+   * it. Live while the run runs on the node that answers; rebuilt from the ledger once it has ended
+   * (a block's text then comes as one delta, from the offset you had). With `options.resume`, a
+   * dropped connection is resumed by itself as a turn's is. A refusal throws a ParleyApiError (404
+   * for a run that is not the organisation's, 422 for an id of another run).
+   */
+  async function resume(runId: string, lastEventId?: string | null, options: ResumeOptions = {}): Promise<RunStream> {
+    const opened = await openEvents(runId, lastEventId ?? null, options.txid ?? null, options.signal)
+    return {
+      requestId: opened.requestId,
+      [Symbol.asyncIterator]: () => resuming(opened.body, { ...options, runId, lastEventId: lastEventId ?? null, txid: options.txid ?? null }),
+    }
+  }
+
+  /**
    * Retries the chat's latest failed run (docs/guide/runs.md): `input: []`, `retry_of` naming it,
    * and a new idempotency key, since the failed submission's key already names the failed run.
    */
@@ -112,5 +225,5 @@ export function turnsOf(api: Client<paths>, resend: ResendPolicy) {
     return submit(chatId, { ...request, input: [], idempotency_key: request.idempotency_key ?? crypto.randomUUID() }, options)
   }
 
-  return { submit, retry }
+  return { submit, retry, resume }
 }
