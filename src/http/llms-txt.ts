@@ -27,8 +27,9 @@ const INTRO = `# Parley
 is \`{"type":"prompt","text"}\` or \`{"type":"tool_result","tool_use_id","tool_name","text"}\`. A turn refused
 before the stream opens is an HTTP error in the envelope above (402, 409, 422, 502 when the vendor failed
 before its first byte: retry with \`retry_of\`). Otherwise the answer is 200 \`text/event-stream\`: frames of
-\`event: NAME\`, \`data: JSON\`, a blank line; lines starting with \`:\` are heartbeats (every 15 s), skip them.
-Dropping the connection does not cancel the run: read \`GET /api/v1/runs/{run_id}\` and the history.
+\`event: NAME\`, \`data: JSON\`, \`id: <run_id>:<sequence number>\`, a blank line; lines starting with \`:\` are
+heartbeats (every 15 s), skip them. Dropping the connection does not cancel the run: resume its stream
+(below), or read \`GET /api/v1/runs/{run_id}\` and the history.
 
 Events, in this order:
 
@@ -50,6 +51,18 @@ Events, in this order:
 turn; calls left unanswered are closed by the service with a tombstone (\`tombstone_reason\` \`abandoned\`).
 Retry a failed run with \`{"model", "input": [], "retry_of": "<run_id>"}\`. Reusing an \`idempotency_key\`
 within 24 h answers 409 naming the first run.
+
+## Resuming a stream
+
+\`GET /api/v1/runs/{run_id}/events\` streams a run's frames again, same events and ids: from the start, or
+after the id sent as the \`Last-Event-ID\` header or the \`after\` query parameter (\`after\` wins). Reconnect
+there with the last id you had to get every missed frame once, in order, to the end. Live while the run runs
+on the node that answers; otherwise rebuilt from the ledger: each block's text as one delta (from your offset
+inside it), and a rebuilt \`done\` has \`model_served\`, \`provider_response_id\`, \`compaction\` null. Ids only
+grow; the shutdown \`unavailable\` error has no id (resume after the last frame that had one: a run cut off by
+a restart ends with its \`interrupted\` error). An id of another run is 422; another organisation's run is 404
+as a missing one. On a LiteFS replica send the turn's \`x-parley-txid\` back so the read waits for the run.
+Never resume by sending the turn's POST again: that is a new turn.
 
 ## The sandbox
 
