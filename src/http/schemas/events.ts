@@ -160,11 +160,11 @@ export const RUN_EVENT_SCHEMAS: Record<string, string> = Object.fromEntries(
 )
 
 export const RUN_EVENT_ORDER = [
-  'Each frame is `event: <name>` then `data: <JSON>`, frames separated by a blank line; the event\'s name says which schema its data has (`x-sse-events`).',
+  'Each frame is `event: <name>`, `data: <JSON>`, then `id: <run_id>:<sequence number>`, frames separated by a blank line; the event\'s name says which schema its data has (`x-sse-events`).',
   'Order: `run` (always first), `config_warnings`, `translation_warnings`; then `compacting` when the turn waits for summaries of older history, followed by `config_warnings` again if they changed;',
   'then per content block `block_start`, any number of `delta` (of the block\'s kind; `tool_input` for a tool call), `block_stop`; blocks never interleave.',
   'The stream ends with exactly one `done` (success) or `error` (failure after the stream opened; failures before it are HTTP errors in JSON).',
-  'A comment line (`: heartbeat`) comes every 15 s and carries no event. Closing the connection does not cancel the run: read `GET /api/v1/runs/{run_id}` and the history.',
+  'A comment line (`: heartbeat`) comes every 15 s and carries no event. Closing the connection does not cancel the run: resume its stream with `GET /api/v1/runs/{run_id}/events` after the last `id` you had (`Last-Event-ID`), or read `GET /api/v1/runs/{run_id}` and the history.',
 ].join(' ')
 
 /**

@@ -51,7 +51,7 @@ export const CreateResponseRequest = Type.Object(
         Type.String({
           minLength: 1,
           maxLength: 128,
-          description: 'Makes the submission safe to send again: reused within 24 h it answers 409 naming the first run (read that run; the stream is not replayed).',
+          description: 'Makes the submission safe to send again: reused within 24 h it answers 409 naming the first run (read that run, or its events at GET /api/v1/runs/{run_id}/events).',
         }),
       ),
     ),

@@ -21,8 +21,8 @@ export const TURN_BODY_LIMIT = 32 * 1024 * 1024
 const TURN_DESCRIPTION = [
   'Appends the input to the chat and runs the model on the packed context; the answer streams back as server-sent events.',
   'A failure before the stream opens is an HTTP error in JSON (the run is then readable as failed); after it opens, a failure is the `error` event.',
-  'Closing the connection does not cancel the run: it finishes, persists and settles; read `GET /api/v1/runs/{run_id}` and the history.',
-  'Send an `idempotency_key` to make a submission safe to repeat: a reused key answers 409 naming the first run, and the stream is not replayed.',
+  'Closing the connection does not cancel the run: it finishes, persists and settles; resume its stream with `GET /api/v1/runs/{run_id}/events` and the last event id you had, or read `GET /api/v1/runs/{run_id}` and the history.',
+  'Send an `idempotency_key` to make a submission safe to repeat: a reused key answers 409 naming the first run (its events are at `GET /api/v1/runs/{run_id}/events`).',
   'To retry a failed run, send `input: []`, `retry_of` (the latest failed customer run of the chat), the model, any request-level tools, and a new idempotency key.',
   'Answer the calls in `done.pending_tool_calls` with `tool_result` parts in the next turn; calls left unanswered are closed as `abandoned`.',
 ].join(' ')
