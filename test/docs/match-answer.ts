@@ -1,3 +1,4 @@
+import { createParser } from 'eventsource-parser'
 /**
  * Whether what an example printed is what its page says it answers. A page shows the fields that
  * matter, not every field: an object matches when each key it shows matches (others may be there),
@@ -22,17 +23,12 @@ export function jsonMismatches(expected: unknown, actual: unknown, at = ''): str
 
 export type Frame = { event: string; data: unknown }
 
-/** The frames of a server-sent event stream as curl prints it; comment lines (heartbeats) are skipped. */
+/** The frames of a server-sent event stream as curl prints it (eventsource-parser reads it); comments (heartbeats) carry no event. */
 export function parseFrames(text: string): Frame[] {
-  return text
-    .split(/\n\n+/)
-    .map((chunk) => chunk.split('\n').filter((line) => line !== '' && !line.startsWith(':')))
-    .filter((lines) => lines.length > 0)
-    .map((lines) => {
-      const event = lines.find((l) => l.startsWith('event: '))?.slice(7) ?? 'message'
-      const data = lines.filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n')
-      return { event, data: data === '' ? null : JSON.parse(data) }
-    })
+  const frames: Frame[] = []
+  const parser = createParser({ onEvent: (e) => frames.push({ event: e.event ?? 'message', data: e.data === '' ? null : JSON.parse(e.data) }) })
+  parser.feed(text.endsWith('\n\n') ? text : `${text}\n\n`)
+  return frames
 }
 
 /** A page's stream: one frame a line, `event: NAME` then (optionally) the data it shows; `…` stands for any frames. */
