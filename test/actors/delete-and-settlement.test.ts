@@ -99,9 +99,10 @@ const newChat = () => temp.store.chats.create({ orgId, namespace: null, title: n
 
 const submission = (chatId: string, request: Partial<TurnRequest> = {}, model = echo()) => prepareTurn(orgId, chatId, request, model)
 
+/** The frames' events and data, as a client reads them (their positions are decision 038's, tested there). */
 const framesOf = (channel: { subscribe: (l: (f: RunFrame) => void) => () => void }) => {
-  const frames: RunFrame[] = []
-  channel.subscribe((f) => frames.push(f))()
+  const frames: Array<Pick<RunFrame, 'event' | 'data'>> = []
+  channel.subscribe((f) => frames.push({ event: f.event, data: f.data }))()
   return frames
 }
 const count = (sql: string, ...params: unknown[]) => (temp.db.prepare(sql).get(...params) as { n: number }).n

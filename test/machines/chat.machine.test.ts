@@ -74,9 +74,10 @@ const admission = (runId: string): Admission =>
   }) as unknown as Admission
 
 /** The frames a run's channel carried so far (the channel replays them to a new subscriber). */
-const framesOf = (a: Admission): RunFrame[] => {
-  const frames: RunFrame[] = []
-  a.channel.subscribe((frame) => frames.push(frame))()
+/** The frames' events and data (their positions are decision 038's, tested with the channel). */
+const framesOf = (a: Admission): Array<Pick<RunFrame, 'event' | 'data'>> => {
+  const frames: Array<Pick<RunFrame, 'event' | 'data'>> = []
+  a.channel.subscribe((frame) => frames.push({ event: frame.event, data: frame.data }))()
   return frames
 }
 
