@@ -29,6 +29,20 @@ export function ledgerFrames(read: () => { run: RunRow; parts: PartRow[] } | nul
     ended = now.run.status !== 'running'
   }
   refresh()
+  // One timer however many readers wait: each is woken when frames arrive or the run ends.
+  const waiting = new Set<() => void>()
+  let timer: NodeJS.Timeout | null = null
+  const poll = () => {
+    const before = frames.length
+    refresh()
+    const woken = frames.length > before || ended
+    if (ended || waiting.size === 0) stopPolling()
+    if (woken) for (const wake of [...waiting]) wake()
+  }
+  const stopPolling = () => {
+    if (timer) clearInterval(timer)
+    timer = null
+  }
   return {
     at: (index) => frames[index],
     get size() {
@@ -39,13 +53,47 @@ export function ledgerFrames(read: () => { run: RunRow; parts: PartRow[] } | nul
     },
     wake(wake) {
       if (ended) return () => {}
-      const timer = setInterval(() => {
-        const before = frames.length
-        refresh()
-        if (ended) clearInterval(timer)
-        if (frames.length > before || ended) wake()
-      }, LEDGER_POLL_MS)
-      return () => clearInterval(timer)
+      waiting.add(wake)
+      timer ??= setInterval(poll, LEDGER_POLL_MS)
+      return () => {
+        waiting.delete(wake)
+        if (waiting.size === 0) stopPolling()
+      }
+    },
+  }
+}
+
+/**
+ * The rebuilt streams readers are reading now, one per run (issue 24: memory bounded per run,
+ * whatever the number of readers): a second reader of a run joins the first's frames rather than
+ * rebuilding its own, and the frames go when the last reader does.
+ */
+export function ledgerFrameSources() {
+  const open = new Map<string, { source: FrameSource; readers: number }>()
+  return {
+    /** The run's shared source; call `release` once the reader is done with it. */
+    acquire(runId: string, read: () => { run: RunRow; parts: PartRow[] } | null): { source: FrameSource; release: () => void } {
+      let entry = open.get(runId)
+      if (!entry) {
+        entry = { source: ledgerFrames(read), readers: 0 }
+        open.set(runId, entry)
+      }
+      entry.readers++
+      const held = entry
+      let released = false
+      return {
+        source: held.source,
+        release: () => {
+          if (released) return
+          released = true
+          held.readers--
+          if (held.readers === 0 && open.get(runId) === held) open.delete(runId)
+        },
+      }
+    },
+    /** Runs whose rebuilt frames are held (for tests of the bound). */
+    get size() {
+      return open.size
     },
   }
 }

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { NotFoundError, ValidationError } from '../../../../domain/errors.ts'
 import { parseEventId } from '../../../../domain/runs/run-event-ids.ts'
-import { ledgerFrames } from '../../../sse/ledger-frames.ts'
+import { ledgerFrameSources } from '../../../sse/ledger-frames.ts'
 import { endOpenStreams, writeRunFrames, type OpenStreams } from '../../../sse/write-run-stream.ts'
 import { RUN_EVENT_ORDER, RUN_EVENT_SCHEMAS, RunEventPayload } from '../../../schemas/events.ts'
 import { unitsToMoney } from '../../../../domain/money.ts'
@@ -76,6 +76,7 @@ export const runRoutes =
 
     const streams: OpenStreams = new Set()
     app.addHook('preClose', () => endOpenStreams(streams))
+    const rebuilt = ledgerFrameSources()
 
     app.get(
       '/api/v1/runs/:run_id/events',
@@ -124,13 +125,17 @@ export const runRoutes =
         }
         // Live from the run's channel where it runs here; from this node's ledger copy otherwise (decision 038).
         const channel = run.status === 'running' ? deps.host.channelOf(run.chat_id, run.id) : null
-        const source =
-          channel ??
-          ledgerFrames(() => {
-            const row = deps.store.runs.get(orgId, run.id)
-            return row ? { run: row, parts: deps.store.parts.ofRun(run.id) } : null
-          })
-        writeRunFrames(reply, run.id, source, after, streams)
+        if (channel) {
+          writeRunFrames(reply, run.id, channel, after, streams)
+          return reply
+        }
+        // Readers of the same run share one rebuilt copy of its frames.
+        const shared = rebuilt.acquire(run.id, () => {
+          const row = deps.store.runs.get(orgId, run.id)
+          return row ? { run: row, parts: deps.store.parts.ofRun(run.id) } : null
+        })
+        reply.raw.once('close', shared.release)
+        writeRunFrames(reply, run.id, shared.source, after, streams)
         return reply
       },
     )
