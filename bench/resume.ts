@@ -16,6 +16,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { REPO_ROOT, startServer } from '../test/e2e/server-process.ts'
+import { readFrames, type Frame } from '../test/e2e/run-events-client.ts'
 import { seedOrganisation } from '../test/helpers/seed-organisation.ts'
 import { writeSection } from './benchmarks-file.ts'
 import { envNumber, fmt, installCleanup, loadLine, log, runMain, sectionHead, sleep, stats } from './lib.ts'
@@ -25,40 +26,13 @@ const CONCURRENCY = [1, 100]
 const TURN = '/slow 20\n/long 300'
 const { removeLater, cleanup } = installCleanup()
 
-type Frame = { event: string; id: string | null }
 const seqOf = (id: string) => Number(id.slice(id.lastIndexOf(':') + 1))
 
-/** Reads an SSE answer; `stopAfter` drops it after the frame it approves. Times the first frame from `sentAt`. */
+/** Reads an SSE answer (test/e2e/run-events-client.ts); `stopAfter` drops it after the frame it approves. */
 async function read(url: string, init: RequestInit, stopAfter: (frames: Frame[]) => boolean = () => false) {
-  const controller = new AbortController()
-  const sentAt = performance.now()
-  const res = await fetch(url, { ...init, signal: controller.signal })
-  if (res.status !== 200) throw new Error(`${url}: HTTP ${res.status} ${await res.text()}`)
-  const frames: Frame[] = []
-  let firstFrameMs: number | null = null
-  let buffer = ''
-  const decoder = new TextDecoder()
-  try {
-    for await (const chunk of res.body!) {
-      buffer += decoder.decode(chunk as Uint8Array, { stream: true })
-      let cut: number
-      while ((cut = buffer.indexOf('\n\n')) >= 0) {
-        const raw = buffer.slice(0, cut)
-        buffer = buffer.slice(cut + 2)
-        if (raw.startsWith(':')) continue
-        firstFrameMs ??= performance.now() - sentAt
-        const field = (name: string) => raw.split('\n').find((l) => l.startsWith(`${name}: `))?.slice(name.length + 2) ?? null
-        frames.push({ event: field('event')!, id: field('id') })
-        if (stopAfter(frames)) {
-          controller.abort()
-          return { frames, firstFrameMs }
-        }
-      }
-    }
-  } catch (error) {
-    if (!controller.signal.aborted) throw error
-  }
-  return { frames, firstFrameMs }
+  const answer = await readFrames(url, init, stopAfter)
+  if (answer.status !== 200) throw new Error(`${url}: HTTP ${answer.status} ${answer.text}`)
+  return { frames: answer.frames, firstFrameMs: answer.firstFrameMs }
 }
 
 async function main(): Promise<void> {

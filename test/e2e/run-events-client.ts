@@ -3,40 +3,48 @@
  * (POST /chats/{id}/responses) and GET /runs/{id}/events alike.
  */
 
+import { createParser } from 'eventsource-parser'
+
 export type Frame = { event: string; data: any; id: string | null }
 
-/** Reads an SSE answer frame by frame; `stopWhen` drops the connection after the frame it approves. */
+/**
+ * Reads an SSE answer frame by frame (eventsource-parser); `stopWhen` drops the connection after
+ * the frame it approves. `firstFrameMs`: from sending the request to the first frame (comments,
+ * the heartbeats, are not frames).
+ */
 export async function readFrames(
   url: string,
   init: RequestInit,
   stopWhen: (frames: Frame[]) => boolean = () => false,
-): Promise<{ status: number; headers: Headers; frames: Frame[]; text: string }> {
+): Promise<{ status: number; headers: Headers; frames: Frame[]; text: string; firstFrameMs: number | null }> {
   const controller = new AbortController()
+  const sentAt = performance.now()
   const res = await fetch(url, { ...init, signal: controller.signal })
   const frames: Frame[] = []
-  if (res.status !== 200) return { status: res.status, headers: res.headers, frames, text: await res.text() }
+  let firstFrameMs: number | null = null
+  if (res.status !== 200) return { status: res.status, headers: res.headers, frames, text: await res.text(), firstFrameMs }
+  let stopped = false
+  const parser = createParser({
+    onEvent: (e) => {
+      if (stopped) return
+      firstFrameMs ??= performance.now() - sentAt
+      frames.push({ event: e.event ?? 'message', data: JSON.parse(e.data), id: e.id ?? null })
+      if (stopWhen(frames)) {
+        stopped = true
+        controller.abort()
+      }
+    },
+  })
   const decoder = new TextDecoder()
-  let buffer = ''
   try {
     for await (const chunk of res.body!) {
-      buffer += decoder.decode(chunk as Uint8Array, { stream: true })
-      let cut: number
-      while ((cut = buffer.indexOf('\n\n')) >= 0) {
-        const raw = buffer.slice(0, cut)
-        buffer = buffer.slice(cut + 2)
-        if (raw.startsWith(':')) continue
-        const field = (name: string) => raw.split('\n').find((l) => l.startsWith(`${name}: `))?.slice(name.length + 2) ?? null
-        frames.push({ event: field('event')!, data: JSON.parse(field('data')!), id: field('id') })
-        if (stopWhen(frames)) {
-          controller.abort()
-          return { status: 200, headers: res.headers, frames, text: '' }
-        }
-      }
+      parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }))
+      if (stopped) break
     }
   } catch (error) {
     if (!controller.signal.aborted) throw error
   }
-  return { status: 200, headers: res.headers, frames, text: '' }
+  return { status: 200, headers: res.headers, frames, text: '', firstFrameMs }
 }
 
 export const seqOf = (f: Frame) => Number(f.id!.split(':').at(-1))
