@@ -17,6 +17,7 @@ import { leaseIsLive } from '../domain/runs/lease.ts'
 import type { Admission, Submission } from './turn-types.ts'
 import type { RunRow } from '../store/runs.ts'
 import type { ChatRow } from '../store/chats.ts'
+import { forkCopier } from '../store/fork-copier.ts'
 import type { RunOutcome } from '../domain/runs/run-outcome.ts'
 
 type ChatActor = Actor<typeof chatMachine>
@@ -342,7 +343,8 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
      * Forks a chat through its actor (docs/decisions/037-fork.md): the actor decides the cut on what
      * the ledger holds now (a running run's parts are not settled, so not copied), then the new chat
      * and its copied rows are written in one transaction. Null when the organisation has no such
-     * chat, or it was deleted meanwhile.
+     * chat, or it was deleted meanwhile. The copy runs on the fork copier's thread
+     * (src/store/fork-copier.ts), so a long one never holds the event loop.
      */
     fork(orgId: string, chatId: string, request: ForkRequest): Promise<ChatRow | null> {
       if (this.ownerOf(chatId).kind !== 'local') {
@@ -359,15 +361,10 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
           respond: (outcome) => (outcome.kind === 'cut' ? resolve(outcome.upTo) : reject(outcome.error)),
         })
       }).then((upTo) =>
-        deps.store.writes.write(() =>
-          deps.store.forks.fork({
-            orgId,
-            sourceChatId: chatId,
-            upTo,
-            title: request.title,
-            description: request.description,
-            userMetadata: request.userMetadata,
-          }),
+        forkCopier.copy(
+          deps.store.db.name,
+          { orgId, sourceChatId: chatId, upTo, title: request.title, description: request.description, userMetadata: request.userMetadata },
+          deps.now(),
         ),
       )
     },
