@@ -19,6 +19,7 @@ import { loadCatalogue } from '../src/providers/catalogue/load-catalogue.ts'
 import { openDatabase } from '../src/store/database.ts'
 import { createStore } from '../src/store/index.ts'
 import { installCleanup, log, runMain, sleep } from './lib.ts'
+import { settledOf } from '../src/actors/run-channel.ts'
 
 const N = Math.trunc(Number(process.argv[2] ?? 5_000))
 const WARM = 200
@@ -71,8 +72,7 @@ async function main(): Promise<void> {
   const request: TurnRequest = { model: 'sandbox/echo', input: [{ type: 'prompt', text: 'hello' }] } as TurnRequest
   const turnOn = async (chatId: string) => {
     const submission = prepareSubmission(request, echo, { orgId: org.id, apiKeyId: keyId, chatId, namespace: 'bench/actors' })
-    const admission = await host.submit(submission)
-    await admission.channel.settled
+    await settledOf(host.submit(submission))
   }
   const turns = async (chats: string[]) => {
     let next = 0

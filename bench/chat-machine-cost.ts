@@ -6,14 +6,14 @@
  */
 import { createActor, fromPromise, waitFor } from 'xstate'
 import { chatMachine } from '../machines/chat.machine.ts'
-import type { SettleRunOutput } from '../machines/chat.types.ts'
-import type { Admission, Submission } from '../src/actors/turn-types.ts'
+import type { RunAdmission, SettleRunOutput } from '../machines/chat.types.ts'
+import type { Submission } from '../src/actors/turn-types.ts'
 import type { RunOutcome } from '../src/domain/runs/run-outcome.ts'
 
 const TURNS = Number(process.argv[2] ?? 50_000)
 const ACTORS = 32
 
-const admission = (runId: string) => ({ runId, chatId: 'chat', startedAtMs: Date.now(), createdAt: '', compaction: null }) as unknown as Admission
+const admission = (runId: string): RunAdmission => ({ runId, startedAtMs: Date.now(), createdAt: '', estimatedInputTokens: 1, compaction: null })
 const result: RunOutcome = {
   status: 'succeeded',
   stopReason: 'end_turn',
@@ -41,7 +41,7 @@ const prompt = { type: 'prompt', text: 'hello' }
 async function loop(actor: (typeof actors)[number], turns: number) {
   for (let i = 0; i < turns; i++) {
     const submission = { runId: `run-${runs++}`, chatId: 'chat', request: { model: 'sandbox/echo', input: [prompt] }, input: [{ body: prompt }] }
-    actor.send({ type: 'SUBMIT', submission: submission as unknown as Submission, respond: () => {} })
+    actor.send({ type: 'SUBMIT', requestId: submission.runId, submission: submission as unknown as Submission, at: new Date().toISOString() })
     await waitFor(actor, (s) => s.matches('idle'))
   }
 }

@@ -1,4 +1,4 @@
-import { and, assign, fromPromise, not, raise, setup, spawnChild, stopChild } from 'xstate'
+import { and, assertEvent, assign, emit, enqueueActions, fromPromise, not, raise, setup, spawnChild, stopChild } from 'xstate'
 import { NotFoundError, RunInProgressError, UnavailableError, ValidationError } from '../src/domain/errors.ts'
 import { decideForkCut, forkCutIsSettled } from '../src/domain/chats/fork-cut.ts'
 import { leaseIsLive } from '../src/domain/runs/lease.ts'
@@ -20,6 +20,7 @@ import type {
   AdmitTurnInput,
   ChatAdmission,
   ChatContext,
+  ChatEmitted,
   CompactHistoryInput,
   ChatEvent,
   ChatInput,
@@ -107,7 +108,7 @@ export const ledgerVerdict = (ledger: LedgerView | undefined): LedgerVerdict =>
 const verdictOf = (context: ChatContext, event: ChatEvent): LedgerVerdict => {
   if (event.type !== 'SUBMIT') return 'free'
   if (event.ledger) return ledgerVerdict(event.ledger)
-  return context.outstanding ? ledgerVerdict({ runningRun: context.outstanding, at: context.now().toISOString() }) : 'free'
+  return context.outstanding ? ledgerVerdict({ runningRun: context.outstanding, at: event.at }) : 'free'
 }
 
 /** The facts a submission is decided on: the chat's, as this actor holds them, and the ledger's the sender read. */
@@ -169,6 +170,7 @@ export const chatMachine = setup({
     context: {} as ChatContext,
     events: {} as ChatEvent,
     input: {} as ChatInput,
+    emitted: {} as ChatEmitted,
   },
   actors: {
     admitTurn: fromPromise<ChatAdmission, AdmitTurnInput>(mustBeProvided('admitTurn')),
@@ -199,7 +201,7 @@ export const chatMachine = setup({
     answersOnlyPendingCalls: ({ context, event }) => event.type !== 'SUBMIT' || answersOnlyPendingCalls(context.pendingCalls, answeredIds(event.submission)),
     /** docs/guide/tool-calls.md: the run that just settled left tool calls; they are pending until the next submission. */
     leftToolCalls: ({ context }) => (context.result?.pendingToolCalls.length ?? 0) > 0,
-    needsCompaction: (_, admission: ChatAdmission) => (admission.compaction?.blocks.length ?? 0) > 0,
+    needsCompaction: (_, admission: ChatAdmission) => (admission.compaction?.blocks ?? 0) > 0,
     /** docs/guide/context.md at_fill: the settled run left the history past its fill mark, and no eager work runs yet. */
     fillsEagerThreshold: ({ context }, output: SettleRunOutput) => (output.eager?.blocks.length ?? 0) > 0 && context.eagerCompaction === null,
     cancelsThisRun: ({ context, event }) => event.type === 'CANCEL' && context.admission?.runId === event.runId,
@@ -221,20 +223,23 @@ export const chatMachine = setup({
   actions: {
     queueSubmission: assign({
       queued: ({ event }) =>
-        event.type === 'SUBMIT' ? { submission: event.submission, respond: event.respond, ledger: event.ledger, closing: NOTHING_TO_CLOSE } : null,
+        event.type === 'SUBMIT'
+          ? { requestId: event.requestId, submission: event.submission, at: event.at, ledger: event.ledger, closing: NOTHING_TO_CLOSE }
+          : null,
     }),
     /**
      * The submission broke the rule its guard names: decideAdmission (the same rule functions, in the
      * same order) says which, and with what details; the HTTP layer maps the error to its status.
      */
-    rejectBrokenRule: ({ context, event }) => {
-      if (event.type !== 'SUBMIT') return
-      const verdict = decideAdmission(factsOf(context, event.ledger), event.submission, context.now()).value
-      event.respond({
-        kind: 'rejected',
+    rejectBrokenRule: emit(({ context, event }) => {
+      assertEvent(event, 'SUBMIT')
+      const verdict = decideAdmission(factsOf(context, event.ledger), event.submission, new Date(event.at)).value
+      return {
+        type: 'rejected' as const,
+        requestId: event.requestId,
         error: verdict.kind === 'reject' ? rejectionError(verdict.rejection) : new Error('the chat machine refused a submission decideAdmission admits'),
-      })
-    },
+      }
+    }),
     /**
      * docs/guide/tool-calls.md: the submission closes every pending call, by its tool_result or by a tombstone
      * (\`expired\` past 24 h, \`cancelled\` for a cancelled or failed run's call, \`abandoned\`
@@ -242,31 +247,32 @@ export const chatMachine = setup({
      * is admitted (startRun): a refused submission closes nothing.
      */
     closePendingCalls: assign({
-      queued: ({ context }) => context.queued && { ...context.queued, closing: closeCalls(context, context.queued.submission, context.now()) },
+      queued: ({ context }) => context.queued && { ...context.queued, closing: closeCalls(context, context.queued.submission, new Date(context.queued.at)) },
     }),
     /** The orphan is reaped: the submission is decided again, on the chat's facts as the ledger now has them. */
     resubmitAfterReaping: raise(({ context }) => ({
       type: 'SUBMIT' as const,
+      requestId: context.queued!.requestId,
       submission: context.queued!.submission,
-      respond: context.queued!.respond,
+      at: context.queued!.at,
       ledger: context.queued!.ledger && { ...context.queued!.ledger, runningRun: null },
     })),
-    rejectRunInProgress: ({ context, event }) => {
-      if (event.type === 'SUBMIT') event.respond({
-          kind: 'rejected',
-          error: new RunInProgressError(context.admission?.runId ?? context.queued?.submission.runId ?? null),
-        })
-    },
+    rejectRunInProgress: emit(({ context, event }) => {
+      assertEvent(event, 'SUBMIT')
+      const error = new RunInProgressError(context.admission?.runId ?? context.queued?.submission.runId ?? null)
+      return { type: 'rejected' as const, requestId: event.requestId, error }
+    }),
     /** 409 run_in_progress naming the run the ledger holds (docs/guide/errors.md, §4). */
-    rejectLedgerRun: ({ context, event }) => {
-      if (event.type === 'SUBMIT') {
-        event.respond({ kind: 'rejected', error: new RunInProgressError(event.ledger?.runningRun?.id ?? context.outstanding?.id ?? null) })
-      }
-    },
+    rejectLedgerRun: emit(({ context, event }) => {
+      assertEvent(event, 'SUBMIT')
+      const error = new RunInProgressError(event.ledger?.runningRun?.id ?? context.outstanding?.id ?? null)
+      return { type: 'rejected' as const, requestId: event.requestId, error }
+    }),
     /** A turn for a chat being deleted: it is not found (decision 020). */
-    rejectDeletedChat: ({ context, event }) => {
-      if (event.type === 'SUBMIT') event.respond({ kind: 'rejected', error: new NotFoundError(`chat ${context.chatId} not found`) })
-    },
+    rejectDeletedChat: emit(({ context, event }) => {
+      assertEvent(event, 'SUBMIT')
+      return { type: 'rejected' as const, requestId: event.requestId, error: new NotFoundError(`chat ${context.chatId} not found`) }
+    }),
     noteOrphan: assign({
       orphan: ({ context, event }) => (event.type === 'SUBMIT' ? (event.ledger?.runningRun ?? context.outstanding) : null),
     }),
@@ -282,36 +288,39 @@ export const chatMachine = setup({
     /** The sweep's run could not be settled: it is still running in the ledger, for the next sweep. */
     keepSweptRunOutstanding: assign(({ context }) => ({ outstanding: context.orphan ?? context.outstanding, orphan: null })),
     /** A turn while the sweep's run is being settled: it is still running. */
-    rejectSweptRun: ({ context, event }) => {
-      if (event.type === 'SUBMIT') event.respond({ kind: 'rejected', error: new RunInProgressError(context.orphan?.id ?? null) })
-    },
+    rejectSweptRun: emit(({ context, event }) => {
+      assertEvent(event, 'SUBMIT')
+      return { type: 'rejected' as const, requestId: event.requestId, error: new RunInProgressError(context.orphan?.id ?? null) }
+    }),
     /**
      * The submission is admitted and written: it is this run now, and the calls it closed are closed
      * (docs/guide/tool-calls.md: closePendingCalls decided how; admission wrote the tombstones with its input).
      */
     startRun: assign({
       admission: (_, admission: ChatAdmission) => admission,
-      abort: () => new AbortController(),
       result: () => null,
       settleAttempts: () => 0,
       queued: () => null,
       pendingCalls: () => [],
     }),
-    announceRun: ({ context }, admission: ChatAdmission) => context.queued?.respond({ kind: 'admitted', admission }),
-    rejectSubmission: ({ context }, error: unknown) => context.queued?.respond({ kind: 'rejected', error }),
-    rejectSubmissionAsDeleted: ({ context }) =>
-      context.queued?.respond({ kind: 'rejected', error: new NotFoundError(`chat ${context.chatId} not found`) }),
+    announceRun: emit(({ context }, admission: ChatAdmission) => ({ type: 'admitted' as const, requestId: context.queued!.requestId, runId: admission.runId })),
+    rejectSubmission: emit(({ context }, error: unknown) => ({ type: 'rejected' as const, requestId: context.queued!.requestId, error })),
+    rejectSubmissionAsDeleted: emit(({ context }) => ({
+      type: 'rejected' as const,
+      requestId: context.queued!.requestId,
+      error: new NotFoundError(`chat ${context.chatId} not found`),
+    })),
     addDeleter: assign({
-      deleters: ({ context, event }) => (event.type === 'DELETE' ? [...context.deleters, event.respond] : context.deleters),
+      deleters: ({ context, event }) => (event.type === 'DELETE' ? [...context.deleters, event.requestId] : context.deleters),
     }),
     /** The first DELETE deleted the chat; those that came meanwhile find it gone (a repeat answers 404). */
-    respondDeleted: assign(({ context }) => {
-      context.deleters.forEach((respond, i) => respond(i === 0 ? { kind: 'deleted' } : { kind: 'gone' }))
-      return { deleters: [] }
+    respondDeleted: enqueueActions(({ context, enqueue }) => {
+      context.deleters.forEach((requestId, i) => enqueue.emit({ type: 'deleteAnswered', requestId, outcome: i === 0 ? { kind: 'deleted' } : { kind: 'gone' } }))
+      enqueue.assign({ deleters: [] })
     }),
-    respondDeleteFailed: assign(({ context }, error: unknown) => {
-      for (const respond of context.deleters) respond({ kind: 'failed', error })
-      return { deleters: [] }
+    respondDeleteFailed: enqueueActions(({ context, enqueue }, error: unknown) => {
+      for (const requestId of context.deleters) enqueue.emit({ type: 'deleteAnswered', requestId, outcome: { kind: 'failed', error } })
+      enqueue.assign({ deleters: [] })
     }),
     /** The run's result once its chat's deletion stopped it. */
     markDeleted: assign({ result: ({ context }) => (context.result ? deletedRun(context.result) : null) }),
@@ -325,33 +334,37 @@ export const chatMachine = setup({
       const { admission } = context
       if (!admission) return {}
       return {
-        outstanding: { id: admission.runId, leaseOwner: null, leaseExpiresAt: context.now().toISOString() },
+        // Released: its lease is over (any past instant says so; its creation is one).
+        outstanding: { id: admission.runId, leaseOwner: null, leaseExpiresAt: admission.createdAt },
         latestCustomerRun: { id: admission.runId, status: 'running' as const },
         pendingCalls: [],
         admission: null,
-        abort: null,
         result: null,
         settleAttempts: 0,
         interruption: null,
       }
     }),
     /** docs/decisions/037-fork.md: the cut is answered; the host copies the rows up to it in one transaction. */
-    answerForkCut: ({ event }) => {
-      if (event.type !== 'FORK') return
+    answerForkCut: emit(({ event }) => {
+      assertEvent(event, 'FORK')
       const cut = decideForkCut(event.upToOrdinal, event.ledger)
-      if (cut.kind === 'cut') event.respond({ kind: 'cut', upTo: cut.upTo })
-    },
+      const upTo = cut.kind === 'cut' ? cut.upTo : null
+      return { type: 'forkAnswered' as const, requestId: event.requestId, outcome: { kind: 'cut' as const, upTo } }
+    }),
     /** 422 at /up_to_ordinal: beyond the ledger, below 1, or inside the running run's unsettled parts. */
-    refuseForkCut: ({ event }) => {
-      if (event.type !== 'FORK') return
+    refuseForkCut: emit(({ event }) => {
+      assertEvent(event, 'FORK')
       const cut = decideForkCut(event.upToOrdinal, event.ledger)
       const message = cut.kind === 'refused' ? cut.message : 'is not a settled ordinal of the ledger'
-      event.respond({ kind: 'refused', error: new ValidationError([{ in: 'body', pointer: '/up_to_ordinal', message }]) })
-    },
+      const error = new ValidationError([{ in: 'body', pointer: '/up_to_ordinal', message }])
+      return { type: 'forkAnswered' as const, requestId: event.requestId, outcome: { kind: 'refused' as const, error } }
+    }),
     /** A fork of a chat being deleted: it is not found (decision 020). */
-    refuseForkOfDeletedChat: ({ context, event }) => {
-      if (event.type === 'FORK') event.respond({ kind: 'refused', error: new NotFoundError(`chat ${context.chatId} not found`) })
-    },
+    refuseForkOfDeletedChat: emit(({ context, event }) => {
+      assertEvent(event, 'FORK')
+      const error = new NotFoundError(`chat ${context.chatId} not found`)
+      return { type: 'forkAnswered' as const, requestId: event.requestId, outcome: { kind: 'refused' as const, error } }
+    }),
     forgetSubmission: assign({ queued: () => null }),
     forgetInterruption: assign({ interruption: () => null }),
     noteInterruption: assign({ interruption: ({ event }) => (event.type === 'INTERRUPT' ? event.message : null) }),
@@ -361,32 +374,28 @@ export const chatMachine = setup({
       result: ({ context }) => interruptedRun(endedWithoutResult(context.admission, 'failed', null, context.admission?.estimatedInputTokens ?? 0)),
     }),
     /** RELINQUISH: the running run's stream ends here with `unavailable`; nothing more is written for it by this node. */
-    endStreamAsUnavailable: ({ context, event }) => {
-      const { admission } = context
-      if (event.type !== 'RELINQUISH' || !admission) return
-      admission.channel.open()
-      admission.channel.end('error', relinquishedFrame(admission.runId, event.message))
-      admission.channel.markSettled()
-    },
+    endStreamAsUnavailable: enqueueActions(({ context, event, enqueue }) => {
+      assertEvent(event, 'RELINQUISH')
+      if (context.admission) enqueue.emit({ type: 'relinquished', runId: context.admission.runId, message: event.message })
+    }),
     /** RELINQUISH: a submission being admitted and DELETEs waiting are refused with 503; they may be sent again. */
-    refuseWaitersAsUnavailable: ({ context, event }) => {
-      if (event.type !== 'RELINQUISH') return
+    refuseWaitersAsUnavailable: enqueueActions(({ context, event, enqueue }) => {
+      assertEvent(event, 'RELINQUISH')
       const error = () => new UnavailableError(event.message, undefined, 'try again shortly')
-      context.queued?.respond({ kind: 'rejected', error: error() })
-      for (const respond of context.deleters) respond({ kind: 'failed', error: error() })
-    },
-    abortRun: ({ context }) => context.abort?.abort(),
+      if (context.queued) enqueue.emit({ type: 'rejected', requestId: context.queued.requestId, error: error() })
+      for (const requestId of context.deleters) enqueue.emit({ type: 'deleteAnswered', requestId, outcome: { kind: 'failed', error: error() } })
+    }),
+    /** Stops the run's provider call; the host aborts it (its output so far is kept and settled). */
+    abortRun: enqueueActions(({ context, enqueue }) => {
+      if (context.admission) enqueue.emit({ type: 'abortRequested', runId: context.admission.runId })
+    }),
     recordResult: assign({ result: (_, result: RunOutcome) => result }),
     /** The stream opens before the summaries are made: the customer learns what the turn waits for. */
-    announceCompacting: ({ context }) => {
+    announceCompacting: enqueueActions(({ context, enqueue }) => {
       const request = context.admission?.compaction
       if (!context.admission || !request) return
-      context.admission.channel.open()
-      context.admission.channel.push('compacting', {
-        blocks: request.blocks.length - request.inProgressElsewhere,
-        in_progress_elsewhere: request.inProgressElsewhere,
-      })
-    },
+      enqueue.emit({ type: 'compacting', runId: context.admission.runId, blocks: request.blocks - request.inProgressElsewhere, inProgressElsewhere: request.inProgressElsewhere })
+    }),
     recordEagerCompaction: assign({ eagerCompaction: (_, output: SettleRunOutput) => output.eager }),
     startEagerCompaction: spawnChild('compactEagerly', { id: 'eagerCompaction', input: ({ context }) => context.eagerCompaction! }),
     forgetEagerCompaction: assign({ eagerCompaction: () => null }),
@@ -417,7 +426,6 @@ export const chatMachine = setup({
       return {
         latestCustomerRun: { id: admission.runId, status: result.status },
         admission: null,
-        abort: null,
         result: null,
         settleAttempts: 0,
         interruption: null,
@@ -432,14 +440,12 @@ export const chatMachine = setup({
     latestCustomerRun: input.latestCustomerRun,
     queued: null,
     admission: null,
-    abort: null,
     result: null,
     eagerCompaction: null,
     orphan: null,
     outstanding: input.outstanding ?? null,
     settleAttempts: 0,
     deleters: [],
-    now: input.now ?? (() => new Date()),
     interruption: null,
   }),
   // Eager compaction (docs/guide/context.md) runs beside the turns as a child actor: a turn that needs its
@@ -551,7 +557,7 @@ export const chatMachine = setup({
           on: { DELETE: { actions: 'addDeleter' }, INTERRUPT: { actions: 'noteInterruption' } },
           invoke: {
             src: 'admitTurn',
-            input: ({ context }) => ({ submission: context.queued!.submission, closing: context.queued!.closing }),
+            input: ({ context }) => ({ requestId: context.queued!.requestId, submission: context.queued!.submission, closing: context.queued!.closing }),
             onDone: [
               {
                 guard: 'deletionRequested',
@@ -601,7 +607,7 @@ export const chatMachine = setup({
           entry: 'announceCompacting',
           invoke: {
             src: 'compactHistory',
-            input: ({ context }) => ({ admission: context.admission!, signal: context.abort!.signal }),
+            input: ({ context }) => ({ chatId: context.chatId, admission: context.admission! }),
             onDone: { target: 'streaming', actions: [{ type: 'applyCompaction', params: ({ event }) => event.output }] },
             onError: {
               target: 'settling',
@@ -617,7 +623,7 @@ export const chatMachine = setup({
         streaming: {
           invoke: {
             src: 'streamRun',
-            input: ({ context }) => ({ admission: context.admission!, signal: context.abort!.signal }),
+            input: ({ context }) => ({ chatId: context.chatId, admission: context.admission! }),
             onDone: [
               {
                 guard: 'deletionRequested',
@@ -653,7 +659,7 @@ export const chatMachine = setup({
           on: { DELETE: { actions: 'addDeleter' } },
           invoke: {
             src: 'settleRun',
-            input: ({ context }) => ({ admission: context.admission!, result: context.result! }),
+            input: ({ context }) => ({ chatId: context.chatId, admission: context.admission!, result: context.result! }),
             onDone: [
               // No eager work for a chat about to go.
               { guard: 'deletionRequested', target: '#chat.deleting', actions: ['holdCallsOfEndedRun', 'closeRun'] },
@@ -683,7 +689,7 @@ export const chatMachine = setup({
           on: { DELETE: { actions: 'addDeleter' } },
           invoke: {
             src: 'releaseRun',
-            input: ({ context }) => ({ admission: context.admission!, result: context.result! }),
+            input: ({ context }) => ({ chatId: context.chatId, admission: context.admission!, result: context.result! }),
             onDone: [
               { guard: 'deletionRequested', target: '#chat.deleting', actions: 'leaveRunToSweep' },
               { target: '#chat.ready', actions: 'leaveRunToSweep' },

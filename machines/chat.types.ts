@@ -8,32 +8,22 @@ import type { CallClosing, ChatFacts, LatestRun, LedgerFacts } from '../src/doma
 import type { ForkLedgerView } from '../src/domain/chats/fork-cut.ts'
 
 /**
- * What the machine reads of an admitted run (issue 12: types flow one way, src/actors → machines).
- * The actor host's Admission (src/actors/turn-types.ts) satisfies it and carries much more (the
- * prompt, the tools, the channel's subscribers). The machine's code reads only these fields.
+ * What the machine holds of an admitted run: plain data (issue 25: the context can be persisted with
+ * getPersistedSnapshot and read in the inspector as JSON). The actor host keeps the rest (the
+ * prompt, the tools, the run's event log, its AbortController) in the chat's runtime
+ * (src/actors/chat-runtime.ts), keyed by `runId`.
  */
 export interface RunAdmission {
   runId: string
+  /** The service clock's time of admission: when the run was created. */
+  createdAt: string
   startedAtMs: number
   estimatedInputTokens: number
   /** Blocks to summarise before the run can stream; null when none. */
-  compaction: { blocks: readonly unknown[]; inProgressElsewhere: number } | null
-  /** Where the run's frames go: the machine opens it and announces compaction on it. */
-  channel: { open(): void; push(event: string, data: unknown): void }
+  compaction: { blocks: number; inProgressElsewhere: number } | null
 }
+export type ChatAdmission = RunAdmission
 
-/**
- * Where the actor host registers its own admission type (declaration merging, like xstate's and
- * react-router's `Register`): src/actors/turn-types.ts adds `admission: Admission` to this interface,
- * so the machine's actors receive and resolve with the host's Admission while machines/ imports
- * nothing from src/actors. Unregistered, the machine's admission is RunAdmission.
- */
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type
-export interface ChatMachineRegister {}
-/** The admission the machine holds: the registered one, else the minimal shape. */
-export type ChatAdmission = ChatMachineRegister extends { admission: infer A extends RunAdmission } ? A : RunAdmission
-
-export type SubmitOutcome = { kind: 'admitted'; admission: ChatAdmission } | { kind: 'rejected'; error: unknown }
 /**
  * How a DELETE ended: `deleted` for the request that deleted the chat, `gone` for one that arrived
  * while that deletion was under way (the chat was already going: a repeat answers 404), `failed`
@@ -59,10 +49,9 @@ export type ChatContext = {
    * The submission being admitted, with the way back to its caller, what the ledger said of it when
    * it came, and how it closes the pending calls (decided when it came, written by admission).
    */
-  queued: { submission: Submission; respond: (outcome: SubmitOutcome) => void; ledger: LedgerView | undefined; closing: CallClosing } | null
+  queued: { requestId: string; submission: Submission; at: string; ledger: LedgerView | undefined; closing: CallClosing } | null
   /** The run this chat is running, once admitted. */
   admission: ChatAdmission | null
-  abort: AbortController | null
   result: RunOutcome | null
   /** The eager compaction (a child actor) summarising blocks of this chat, while it runs. */
   eagerCompaction: EagerCompaction | null
@@ -77,9 +66,7 @@ export type ChatContext = {
   /** Settlements of the current run that failed so far; each is retried after a backoff. */
   settleAttempts: number
   /** The DELETE requests waiting for this chat's deletion, first one first; empty when none came. */
-  deleters: ((outcome: DeleteOutcome) => void)[]
-  /** The service's clock (deps.now), the one every instant the machine reads comes from. */
-  now: () => Date
+  deleters: string[]
   /** Why the running run is being stopped when this node shuts down (INTERRUPT), for the inspector; null otherwise. */
   interruption: string | null
 }
@@ -94,15 +81,19 @@ export type ChatContext = {
 export type LedgerView = { runningRun: RunLease | null; at: string } & Partial<LedgerFacts>
 
 export type ChatEvent =
-  | { type: 'SUBMIT'; submission: Submission; respond: (outcome: SubmitOutcome) => void; ledger?: LedgerView }
+  /**
+   * A turn. `requestId` names the request in what the machine emits about it (`admitted`,
+   * `rejected`); `at` is when it was sent, by the service's clock: the instant its rules read.
+   */
+  | { type: 'SUBMIT'; requestId: string; submission: Submission; at: string; ledger?: LedgerView }
   | { type: 'CANCEL'; runId: string }
   /** Delete the chat: a running run is stopped and settled first (decision 020). */
-  | { type: 'DELETE'; respond: (outcome: DeleteOutcome) => void }
+  | { type: 'DELETE'; requestId: string }
   /**
    * Fork the chat (docs/decisions/037-fork.md): decided in whatever state the chat is, on what the
    * ledger held when the event was sent (read just before, like SUBMIT's): only settled parts are copied.
    */
-  | { type: 'FORK'; upToOrdinal: number | null | undefined; ledger: ForkLedgerView; respond: (outcome: ForkOutcome) => void }
+  | { type: 'FORK'; requestId: string; upToOrdinal: number | null | undefined; ledger: ForkLedgerView }
   /** The lease sweep found this running run of the chat abandoned (its lease lapsed): the actor settles it (decision 020). */
   | { type: 'SWEEP'; run: RunLease }
   /**
@@ -127,23 +118,38 @@ export type ChatEvent =
 export type ChatInput = {
   chatId: string
   outstanding?: RunLease | null
-  /** The service's clock (deps.now); the wall clock when not given. */
-  now?: () => Date
 } & ChatFacts
+
+/**
+ * What the machine tells the world (XState's `emit`; the actor host listens with `actor.on`): the
+ * answers to the requests that came as events, named by their `requestId`, and what the host must
+ * do to a run's resources, named by its `runId`. Nothing goes back through the events themselves.
+ */
+export type ChatEmitted =
+  | { type: 'admitted'; requestId: string; runId: string }
+  | { type: 'rejected'; requestId: string; error: unknown }
+  | { type: 'deleteAnswered'; requestId: string; outcome: DeleteOutcome }
+  | { type: 'forkAnswered'; requestId: string; outcome: ForkOutcome }
+  /** Stop the run's provider call (CANCEL, DELETE, INTERRUPT, RELINQUISH): its output so far is kept. */
+  | { type: 'abortRequested'; runId: string }
+  /** The run's stream opens before the summaries are made: the customer learns what the turn waits for. */
+  | { type: 'compacting'; runId: string; blocks: number; inProgressElsewhere: number }
+  /** RELINQUISH: the run's stream ends with `unavailable`; its settlement is the new primary's. */
+  | { type: 'relinquished'; runId: string; message: string }
 
 /** Settles an orphan whose lease expired; resolves with what the chat knows afterwards, read from the ledger. */
 export type ReapRunInput = { chatId: string; run: RunLease }
 /** The submission the machine admitted, and how it closes the pending calls: admission packs and writes it. */
-export type AdmitTurnInput = { submission: Submission; closing: CallClosing }
-export type StreamRunInput = { admission: ChatAdmission; signal: AbortSignal }
+export type AdmitTurnInput = { requestId: string; submission: Submission; closing: CallClosing }
+export type StreamRunInput = { chatId: string; admission: ChatAdmission }
 /** The admitted run and the blocks to summarise; resolves with the run re-packed over the summaries. */
-export type CompactHistoryInput = { admission: ChatAdmission; signal: AbortSignal }
-export type SettleRunInput = { admission: ChatAdmission; result: RunOutcome }
+export type CompactHistoryInput = { chatId: string; admission: ChatAdmission }
+export type SettleRunInput = { chatId: string; admission: ChatAdmission; result: RunOutcome }
 /**
  * A run whose settlement kept failing is left to the sweep: its lease is released and no longer
  * renewed, and its stream ends with an `error` frame (decision 020).
  */
-export type ReleaseRunInput = { admission: ChatAdmission; result: RunOutcome }
+export type ReleaseRunInput = { chatId: string; admission: ChatAdmission; result: RunOutcome }
 /** Deletes the chat's rows in one transaction, settling first a run left outstanding whose lease lapsed. */
 export type DeleteChatInput = { chatId: string; outstanding: RunLease | null }
 /** Blocks to summarise in the background after a run settled (docs/guide/context.md at_fill), and for whom. */

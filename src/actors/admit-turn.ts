@@ -13,7 +13,7 @@ import type { NewPart } from '../store/parts.ts'
 import type { ResolvedConfiguration } from '../store/config-resolution.ts'
 import { DEFAULT_MAX_RUNNING_RUNS_PER_ORG } from '../settings.ts'
 import { affordableMaxTokens, type MaxTokensFit } from './affordable-max-tokens.ts'
-import { openingFrames, RunChannel } from './run-channel.ts'
+import type { RunChannel } from './run-channel.ts'
 import type { RunDeps } from './run-deps.ts'
 import { newPartMedia, type PackedTurn, type PackRequest } from './context-history.ts'
 import type { Compactor } from './compactor.ts'
@@ -26,8 +26,15 @@ import type { Admission, CompactionReport, PreparedPart, Submission } from './tu
  * Balance, which needs the packed size), and writes it: tombstones for unanswered calls, the input
  * parts, the run and the idempotency key, in one transaction, committed before it resolves, so before
  * any byte is streamed. Rejects with the domain error that refuses it; a refusal writes nothing.
+ * `channel` is the submission's event log (src/actors/run-channel.ts), the run's from admission on.
  */
-export async function admitTurn(deps: RunDeps, compactor: Compactor, submission: Submission, closing: CallClosing): Promise<Admission> {
+export async function admitTurn(
+  deps: RunDeps,
+  compactor: Compactor,
+  submission: Submission,
+  closing: CallClosing,
+  channel: RunChannel,
+): Promise<Admission> {
   const { store } = deps
   const { request, model, orgId } = submission
   const now = deps.now()
@@ -142,8 +149,8 @@ export async function admitTurn(deps: RunDeps, compactor: Compactor, submission:
     apiKeyId: submission.apiKeyId,
     namespace: submission.namespace,
     model,
-    // The stream's opening frames are the channel's first (their ids are 1-3, decision 038).
-    channel: new RunChannel(runId, openingFrames({ chatId: submission.chatId, runId, closedToolCalls: closures.map((c) => c.tool_use_id), configWarnings, translationWarnings })),
+    // The submission's event log: the run's stream once the machine announces the admission.
+    channel,
     closedToolCalls: closures.map((c) => c.tool_use_id),
     configWarnings,
     translationWarnings,

@@ -14,7 +14,9 @@ import { endStream, endUnsettled, writeSettlement } from './finish-run.ts'
 import type { RunDeps } from './run-deps.ts'
 import { reapExpiredRun, settleUnstreamedRun, sweepAbandonedRuns, takeOverRunningRuns } from './sweep-abandoned-runs.ts'
 import { leaseIsLive } from '../domain/runs/lease.ts'
-import type { Admission, Submission } from './turn-types.ts'
+import type { Submission } from './turn-types.ts'
+import { ChatRuntime, followMachine } from './chat-runtime.ts'
+import { admissionOf, settledOf, type RunChannel } from './run-channel.ts'
 import type { RunRow } from '../store/runs.ts'
 import type { ChatRow } from '../store/chats.ts'
 import { forkCopier } from '../store/fork-copier.ts'
@@ -48,7 +50,14 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
   const role = options.role ?? ALWAYS_PRIMARY
   const idleEvictMs = options.idleEvictMs ?? 60_000
   const maxIdleActors = options.maxIdleActors ?? 10_000
-  const actors = new Map<string, { actor: ChatActor; lastUsed: number }>()
+  /** Each chat's actor and its runtime (src/actors/chat-runtime.ts): together, all this node keeps of the chat. */
+  const actors = new Map<string, { actor: ChatActor; runtime: ChatRuntime; lastUsed: number }>()
+  /** The runtime of a chat whose actor is running here; its invoked actors find their run's resources there. */
+  const runtimeOf = (chatId: string): ChatRuntime => {
+    const entry = actors.get(chatId)
+    if (!entry) throw new Error(`chat ${chatId} has no actor here`)
+    return entry.runtime
+  }
   /**
    * Runs this node gave up settling (decision 020): their leases were released, and are never renewed
    * here even if that release could not be written; the sweep settles them.
@@ -61,25 +70,41 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
   const compactor = createCompactor(deps)
   const machine = chatMachine.provide({
     actors: {
-      admitTurn: fromPromise(async ({ input }) => admitTurn(deps, compactor, input.submission, input.closing)),
-      compactHistory: fromPromise(async ({ input }) => compactForTurn(deps, compactor, input.admission, input.signal)),
-      streamRun: fromPromise(async ({ input }) => executeRun(deps, input.admission, input.signal)),
+      admitTurn: fromPromise(async ({ input }) => {
+        const runtime = runtimeOf(input.submission.chatId)
+        const log = runtime.submissionLog(input.requestId)
+        if (!log) throw new Error(`submission ${input.requestId} has no event log`)
+        return runtime.holdAdmission(input.requestId, await admitTurn(deps, compactor, input.submission, input.closing, log))
+      }),
+      compactHistory: fromPromise(async ({ input }) => {
+        const runtime = runtimeOf(input.chatId)
+        const { admission, abort } = runtime.run(input.admission.runId)
+        return runtime.replaceAdmission(await compactForTurn(deps, compactor, admission, abort.signal))
+      }),
+      streamRun: fromPromise(async ({ input }) => {
+        const { admission, abort } = runtimeOf(input.chatId).run(input.admission.runId)
+        return executeRun(deps, admission, abort.signal)
+      }),
       // A throw is retried by the machine, then left to the sweep (decision 020): the stream waits.
       settleRun: fromPromise(async ({ input }) => {
-        const cost = await writeSettlement(deps, input.admission, input.result)
-        endStream(input.admission, input.result, cost)
+        const runtime = runtimeOf(input.chatId)
+        const { admission } = runtime.run(input.admission.runId)
+        const cost = await writeSettlement(deps, admission, input.result)
+        endStream(admission, input.result, cost)
+        runtime.forgetRun(admission.runId)
         // A run cancelled or failed still grew the ledger; eager work is planned on what is there now.
         // The run is settled whatever planning meets: its failure must not bring a second settlement.
         let eager = null
         try {
-          eager = planEagerCompaction(deps, compactor, input.admission)
+          eager = planEagerCompaction(deps, compactor, admission)
         } catch (error) {
-          report(`eager compaction of chat ${input.admission.chatId} not planned`, error)
+          report(`eager compaction of chat ${admission.chatId} not planned`, error)
         }
         return { cost, eager }
       }),
       // Settlement kept failing: the lease is released and never renewed here, so the sweep settles the run.
       releaseRun: fromPromise(async ({ input }) => {
+        const runtime = runtimeOf(input.chatId)
         const runId = input.admission.runId
         released.add(runId)
         try {
@@ -88,7 +113,8 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
           // Unwritten, the lease lapses within its TTL all the same: nobody renews it.
           report(`lease of run ${runId} not released`, error)
         } finally {
-          endUnsettled(input.admission)
+          endUnsettled(runtime.run(runId).admission)
+          runtime.forgetRun(runId)
         }
       }),
       // decision 020: the chat's rows in one transaction; an outstanding run whose lease lapsed is settled first.
@@ -136,10 +162,10 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
     if (!latest) {
       // A fork that made no run of its own yet: the calls its source left pending at the cut (decision 037).
       const inherited = deps.store.forks.inheritedPending(chatId)
-      if (inherited) return { chatId, outstanding, pendingCalls: inherited.calls, latestCustomerRun: inherited.latest, now: deps.now }
+      if (inherited) return { chatId, outstanding, pendingCalls: inherited.calls, latestCustomerRun: inherited.latest }
     }
     if (!latest || latest.status === 'running') {
-      return { chatId, outstanding, pendingCalls: [], latestCustomerRun: latest ? { id: latest.id, status: latest.status } : null, now: deps.now }
+      return { chatId, outstanding, pendingCalls: [], latestCustomerRun: latest ? { id: latest.id, status: latest.status } : null }
     }
     // This chat's parts only: a fork holds copies of them under the same run id (decision 037).
     const pendingCalls = deps.store.parts.ofRunInChat(latest.id, chatId).flatMap((row) => {
@@ -148,17 +174,23 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
         ? [{ tool_use_id: body.tool_use_id, tool_name: body.tool_name, created_at: row.created_at, run_status: latest.status }]
         : []
     })
-    // The service clock, so lease checks in the machine read the same time as admission (issue 12).
-    return { chatId, outstanding, pendingCalls, latestCustomerRun: { id: latest.id, status: latest.status }, now: deps.now }
+    return { chatId, outstanding, pendingCalls, latestCustomerRun: { id: latest.id, status: latest.status } }
   }
 
   function actorFor(chatId: string): ChatActor {
+    return entryFor(chatId).actor
+  }
+
+  /** The chat's actor and runtime, hydrated from the ledger when this node has none. */
+  function entryFor(chatId: string): { actor: ChatActor; runtime: ChatRuntime } {
     const found = actors.get(chatId)
     if (found) {
       found.lastUsed = Date.now()
-      return found.actor
+      return found
     }
     const actor = createActor(machine, { input: hydrate(chatId), inspect: options.inspect, id: `chat:${chatId}` })
+    const runtime = new ChatRuntime(chatId)
+    followMachine(actor, runtime)
     const drop = () => {
       if (actors.get(chatId)?.actor === actor) actors.delete(chatId)
     }
@@ -174,9 +206,10 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
         report(`actor of chat ${chatId} failed`, error)
       },
     })
+    const entry = { actor, runtime, lastUsed: Date.now() }
+    actors.set(chatId, entry)
     actor.start()
-    actors.set(chatId, { actor, lastUsed: Date.now() })
-    return actor
+    return entry
   }
 
   const isIdle = (actor: ChatActor) => {
@@ -226,24 +259,32 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
       }
     },
 
-    /** Hands a validated turn to the chat's actor; resolves once the run is admitted and written. */
-    submit(submission: Submission): Promise<Admission> {
-      if (this.ownerOf(submission.chatId).kind !== 'local') {
-        return Promise.reject(new UnavailableError('this node does not own the chat'))
+    /**
+     * Hands a validated turn to the chat's actor. Returns the submission's event log at once
+     * (src/actors/run-channel.ts): `admitted` (the run is written) or `rejected`, then, for a run,
+     * `opened` or `failed_before_stream`, its frames and `settled`.
+     */
+    submit(submission: Submission): RunChannel {
+      const refusal =
+        this.ownerOf(submission.chatId).kind !== 'local'
+          ? new UnavailableError('this node does not own the chat')
+          : draining
+            ? new UnavailableError('this server is shutting down', undefined, 'try again shortly')
+            : null
+      if (refusal) {
+        const refused = new ChatRuntime(submission.chatId).openSubmission('refused')
+        refused.reject(refusal)
+        return refused
       }
-      if (draining) return Promise.reject(new UnavailableError('this server is shutting down', undefined, 'try again shortly'))
-      return new Promise((resolve, reject) => {
-        const actor = actorFor(submission.chatId)
-        // The ledger, not this node's memory, says whether the chat has a running run (docs/guide/runs.md),
-        // and what the rules read of it: read just before the event, which the actor handles at once.
-        const ledger = readSubmissionFacts(deps.store, submission, deps.now())
-        actor.send({
-          type: 'SUBMIT',
-          submission,
-          ledger,
-          respond: (outcome) => (outcome.kind === 'admitted' ? resolve(outcome.admission) : reject(outcome.error)),
-        })
-      })
+      const { actor, runtime } = entryFor(submission.chatId)
+      const requestId = runtime.requestId()
+      const log = runtime.openSubmission(requestId)
+      const now = deps.now()
+      // The ledger, not this node's memory, says whether the chat has a running run (docs/guide/runs.md),
+      // and what the rules read of it: read just before the event, which the actor handles at once.
+      const ledger = readSubmissionFacts(deps.store, submission, now)
+      actor.send({ type: 'SUBMIT', requestId, submission, at: now.toISOString(), ledger })
+      return log
     },
 
     /**
@@ -257,9 +298,10 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
     async cancel(chatId: string, runId: string): Promise<void> {
       const entry = actors.get(chatId)
       const admission = entry?.actor.getSnapshot().context.admission
-      if (entry && admission?.runId === runId) {
+      const channel = admission?.runId === runId ? entry?.runtime.channelOf(runId) : null
+      if (entry && channel) {
         entry.actor.send({ type: 'CANCEL', runId })
-        await admission.channel.settled
+        await settledOf(channel)
         return
       }
       if (this.ownerOf(chatId).kind !== 'local') throw new UnavailableError('this node does not own the chat')
@@ -292,12 +334,16 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
      */
     async drain(graceMs: number, settleMs = 5_000): Promise<void> {
       draining = true
-      const running = () => [...actors.values()].flatMap(({ actor }) => actor.getSnapshot().context.admission ?? [])
+      const running = () => [...actors.values()].flatMap(({ actor, runtime }) => {
+        const admission = actor.getSnapshot().context.admission
+        const channel = admission ? runtime.channelOf(admission.runId) : null
+        return channel ? [channel] : []
+      })
       const deadline = Date.now() + graceMs
       while (running().length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25))
       const left = running()
       for (const { actor } of actors.values()) actor.send({ type: 'INTERRUPT', message: 'the server shut down while this run streamed' })
-      const settled = Promise.all(left.map((admission) => admission.channel.settled))
+      const settled = Promise.all(left.map(settledOf))
       await Promise.race([settled, new Promise((resolve) => setTimeout(resolve, settleMs).unref())])
     },
 
@@ -331,11 +377,11 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
         return Promise.reject(new UnavailableError('this node does not own the chat'))
       }
       if (!deps.store.chats.get(orgId, chatId)) return Promise.resolve(false)
-      return new Promise((resolve, reject) => {
-        actorFor(chatId).send({
-          type: 'DELETE',
-          respond: (outcome) => (outcome.kind === 'failed' ? reject(outcome.error) : resolve(outcome.kind === 'deleted')),
-        })
+      const { actor, runtime } = entryFor(chatId)
+      const requestId = runtime.requestId()
+      return new Promise<boolean>((resolve, reject) => {
+        runtime.deletes.set(requestId, { resolve: (outcome) => (outcome.kind === 'failed' ? reject(outcome.error) : resolve(outcome.kind === 'deleted')) })
+        actor.send({ type: 'DELETE', requestId })
       })
     },
 
@@ -354,12 +400,10 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
       return new Promise<number | null>((resolve, reject) => {
         const running = deps.store.runs.runningCustomerRun(chatId)
         const ledger = deps.store.forks.ledgerView(chatId, running?.id ?? null)
-        actorFor(chatId).send({
-          type: 'FORK',
-          upToOrdinal: request.upToOrdinal,
-          ledger,
-          respond: (outcome) => (outcome.kind === 'cut' ? resolve(outcome.upTo) : reject(outcome.error)),
-        })
+        const { actor, runtime } = entryFor(chatId)
+        const requestId = runtime.requestId()
+        runtime.forks.set(requestId, { resolve: (outcome) => (outcome.kind === 'cut' ? resolve(outcome.upTo) : reject(outcome.error)) })
+        actor.send({ type: 'FORK', requestId, upToOrdinal: request.upToOrdinal, ledger })
       }).then((upTo) =>
         forkCopier.copy(
           deps.store.db.name,
@@ -370,9 +414,8 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
     },
 
     /** The live channel of a run streaming on this node, if any. */
-    channelOf(chatId: string, runId: string) {
-      const admission = actors.get(chatId)?.actor.getSnapshot().context.admission
-      return admission?.runId === runId ? admission.channel : null
+    channelOf(chatId: string, runId: string): RunChannel | null {
+      return actors.get(chatId)?.runtime.channelOf(runId) ?? null
     },
 
     /** Hydrates the chat's actor now, without a turn (warming a node, measuring an idle actor's memory). */

@@ -18,77 +18,91 @@ export function openingFrames(o: {
   ]
 }
 
-export type RunOpening = { ok: true } | { ok: false; error: DomainError }
+/**
+ * What happens to one submission, in order: the one contract between the HTTP layer and the actors
+ * (issue 25). `admitted` or `rejected` (the chat machine's decision), then for an admitted run
+ * `opened` (its stream is the customer's from here) or `failed_before_stream` (answered with an
+ * HTTP error instead), the stream's `frame`s up to the terminal `done` or `error`, and `settled`
+ * once its status and charge are committed.
+ */
+export type RunEvent =
+  | { type: 'admitted'; runId: string }
+  | { type: 'rejected'; error: unknown }
+  | { type: 'opened' }
+  | { type: 'failed_before_stream'; error: DomainError }
+  | { type: 'frame'; frame: RunFrame }
+  | { type: 'settled' }
 
 /**
- * The fan-out of one run's events. Frames are kept once per run, for as long as the run's channel
- * lives, so a subscriber that arrives late (the HTTP route subscribes after admission, a resuming
- * reader joins mid-run) still sees every frame, in order. Readers hold only a cursor into them
- * (`at`, `size`, `wake`): the memory is the run's frames whatever the number of readers. Nobody
- * listening changes nothing: a dropped connection does not stop the run.
+ * A log of RunEvents read with cursors: a reader keeps its index and is woken when more come.
+ * The rebuilt stream of an ended run (src/http/sse/ledger-frames.ts) is one too.
  */
-export class RunChannel {
-  private readonly frames: RunFrame[] = []
-  private readonly listeners = new Set<(frame: RunFrame) => void>()
+export type RunEventSource = {
+  at(index: number): RunEvent | undefined
+  readonly size: number
+  /** The terminal frame is in: no frame will follow (lifecycle events still may). */
+  readonly hasEnded: boolean
+  /** Calls `wake` after each new event, until the returned function is called. */
+  wake(wake: () => void): () => void
+}
+
+/**
+ * One submission's events, kept once for as long as the log lives, so a reader that comes late (the
+ * HTTP route once admission is decided, a resuming reader mid-run) still reads every event, in order.
+ * Readers hold only a cursor (`at`, `size`, `wake`): the memory is the run's events whatever the
+ * number of readers. Nobody reading changes nothing: a dropped connection does not stop the run.
+ */
+export class RunChannel implements RunEventSource {
+  private readonly events: RunEvent[] = []
   private readonly wakers = new Set<() => void>()
   private numbering: Numbering = initialNumbering()
-  private begun = false
-  private resolveOpening!: (opening: RunOpening) => void
-  private resolveSettled!: () => void
+  private admittedAs: string | null = null
   private ended = false
   private isOpen = false
-  /** Resolves when the provider stream opened, or failed before its first byte. */
-  readonly opening = new Promise<RunOpening>((resolve) => (this.resolveOpening = resolve))
-  /** Resolves once the run is settled (its status and charge are written). */
-  readonly settled = new Promise<void>((resolve) => (this.resolveSettled = resolve))
 
-  /** `opening`: the stream's first frames (`run`, `config_warnings`, `translation_warnings`). */
-  constructor(readonly runId: string, opening?: readonly { event: string; data: unknown }[]) {
-    if (opening) this.begin(opening)
-  }
-
-  /**
-   * Puts the opening frames first, once (a channel made without them gets them from the route):
-   * frames pushed before are numbered again after them.
-   */
-  begin(opening: readonly { event: string; data: unknown }[]): void {
-    if (this.begun) return
-    this.begun = true
-    const later = this.frames.splice(0)
-    this.numbering = initialNumbering()
-    for (const frame of [...opening, ...later]) this.append(frame.event, frame.data)
-  }
-
-  private append(event: string, data: unknown): RunFrame {
-    const { seq, start, next } = number(this.numbering, event, data)
-    this.numbering = next
-    const frame: RunFrame = start === undefined ? { event, data, seq } : { event, data, seq, start }
-    this.frames.push(frame)
-    return frame
-  }
-
-  /** The frame at a reader's cursor, if it has come. */
-  at(index: number): RunFrame | undefined {
-    return this.frames[index]
+  at(index: number): RunEvent | undefined {
+    return this.events[index]
   }
 
   get size(): number {
-    return this.frames.length
+    return this.events.length
   }
 
   get hasEnded(): boolean {
     return this.ended
   }
 
-  /** Calls `wake` after each new frame and at the end, until the returned function is called. */
+  /** The admitted run's id; null before admission (and for a rejected submission). */
+  get runId(): string | null {
+    return this.admittedAs
+  }
+
   wake(wake: () => void): () => void {
     this.wakers.add(wake)
     return () => this.wakers.delete(wake)
   }
 
+  private append(event: RunEvent): void {
+    this.events.push(event)
+    for (const wake of this.wakers) wake()
+  }
+
+  /** The chat machine admitted the submission as `runId`: its stream's opening frames come first (ids 1-3, decision 038). */
+  admit(runId: string, opening: readonly { event: string; data: unknown }[]): void {
+    if (this.admittedAs !== null) return
+    this.admittedAs = runId
+    this.append({ type: 'admitted', runId })
+    for (const frame of opening) this.push(frame.event, frame.data)
+  }
+
+  reject(error: unknown): void {
+    this.append({ type: 'rejected', error })
+  }
+
   open(): void {
+    if (this.isOpen) return
     this.isOpen = true
-    this.resolveOpening({ ok: true })
+    this.append({ type: 'opened' })
   }
 
   /** Whether the stream opened: its failures are `error` frames from then on, never an HTTP status. */
@@ -97,33 +111,76 @@ export class RunChannel {
   }
 
   failBeforeStream(error: DomainError): void {
-    this.resolveOpening({ ok: false, error })
+    this.append({ type: 'failed_before_stream', error })
   }
 
   push(event: string, data: unknown): void {
     if (this.ended) return
-    const frame = this.append(event, data)
-    for (const listener of this.listeners) listener(frame)
-    for (const wake of this.wakers) wake()
+    const { seq, start, next } = number(this.numbering, event, data)
+    this.numbering = next
+    this.append({ type: 'frame', frame: start === undefined ? { event, data, seq } : { event, data, seq, start } })
   }
 
-  /** Terminal frame (`done` or `error`): delivered, then the channel ends. */
+  /** Terminal frame (`done` or `error`): delivered, then no frame follows. */
   end(event: 'done' | 'error', data: unknown): void {
+    if (this.ended) return
     this.push(event, data)
     this.ended = true
-    this.listeners.clear()
     for (const wake of this.wakers) wake()
-    this.wakers.clear()
   }
 
   markSettled(): void {
-    this.resolveSettled()
+    this.append({ type: 'settled' })
   }
+}
 
-  /** Replays the frames so far, then follows live ones; returns the unsubscribe function. */
-  subscribe(listener: (frame: RunFrame) => void): () => void {
-    for (const frame of this.frames) listener(frame)
-    if (!this.ended) this.listeners.add(listener)
-    return () => this.listeners.delete(listener)
+/**
+ * The first event from `from` on that `matches`, now or when it comes: how a reader waits for a
+ * point of the log (admission decided, the stream opened, the run settled) with the same cursor
+ * and wake every reader uses.
+ */
+export function nextEvent<T extends RunEvent['type']>(
+  source: RunEventSource,
+  types: readonly T[],
+  from = 0,
+): Promise<{ event: Extract<RunEvent, { type: T }>; index: number }> {
+  const find = (start: number) => {
+    for (let i = start; i < source.size; i++) {
+      const event = source.at(i)!
+      if ((types as readonly string[]).includes(event.type)) return { event: event as Extract<RunEvent, { type: T }>, index: i }
+    }
+    return null
   }
+  const found = find(from)
+  if (found) return Promise.resolve(found)
+  return new Promise((resolve) => {
+    let cursor = source.size
+    const stop = source.wake(() => {
+      const hit = find(cursor)
+      cursor = source.size
+      if (!hit) return
+      stop()
+      resolve(hit)
+    })
+  })
+}
+
+/** Resolves once the log says the run is settled. */
+export const settledOf = (source: RunEventSource): Promise<void> => nextEvent(source, ['settled']).then(() => undefined)
+
+/** The admitted run's id, or the rejection's error thrown. */
+export async function admissionOf(source: RunEventSource): Promise<string> {
+  const { event } = await nextEvent(source, ['admitted', 'rejected'])
+  if (event.type === 'rejected') throw event.error
+  return event.runId
+}
+
+/** The frames in the log so far, in order (for a reader that looks once, as the inspector and tests do). */
+export function framesOf(source: RunEventSource): RunFrame[] {
+  const frames: RunFrame[] = []
+  for (let i = 0; i < source.size; i++) {
+    const event = source.at(i)!
+    if (event.type === 'frame') frames.push(event.frame)
+  }
+  return frames
 }

@@ -69,11 +69,3 @@ export type Repack = {
   ) => unknown
 }
 
-
-// The chat machine holds this Admission (the dependency points src/actors → machines, never back):
-// machines/chat.types.ts reads only its RunAdmission fields and takes the full type from this register.
-declare module '../../machines/chat.types.ts' {
-  interface ChatMachineRegister {
-    admission: Admission
-  }
-}

@@ -11,6 +11,7 @@ import { createConfigResolver } from '../../src/store/config-resolution.ts'
 import type { ReplicationRoleSource } from '../../src/store/replication-role.ts'
 import { openTempStore } from '../helpers/temp-store.ts'
 import { deferred, echo, insertRun, prepareTurn, sandboxCatalogue, scriptedModel, untilAborted, usageEntries, withFakes } from '../helpers/turns.ts'
+import { admitted } from '../helpers/admitted.ts'
 
 const NODE = 'node-a'
 let temp: ReturnType<typeof openTempStore>
@@ -123,7 +124,7 @@ describe('start: runs nobody is streaming', () => {
   it('keeps renewing the lease of a run it streams, so it is never swept as abandoned', async () => {
     const host = startHost({ leaseRenewMs: 5 })
     const chatId = newChat()
-    const admission = await host.submit(submission(chatId, {}, HOLD))
+    const admission = await admitted(host.submit(submission(chatId, {}, HOLD)))
     await reached.promise
     offset = 10 * 60_000
     await vi.waitFor(
@@ -140,7 +141,7 @@ describe('one actor per chat', () => {
   it('submit resolves with the admission once the run, its input and its key are written', async () => {
     const host = startHost()
     const chatId = newChat()
-    const admission: Admission = await host.submit(submission(chatId, { idempotency_key: 'k' }))
+    const admission = await admitted(host.submit(submission(chatId, { idempotency_key: 'k' })))
     const run = temp.store.runs.getById(admission.runId)!
     expect(run.chat_id).toBe(chatId)
     expect(temp.store.parts.ofRun(admission.runId).map((p) => p.kind)).toContain('prompt')
@@ -152,17 +153,17 @@ describe('one actor per chat', () => {
   it('a second submit while the chat runs is rejected with run_in_progress naming the run', async () => {
     const host = startHost()
     const chatId = newChat()
-    const first = await host.submit(submission(chatId, {}, HOLD))
-    await expect(host.submit(submission(chatId))).rejects.toMatchObject({ code: 'run_in_progress', details: { run_id: first.runId } })
-    await expect(host.submit(submission(chatId))).rejects.toBeInstanceOf(RunInProgressError)
-    expect(host.channelOf(chatId, first.runId)).toBe(first.channel)
+    const first = await admitted(host.submit(submission(chatId, {}, HOLD)))
+    await expect(admitted(host.submit(submission(chatId)))).rejects.toMatchObject({ code: 'run_in_progress', details: { run_id: first.runId } })
+    await expect(admitted(host.submit(submission(chatId)))).rejects.toBeInstanceOf(RunInProgressError)
+    expect(host.channelOf(chatId, first.runId)).toBe(first.log)
     await host.cancel(chatId, first.runId)
   })
 
   it('cancel of a run that already ended changes nothing', async () => {
     const host = startHost()
     const chatId = newChat()
-    const done = await host.submit(submission(chatId))
+    const done = await admitted(host.submit(submission(chatId)))
     await done.channel.settled
     // The actor lets go of the run right after settling it.
     await vi.waitFor(() => expect(host.channelOf(chatId, done.runId)).toBeNull())
@@ -175,12 +176,12 @@ describe('one actor per chat', () => {
     const host = startHost({ maxIdleActors: 2, idleEvictMs: 60_000 })
     const idleChats = [newChat(), newChat(), newChat(), newChat()]
     for (const chatId of idleChats) {
-      const admission = await host.submit(submission(chatId))
+      const admission = await admitted(host.submit(submission(chatId)))
       await admission.channel.settled
       await vi.waitFor(() => expect(host.channelOf(chatId, admission.runId)).toBeNull())
     }
     const busyChat = newChat()
-    const busy = await host.submit(submission(busyChat, {}, HOLD))
+    const busy = await admitted(host.submit(submission(busyChat, {}, HOLD)))
     await reached.promise
     expect(host.size).toBe(5)
 
@@ -189,11 +190,11 @@ describe('one actor per chat', () => {
     // Past the idle time every idle actor goes; the running one stays.
     expect(host.evictIdle(Date.now() + 120_000)).toBe(2)
     expect(host.size).toBe(1)
-    expect(host.channelOf(busyChat, busy.runId)).toBe(busy.channel)
+    expect(host.channelOf(busyChat, busy.runId)).toBe(busy.log)
     await host.cancel(busyChat, busy.runId)
 
     // An evicted chat is rebuilt from the ledger on its next turn.
-    const again = await host.submit(submission(idleChats[0]!))
+    const again = await admitted(host.submit(submission(idleChats[0]!)))
     await again.channel.settled
     expect(temp.store.runs.getById(again.runId)!.status).toBe('succeeded')
   })
@@ -211,7 +212,7 @@ describe('on a LiteFS replica', () => {
     const host = startHost({ role: replicaOf('http://primary.internal:8080') })
     const chatId = newChat()
     expect(host.ownerOf(chatId)).toEqual({ kind: 'remote', url: 'http://primary.internal:8080' })
-    await expect(host.submit(submission(chatId))).rejects.toBeInstanceOf(UnavailableError)
+    await expect(admitted(host.submit(submission(chatId)))).rejects.toBeInstanceOf(UnavailableError)
     expect(temp.store.runs.latestCustomerRun(chatId)).toBeUndefined()
     const orphan = startHost({ role: { current: () => ({ kind: 'replica-without-primary' }), exclusiveWriter: true } })
     expect(orphan.ownerOf(chatId)).toEqual({ kind: 'unknown' })

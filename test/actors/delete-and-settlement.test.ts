@@ -3,13 +3,14 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createChatActorHost, type ChatActorHost } from '../../src/actors/chat-actor-host.ts'
 import { createContextHistory } from '../../src/actors/context-history.ts'
 import type { RunDeps } from '../../src/actors/run-deps.ts'
-import type { RunFrame } from '../../src/actors/run-channel.ts'
+import { framesOf as loggedFrames, type RunChannel, type RunFrame } from '../../src/actors/run-channel.ts'
 import { RunInProgressError } from '../../src/domain/errors.ts'
 import type { TurnRequest } from '../../src/domain/turns/submission.ts'
 import { createConfigResolver } from '../../src/store/config-resolution.ts'
 import type { Store } from '../../src/store/index.ts'
 import { openTempStore } from '../helpers/temp-store.ts'
 import { deferred, echo, insertRun, prepareTurn, sandboxCatalogue, scriptedModel, untilAborted, usageEntries, withFakes } from '../helpers/turns.ts'
+import { admitted } from '../helpers/admitted.ts'
 
 /**
  * Issue 12 at the actor host, over a real ledger (decision 020): a chat deleted while its run
@@ -100,11 +101,7 @@ const newChat = () => temp.store.chats.create({ orgId, namespace: null, title: n
 const submission = (chatId: string, request: Partial<TurnRequest> = {}, model = echo()) => prepareTurn(orgId, chatId, request, model)
 
 /** The frames' events and data, as a client reads them (their positions are decision 038's, tested there). */
-const framesOf = (channel: { subscribe: (l: (f: RunFrame) => void) => () => void }) => {
-  const frames: Array<Pick<RunFrame, 'event' | 'data'>> = []
-  channel.subscribe((f) => frames.push({ event: f.event, data: f.data }))()
-  return frames
-}
+const framesOf = (log: RunChannel): Array<Pick<RunFrame, 'event' | 'data'>> => loggedFrames(log).map((f) => ({ event: f.event, data: f.data }))
 const count = (sql: string, ...params: unknown[]) => (temp.db.prepare(sql).get(...params) as { n: number }).n
 const rowsOfChat = (chatId: string) => ({
   chats: count('SELECT COUNT(*) AS n FROM chats WHERE id = ?', chatId),
@@ -116,14 +113,14 @@ describe('DELETE through the chat actor', () => {
     const { host, runDeps } = startHost({ leaseRenewMs: 60_000 })
     const forget = vi.spyOn(runDeps.history, 'forget')
     const chatId = newChat()
-    const admission = await host.submit(submission(chatId, {}, HOLD))
+    const admission = await admitted(host.submit(submission(chatId, {}, HOLD)))
     await reached.promise
     expect(host.size).toBe(1)
 
     expect(await host.delete(orgId, chatId)).toBe(true)
 
     // The stream ended with a clear error, not upstream_error, and no retry hint.
-    const last = framesOf(admission.channel).at(-1)!
+    const last = framesOf(admission.log).at(-1)!
     expect(last).toEqual({
       event: 'error',
       data: { code: 'chat_deleted', message: 'the chat was deleted while this run streamed', details: { run_id: admission.runId } },
@@ -149,7 +146,7 @@ describe('DELETE through the chat actor', () => {
   it('two DELETEs at once: one deletes, the other finds the chat gone', async () => {
     const { host } = startHost({ leaseRenewMs: 60_000 })
     const chatId = newChat()
-    await host.submit(submission(chatId, {}, HOLD))
+    await admitted(host.submit(submission(chatId, {}, HOLD)))
     await reached.promise
     const both = await Promise.all([host.delete(orgId, chatId), host.delete(orgId, chatId)])
     expect(both.sort()).toEqual([false, true])
@@ -159,7 +156,7 @@ describe('DELETE through the chat actor', () => {
   it('at rest: the rows go, runs and balance entries stay; another organisation’s DELETE finds nothing', async () => {
     const { host } = startHost({ leaseRenewMs: 60_000 })
     const chatId = newChat()
-    const admission = await host.submit(submission(chatId))
+    const admission = await admitted(host.submit(submission(chatId)))
     await admission.channel.settled
     const other = temp.store.organisations.create('other', 'other').id
     expect(await host.delete(other, chatId)).toBe(false)
@@ -177,16 +174,16 @@ describe('a settlement that fails', () => {
     const { host } = startHost({ leaseRenewMs: 60_000 })
     const chatId = newChat()
     settlementFails = true
-    const admission = await host.submit(submission(chatId))
+    const admission = await admitted(host.submit(submission(chatId)))
     await vi.waitFor(() => expect(failedSettlements).toBe(2), { timeout: 5_000, interval: 10 })
     settlementFails = false
     await admission.channel.settled
-    expect(framesOf(admission.channel).at(-1)!.event).toBe('done')
+    expect(framesOf(admission.log).at(-1)!.event).toBe('done')
     expect(temp.store.runs.getById(admission.runId)!.status).toBe('succeeded')
     expect(usageEntries(temp.store, admission.runId)).toHaveLength(1)
     // The chat takes the next turn (once the machine is back at rest, just after the stream's end).
     await new Promise((r) => setTimeout(r, 20))
-    const next = await host.submit(submission(chatId))
+    const next = await admitted(host.submit(submission(chatId)))
     await next.channel.settled
   })
 
@@ -195,12 +192,12 @@ describe('a settlement that fails', () => {
     const chatId = newChat()
     settlementFails = true
     const started = Date.now()
-    const admission = await host.submit(submission(chatId))
+    const admission = await admitted(host.submit(submission(chatId)))
     await admission.channel.settled
     // Four attempts, three backoffs (200 + 800 + 3,200 ms).
     expect(failedSettlements).toBeGreaterThanOrEqual(4)
     expect(Date.now() - started).toBeGreaterThanOrEqual(4_200)
-    expect(framesOf(admission.channel).at(-1)).toEqual({
+    expect(framesOf(admission.log).at(-1)).toEqual({
       event: 'error',
       data: {
         code: 'internal',
@@ -218,7 +215,7 @@ describe('a settlement that fails', () => {
     expect(reported).toContain(`run ${admission.runId} not reaped`)
     // No turn is admitted past it: the turn tries to settle it first, fails like the sweep, and is
     // answered 409 run_in_progress naming it.
-    const refused = host.submit(submission(chatId))
+    const refused = admitted(host.submit(submission(chatId)))
     await expect(refused).rejects.toBeInstanceOf(RunInProgressError)
     await expect(refused).rejects.toMatchObject({ details: { run_id: admission.runId } })
     expect(count(`SELECT COUNT(*) AS n FROM runs WHERE chat_id = ?`, chatId)).toBe(1)
@@ -233,7 +230,7 @@ describe('a settlement that fails', () => {
     // Settled by the chat's own actor, which knows it: no stale facts, nothing to drop.
     expect(host.size).toBe(1)
     // The chat is usable again.
-    const next = await host.submit(submission(chatId))
+    const next = await admitted(host.submit(submission(chatId)))
     await next.channel.settled
     expect(temp.store.runs.getById(next.runId)!.status).toBe('succeeded')
   }, 20_000)
@@ -255,12 +252,12 @@ describe('hydration of a chat whose ledger shows a running run', () => {
     const chatId = newChat()
     const runId = runningRun(chatId, new Date(Date.now() + TTL).toISOString())
     host.preload(chatId)
-    const refused = host.submit(submission(chatId))
+    const refused = admitted(host.submit(submission(chatId)))
     await expect(refused).rejects.toBeInstanceOf(RunInProgressError)
     await expect(refused).rejects.toMatchObject({ details: { run_id: runId } })
 
     offset = TTL + 1_000
-    const admission = await host.submit(submission(chatId))
+    const admission = await admitted(host.submit(submission(chatId)))
     await admission.channel.settled
     expect(temp.store.runs.getById(runId)).toMatchObject({ status: 'failed', error: 'interrupted' })
     expect(usageEntries(temp.store, runId)).toHaveLength(1)

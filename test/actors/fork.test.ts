@@ -32,11 +32,13 @@ describe('fork through the source chat actor (docs/decisions/037-fork.md)', () =
     const during = (await history(ctx, org.auth, source)).data
     expect(during.length).toBeGreaterThan(settled.length)
 
-    const fork = await ctx.host.fork(org.orgId, source, labels)
+    // Decided at once by the actor, while the turn still runs (the copies below take longer: a thread).
+    const refused = ctx.host.fork(org.orgId, source, { ...labels, upToOrdinal: during.at(-1).ordinal })
+    const forking = ctx.host.fork(org.orgId, source, labels)
+    await expect(refused).rejects.toBeInstanceOf(ValidationError)
+    const fork = await forking
     const copied = (await history(ctx, org.auth, fork!.id)).data
     expect(copied.map((p) => p.part)).toEqual(settled.map((p) => p.part))
-
-    await expect(ctx.host.fork(org.orgId, source, { ...labels, upToOrdinal: during.at(-1).ordinal })).rejects.toBeInstanceOf(ValidationError)
     // The settled part just before the running turn is a valid cut.
     const atEdge = await ctx.host.fork(org.orgId, source, { ...labels, upToOrdinal: settled.at(-1).ordinal })
     expect((await history(ctx, org.auth, atEdge!.id)).data).toHaveLength(settled.length)

@@ -1,9 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { createActor, fromPromise } from 'xstate'
+import { createActor, fromPromise, type Actor } from 'xstate'
 import { createChatActorHost, type ChatActorHost } from '../../src/actors/chat-actor-host.ts'
 import { createContextHistory } from '../../src/actors/context-history.ts'
 import type { RunDeps } from '../../src/actors/run-deps.ts'
-import type { Admission } from '../../src/actors/turn-types.ts'
+import type { Submission } from '../../src/actors/turn-types.ts'
 import type { ChatFacts } from '../../src/domain/turns/decide-admission.ts'
 import { RunInProgressError } from '../../src/domain/errors.ts'
 import type { TurnRequest } from '../../src/domain/turns/submission.ts'
@@ -11,9 +11,10 @@ import { createConfigResolver } from '../../src/store/config-resolution.ts'
 import { openDatabase } from '../../src/store/database.ts'
 import { migrations } from '../../src/store/migrations/index.ts'
 import { chatMachine, ledgerVerdict } from '../../machines/chat.machine.ts'
-import type { AdmitTurnInput, ReapRunInput, SubmitOutcome } from '../../machines/chat.types.ts'
+import type { AdmitTurnInput, LedgerView, ReapRunInput, RunAdmission } from '../../machines/chat.types.ts'
 import { openTempStore } from '../helpers/temp-store.ts'
 import { deferred, insertRun, prepareTurn, sandboxCatalogue, usageEntries, withFakes } from '../helpers/turns.ts'
+import { admitted } from '../helpers/admitted.ts'
 
 /**
  * Issue 11: after a restart under another node id, the ledger holds a `running` run that no actor
@@ -83,6 +84,17 @@ const inMs = (ms: number) => new Date(Date.now() + offset + ms).toISOString()
 const runningCustomerRuns = (chatId: string) =>
   temp.db.prepare(`SELECT COUNT(*) AS n FROM runs WHERE chat_id = ? AND status = 'running' AND origin = 'customer'`).get(chatId) as { n: number }
 
+let requests = 0
+/** Sends SUBMIT; the returned mock gets what the machine emits about it: its refusal, or its admission's run id. */
+function submitTo(actor: Actor<typeof chatMachine>, submission: Submission, ledger?: LedgerView) {
+  const respond = vi.fn<(o: { kind: 'rejected'; error: unknown } | { kind: 'admitted'; runId: string }) => void>()
+  const requestId = `r${++requests}`
+  actor.on('rejected', (e) => e.requestId === requestId && respond({ kind: 'rejected', error: e.error }))
+  actor.on('admitted', (e) => e.requestId === requestId && respond({ kind: 'admitted', runId: e.runId }))
+  actor.send({ type: 'SUBMIT', requestId, submission, at: ledger?.at ?? new Date().toISOString(), ...(ledger ? { ledger } : {}) })
+  return respond
+}
+
 describe('admission against a lease held elsewhere', () => {
   it('refuses a turn with run_in_progress naming the orphan while its lease is live, and writes nothing', async () => {
     const chatId = newChat()
@@ -91,7 +103,7 @@ describe('admission against a lease held elsewhere', () => {
     const before = temp.db.prepare('SELECT COUNT(*) AS n FROM parts').get() as { n: number }
 
     for (let i = 0; i < 3; i++) {
-      const refused = host.submit(submission(chatId))
+      const refused = admitted(host.submit(submission(chatId)))
       await expect(refused).rejects.toBeInstanceOf(RunInProgressError)
       await expect(refused).rejects.toMatchObject({ code: 'run_in_progress', details: { run_id: runId } })
     }
@@ -107,7 +119,7 @@ describe('admission against a lease held elsewhere', () => {
     const host = startHost({ leaseRenewMs: 60_000 })
     const runId = orphan(chatId, inMs(TTL))
     temp.db.prepare('UPDATE runs SET lease_owner = ? WHERE id = ?').run(NODE, runId)
-    await expect(host.submit(submission(chatId))).rejects.toMatchObject({ code: 'run_in_progress', details: { run_id: runId } })
+    await expect(admitted(host.submit(submission(chatId)))).rejects.toMatchObject({ code: 'run_in_progress', details: { run_id: runId } })
   })
 
   it('settles an orphan whose lease expired as interrupted, once, and admits the turn', async () => {
@@ -116,7 +128,7 @@ describe('admission against a lease held elsewhere', () => {
     const host = startHost({ leaseRenewMs: 60_000 })
     // The lease runs out; no sweep has run since (the renewal tick is a minute away, and the clock jumped).
     offset = TTL + 1
-    const admission: Admission = await host.submit(submission(chatId))
+    const admission = await admitted(host.submit(submission(chatId)))
     const reaped = temp.store.runs.getById(runId)!
     expect(reaped.status).toBe('failed')
     expect(reaped.error).toBe('interrupted')
@@ -132,9 +144,9 @@ describe('admission against a lease held elsewhere', () => {
     const chatId = newChat()
     const runId = orphan(chatId, inMs(TTL), { toolCall: true })
     const host = startHost({ leaseRenewMs: 60_000 })
-    await expect(host.submit(submission(chatId))).rejects.toBeInstanceOf(RunInProgressError)
+    await expect(admitted(host.submit(submission(chatId)))).rejects.toBeInstanceOf(RunInProgressError)
     offset = TTL + 1
-    const admission = await host.submit(submission(chatId))
+    const admission = await admitted(host.submit(submission(chatId)))
     expect(admission.closedToolCalls).toEqual(['call_orphan'])
     const tombstone = temp.store.parts.ofRun(admission.runId).map((p) => JSON.parse(p.body)).find((b) => b.type === 'tool_result')
     expect(tombstone).toMatchObject({ tool_use_id: 'call_orphan', tombstone_reason: 'cancelled' })
@@ -146,7 +158,7 @@ describe('admission against a lease held elsewhere', () => {
     const chatId = newChat()
     orphan(chatId, inMs(TTL), { origin: 'compaction' })
     const host = startHost({ leaseRenewMs: 60_000 })
-    const admission = await host.submit(submission(chatId))
+    const admission = await admitted(host.submit(submission(chatId)))
     await admission.channel.settled
     expect(temp.store.runs.getById(admission.runId)!.status).toBe('succeeded')
   })
@@ -160,14 +172,14 @@ describe('the sweep at a lease’s expiry', () => {
     const host = startHost({ leaseRenewMs: 60_000 })
     expect(temp.store.runs.getById(runId)!.status).toBe('running')
     // The chat's actor exists (hydrated with the orphan as its latest run) before the sweep settles it.
-    await expect(host.submit(submission(chatId))).rejects.toMatchObject({ details: { run_id: runId } })
+    await expect(admitted(host.submit(submission(chatId)))).rejects.toMatchObject({ details: { run_id: runId } })
     await vi.waitFor(() => expect(temp.store.runs.getById(runId)!.status).toBe('failed'), { timeout: 5_000, interval: 10 })
     // The renewal tick is a minute away, past the wait above: the timer at the lease's expiry settled it.
     expect(temp.store.runs.getById(runId)!.completed_at! >= expiresAt).toBe(true)
     expect(temp.store.runs.getById(runId)!.error).toBe('interrupted')
     expect(usageEntries(temp.store, runId)).toHaveLength(1)
     // The next turn sees the ledger as the sweep left it: the orphan's call is closed as cancelled.
-    const admission = await host.submit(submission(chatId))
+    const admission = await admitted(host.submit(submission(chatId)))
     expect(admission.closedToolCalls).toEqual(['call_orphan'])
     await admission.channel.settled
     expect(usageEntries(temp.store, runId)).toHaveLength(1)
@@ -178,12 +190,12 @@ describe('the sweep at a lease’s expiry', () => {
     const host = createChatActorHost({ ...deps(), leaseTtlMs: 600 })
     hosts.push({ host, stop: host.start() })
     const gate = deferred()
-    const admission = await host.submit(submission(chatId, { input: [{ type: 'prompt', text: '/slow 100\n/long 20' }] }))
+    const admission = await admitted(host.submit(submission(chatId, { input: [{ type: 'prompt', text: '/slow 100\n/long 20' }] })))
     setTimeout(() => gate.resolve(), 1_500).unref()
     await gate.promise
     // 1.5 s is more than two leases: renewed all along, never swept.
     expect(temp.store.runs.getById(admission.runId)!.status).toBe('running')
-    await expect(host.submit(submission(chatId))).rejects.toMatchObject({ details: { run_id: admission.runId } })
+    await expect(admitted(host.submit(submission(chatId)))).rejects.toMatchObject({ details: { run_id: admission.runId } })
     await admission.channel.settled
     expect(temp.store.runs.getById(admission.runId)!.status).toBe('succeeded')
   })
@@ -241,9 +253,9 @@ describe('the chat machine: the rule over the ledger’s view', () => {
     const reaps: { input: ReapRunInput; d: ReturnType<typeof deferred<ChatFacts>> }[] = []
     const machine = chatMachine.provide({
       actors: {
-        admitTurn: fromPromise<Admission, AdmitTurnInput>(({ input }) => {
+        admitTurn: fromPromise<RunAdmission, AdmitTurnInput>(({ input }) => {
           admits.push(input)
-          return new Promise<Admission>(() => {})
+          return new Promise<RunAdmission>(() => {})
         }),
         reapRun: fromPromise<ChatFacts, ReapRunInput>(({ input }) => {
           const d = deferred<ChatFacts>()
@@ -257,8 +269,7 @@ describe('the chat machine: the rule over the ledger’s view', () => {
     const s = submission(newChat())
     const run = { id: 'orphan', leaseOwner: 'a', leaseExpiresAt: '2030-01-01T00:00:10.000Z' }
 
-    const held = vi.fn<(o: SubmitOutcome) => void>()
-    actor.send({ type: 'SUBMIT', submission: s, respond: held, ledger: { runningRun: run, at: '2030-01-01T00:00:00.000Z' } })
+    const held = submitTo(actor, s, { runningRun: run, at: '2030-01-01T00:00:00.000Z' })
     expect(held).toHaveBeenCalledTimes(1)
     const outcome = held.mock.calls[0]![0] as { kind: string; error: RunInProgressError }
     expect(outcome.kind).toBe('rejected')
@@ -266,13 +277,11 @@ describe('the chat machine: the rule over the ledger’s view', () => {
     expect(actor.getSnapshot().value).toBe('idle')
     expect(reaps).toHaveLength(0)
 
-    const later = vi.fn<(o: SubmitOutcome) => void>()
-    actor.send({ type: 'SUBMIT', submission: s, respond: later, ledger: { runningRun: run, at: '2030-01-01T00:00:11.000Z' } })
+    const later = submitTo(actor, s, { runningRun: run, at: '2030-01-01T00:00:11.000Z' })
     expect(actor.getSnapshot().value).toEqual({ running: 'reaping' })
     expect(reaps[0]!.input).toEqual({ chatId: 'chat', run })
     // A submission meanwhile is refused like any during a turn.
-    const meanwhile = vi.fn<(o: SubmitOutcome) => void>()
-    actor.send({ type: 'SUBMIT', submission: s, respond: meanwhile })
+    const meanwhile = submitTo(actor, s)
     expect(meanwhile.mock.calls[0]![0]).toMatchObject({ kind: 'rejected', error: expect.any(RunInProgressError) })
 
     const facts: ChatFacts = {
@@ -298,9 +307,8 @@ describe('the chat machine: the rule over the ledger’s view', () => {
     })
     const actor = createActor(machine, { input: { chatId: 'chat', pendingCalls: [], latestCustomerRun: null } })
     actor.start()
-    const respond = vi.fn<(o: SubmitOutcome) => void>()
     const run = { id: 'orphan', leaseOwner: 'a', leaseExpiresAt: '2030-01-01T00:00:10.000Z' }
-    actor.send({ type: 'SUBMIT', submission: submission(newChat()), respond, ledger: { runningRun: run, at: '2030-01-01T00:00:11.000Z' } })
+    const respond = submitTo(actor, submission(newChat()), { runningRun: run, at: '2030-01-01T00:00:11.000Z' })
     await vi.waitFor(() => expect(respond).toHaveBeenCalledTimes(1))
     expect(respond.mock.calls[0]![0]).toMatchObject({ kind: 'rejected', error: { code: 'run_in_progress', details: { run_id: 'orphan' } } })
     expect(actor.getSnapshot().value).toBe('idle')

@@ -3,12 +3,13 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createChatActorHost, type ChatActorHost } from '../../src/actors/chat-actor-host.ts'
 import { createContextHistory } from '../../src/actors/context-history.ts'
 import type { RunDeps } from '../../src/actors/run-deps.ts'
-import type { RunFrame } from '../../src/actors/run-channel.ts'
+import { framesOf as loggedFrames, type RunChannel, type RunFrame } from '../../src/actors/run-channel.ts'
 import { UnavailableError } from '../../src/domain/errors.ts'
 import { createConfigResolver } from '../../src/store/config-resolution.ts'
 import { ALWAYS_PRIMARY, type ReplicationRole, type ReplicationRoleSource } from '../../src/store/replication-role.ts'
 import { openTempStore } from '../helpers/temp-store.ts'
 import { deferred, echo, insertRun, prepareTurn, sandboxCatalogue, scriptedModel, untilAborted, usageEntries, withFakes } from '../helpers/turns.ts'
+import { admitted } from '../helpers/admitted.ts'
 
 /**
  * Issue 20 at the actor host, over a real ledger: what a node does with its runs when it shuts down
@@ -76,11 +77,7 @@ afterEach(() => {
 
 const newChat = () => temp.store.chats.create({ orgId, namespace: null, title: null, description: null, userMetadata: {} }).id
 const hold = (chatId: string) => prepareTurn(orgId, chatId, {}, HOLD)
-const framesOf = (channel: { subscribe: (l: (f: RunFrame) => void) => () => void }) => {
-  const frames: RunFrame[] = []
-  channel.subscribe((f) => frames.push(f))()
-  return frames
-}
+const framesOf = (log: RunChannel): RunFrame[] => loggedFrames(log)
 /** A run of `owner` that no actor of this host streams, with its lease `leaseMs` ahead. */
 const foreignRun = (chatId: string, owner: string, leaseMs = TTL) =>
   insertRun(temp.store, {
@@ -110,7 +107,7 @@ describe('cancel of a run no actor here streams', () => {
     expect(temp.store.runs.getById(runId)).toMatchObject({ status: 'failed', error: 'interrupted' })
     expect(usageEntries(temp.store, runId)).toHaveLength(1)
     // The chat is free at once.
-    const next = await host.submit(prepareTurn(orgId, chatId))
+    const next = await admitted(host.submit(prepareTurn(orgId, chatId)))
     await next.channel.settled
     expect(temp.store.runs.getById(next.runId)!.status).toBe('succeeded')
   })
@@ -137,7 +134,7 @@ describe('graceful shutdown (drain)', () => {
   it('a run that ends within the grace period settles as it ends', async () => {
     const host = startHost()
     const chatId = newChat()
-    const admission = await host.submit(prepareTurn(orgId, chatId))
+    const admission = await admitted(host.submit(prepareTurn(orgId, chatId)))
     await host.drain(5_000)
     expect(temp.store.runs.getById(admission.runId)!.status).toBe('succeeded')
   })
@@ -145,7 +142,7 @@ describe('graceful shutdown (drain)', () => {
   it('a run still streaming after the grace period is stopped, its output kept, and settled as interrupted: the chat is free at once', async () => {
     const host = startHost()
     const chatId = newChat()
-    const admission = await host.submit(hold(chatId))
+    const admission = await admitted(host.submit(hold(chatId)))
     await reached.promise
     await host.drain(50)
     const run = temp.store.runs.getById(admission.runId)!
@@ -153,7 +150,7 @@ describe('graceful shutdown (drain)', () => {
     expect(usageEntries(temp.store, admission.runId)).toHaveLength(1)
     const texts = temp.store.parts.ofRun(admission.runId).map((p) => JSON.parse(p.body) as { type: string; text?: string })
     expect(texts).toContainEqual(expect.objectContaining({ type: 'message', text: 'holding on' }))
-    const last = framesOf(admission.channel).at(-1)!
+    const last = framesOf(admission.log).at(-1)!
     expect(last).toMatchObject({ event: 'error', data: { code: 'interrupted', details: { run_id: admission.runId } } })
     // Another process (the restarted node) admits the next turn at once: the ledger holds no running run.
     expect(temp.store.runs.runningCustomerRun(chatId)).toBeNull()
@@ -165,16 +162,16 @@ describe('demotion (relinquishAll)', () => {
     const role = litefsRoleDouble()
     const host = startHost(role.source)
     const chatId = newChat()
-    const admission = await host.submit(hold(chatId))
+    const admission = await admitted(host.submit(hold(chatId)))
     await reached.promise
     role.set({ kind: 'replica', primaryUrl: 'http://127.0.0.1:1' })
     expect(host.relinquishAll('this node is no longer the primary')).toEqual([admission.runId])
     expect(host.size).toBe(0)
-    const last = framesOf(admission.channel).at(-1)!
+    const last = framesOf(admission.log).at(-1)!
     expect(last).toMatchObject({ event: 'error', data: { code: 'unavailable', details: { run_id: admission.runId } } })
     expect(temp.store.runs.getById(admission.runId)!.status).toBe('running')
     // Turns are no longer this node's.
-    await expect(host.submit(prepareTurn(orgId, chatId))).rejects.toBeInstanceOf(UnavailableError)
+    await expect(admitted(host.submit(prepareTurn(orgId, chatId)))).rejects.toBeInstanceOf(UnavailableError)
 
     // Another node is promoted over the same ledger: it settles the run at once, live lease or not.
     const promoted = createChatActorHost({ ...deps(), nodeId: 'node-b' }, { role: litefsRoleDouble().source, onError: () => undefined })
@@ -182,7 +179,7 @@ describe('demotion (relinquishAll)', () => {
     expect(settled.map((r) => r.id)).toEqual([admission.runId])
     expect(temp.store.runs.getById(admission.runId)).toMatchObject({ status: 'failed', error: 'interrupted' })
     expect(usageEntries(temp.store, admission.runId)).toHaveLength(1)
-    const next = await promoted.submit(prepareTurn(orgId, chatId))
+    const next = await admitted(promoted.submit(prepareTurn(orgId, chatId)))
     await next.channel.settled
     expect(temp.store.runs.getById(next.runId)!.status).toBe('succeeded')
     promoted.stopAll()

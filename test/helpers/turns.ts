@@ -12,6 +12,7 @@ import { createSandboxLanguageModel } from '../../src/providers/sandbox/sandbox-
 import type { Store } from '../../src/store/index.ts'
 import { createChat, type Auth } from './http.ts'
 import type { TestContext, TestOrg } from './test-app.ts'
+import { framesOf } from '../../src/actors/run-channel.ts'
 
 export type SseFrame = { event: string; data: any }
 
@@ -79,11 +80,8 @@ export function streamOf(res: LightMyRequestResponse): Turn {
 export async function waitForFrame(ctx: TestContext, chatId: string, runId: string, event: string, times = 1): Promise<void> {
   await vi.waitFor(
     () => {
-      let seen = 0
-      const off = ctx.host.channelOf(chatId, runId)?.subscribe((f) => {
-        if (f.event === event) seen++
-      })
-      off?.()
+      const channel = ctx.host.channelOf(chatId, runId)
+      const seen = channel ? framesOf(channel).filter((f) => f.event === event).length : 0
       expect(seen).toBeGreaterThanOrEqual(times)
     },
     { timeout: 5_000 },

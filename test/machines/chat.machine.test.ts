@@ -12,13 +12,15 @@ import type {
   SettleRunInput,
   SettleRunOutput,
   StreamRunInput,
-  SubmitOutcome,
   DeleteOutcome,
   ForkOutcome,
+  LedgerView,
+  RunAdmission,
 } from '../../machines/chat.types.ts'
+import { ChatRuntime, dataOf, followMachine } from '../../src/actors/chat-runtime.ts'
 import { ValidationError } from '../../src/domain/errors.ts'
 import type { BlockToSummarise } from '../../src/domain/context/block-to-summarise.ts'
-import { RunChannel, type RunFrame } from '../../src/actors/run-channel.ts'
+import { framesOf as loggedFrames, RunChannel, type RunFrame } from '../../src/actors/run-channel.ts'
 import type { CompactionJob } from '../../src/domain/context/compaction-job.ts'
 import type { Admission, Submission } from '../../src/actors/turn-types.ts'
 import type { RunOutcome } from '../../src/domain/runs/run-outcome.ts'
@@ -60,12 +62,15 @@ const submission = (text = 'hello'): Submission =>
     input: [{ body: { type: 'prompt', text }, media: [], tokens: 1 }],
   }) as unknown as Submission
 
-/** An admitted run: a real RunChannel, so the frames the machine pushes can be read back. */
+/** How a submission's caller learns its fate: the host turns the submission's event log into this. */
+type SubmitOutcome = { kind: 'admitted'; admission: Admission } | { kind: 'rejected'; error: unknown }
+
+/** An admitted run: a real RunChannel, so the frames the machine has the host push can be read back. */
 const admission = (runId: string): Admission =>
   ({
     runId,
     chatId: CHAT_ID,
-    channel: new RunChannel(runId),
+    channel: new RunChannel(),
     prompt: [{ role: 'user', content: [{ type: 'text', text: 'hello' }] }],
     startedAtMs: Date.parse('2030-01-02T03:04:05.000Z'),
     createdAt: '2030-01-02T03:04:05.000Z',
@@ -75,11 +80,11 @@ const admission = (runId: string): Admission =>
 
 /** The frames a run's channel carried so far (the channel replays them to a new subscriber). */
 /** The frames' events and data (their positions are decision 038's, tested with the channel). */
-const framesOf = (a: Admission): Array<Pick<RunFrame, 'event' | 'data'>> => {
-  const frames: Array<Pick<RunFrame, 'event' | 'data'>> = []
-  a.channel.subscribe((frame) => frames.push({ event: frame.event, data: frame.data }))()
-  return frames
-}
+/** After the opening three (`run`, `config_warnings`, `translation_warnings`), which the host's runtime puts first at admission. */
+const framesOf = (a: Admission): Array<Pick<RunFrame, 'event' | 'data'>> =>
+  loggedFrames(a.channel)
+    .slice(3)
+    .map((f) => ({ event: f.event, data: f.data }))
 
 /** The i-th sealed block of a chat's ledger, ten ordinals long. */
 const block = (i: number): BlockToSummarise => ({
@@ -138,18 +143,32 @@ const result = (status: RunOutcome['status'], pendingToolCalls: RunOutcome['pend
  * The chat machine with fake providers: each invocation of an actor gets its own deferred,
  * recorded with its input, so the test decides when and how each step ends.
  */
-function harness(input: Partial<ChatInput> = {}, overrides: Parameters<typeof chatMachine.provide>[0] = {}) {
+/**
+ * What the fakes record of an invocation that concerns a run: the run's full admission and abort
+ * signal, as the host's runtime (src/actors/chat-runtime.ts) hands them to the real actors; the
+ * machine itself passes only the data (`RunAdmission`).
+ */
+type WithRun<I> = Omit<I, 'admission'> & { admission: Admission; signal: AbortSignal }
+
+function harness(options: Partial<ChatInput> & { now?: () => Date } = {}, overrides: Parameters<typeof chatMachine.provide>[0] = {}) {
+  const { now = () => new Date(), ...input } = options
+  // The host's part: the runtime that keeps what is not data, following what the machine emits.
+  const runtime = new ChatRuntime(CHAT_ID)
+  const withRun = <I extends { admission: RunAdmission }>(i: I): WithRun<I> => {
+    const { admission: full, abort } = runtime.run(i.admission.runId)
+    return { ...i, admission: full, signal: abort.signal }
+  }
   const admits: { input: AdmitTurnInput; d: ReturnType<typeof deferred<Admission>> }[] = []
-  const streams: { input: StreamRunInput; d: ReturnType<typeof deferred<RunOutcome>> }[] = []
+  const streams: { input: WithRun<StreamRunInput>; d: ReturnType<typeof deferred<RunOutcome>> }[] = []
   /** `settle` ends settlement with no eager work unless the test names some. */
   const settles: {
-    input: SettleRunInput
+    input: WithRun<SettleRunInput>
     d: ReturnType<typeof deferred<SettleRunOutput>>
     settle: (output?: Partial<SettleRunOutput>) => void
   }[] = []
-  const compacts: { input: CompactHistoryInput; d: ReturnType<typeof deferred<Admission>> }[] = []
+  const compacts: { input: WithRun<CompactHistoryInput>; d: ReturnType<typeof deferred<Admission>> }[] = []
   const eagers: { input: EagerCompaction; d: ReturnType<typeof deferred<void>>; signal: AbortSignal }[] = []
-  const releases: { input: ReleaseRunInput; d: ReturnType<typeof deferred<void>> }[] = []
+  const releases: { input: WithRun<ReleaseRunInput>; d: ReturnType<typeof deferred<void>> }[] = []
   const deletes: { input: DeleteChatInput; d: ReturnType<typeof deferred<void>> }[] = []
   const reaps: { input: ReapRunInput; d: ReturnType<typeof deferred<ChatFacts>> }[] = []
   const machine = chatMachine.provide({
@@ -163,33 +182,37 @@ function harness(input: Partial<ChatInput> = {}, overrides: Parameters<typeof ch
       }),
       releaseRun: fromPromise<void, ReleaseRunInput>(({ input }) => {
         const d = deferred<void>()
-        releases.push({ input, d })
-        return d.promise
+        releases.push({ input: withRun(input), d })
+        return d.promise.finally(() => runtime.forgetRun(input.admission.runId))
       }),
       deleteChat: fromPromise<void, DeleteChatInput>(({ input }) => {
         const d = deferred<void>()
         deletes.push({ input, d })
         return d.promise
       }),
-      compactHistory: fromPromise<Admission, CompactHistoryInput>(({ input }) => {
+      compactHistory: fromPromise<RunAdmission, CompactHistoryInput>(({ input }) => {
         const d = deferred<Admission>()
-        compacts.push({ input, d })
-        return d.promise
+        compacts.push({ input: withRun(input), d })
+        return d.promise.then((repacked) => runtime.replaceAdmission(repacked))
       }),
-      admitTurn: fromPromise<Admission, AdmitTurnInput>(({ input }) => {
+      admitTurn: fromPromise<RunAdmission, AdmitTurnInput>(({ input }) => {
         const d = deferred<Admission>()
         admits.push({ input, d })
-        return d.promise
+        // The run's stream is the submission's event log, as the host's admitTurn makes it.
+        return d.promise.then((admitted) => runtime.holdAdmission(input.requestId, Object.assign(admitted, { channel: runtime.submissionLog(input.requestId) ?? admitted.channel })))
       }),
       streamRun: fromPromise<RunOutcome, StreamRunInput>(({ input }) => {
         const d = deferred<RunOutcome>()
-        streams.push({ input, d })
+        streams.push({ input: withRun(input), d })
         return d.promise
       }),
       settleRun: fromPromise<SettleRunOutput, SettleRunInput>(({ input }) => {
         const d = deferred<SettleRunOutput>()
-        settles.push({ input, d, settle: (output = {}) => d.resolve({ cost: '0', eager: null, ...output }) })
-        return d.promise
+        settles.push({ input: withRun(input), d, settle: (output = {}) => d.resolve({ cost: '0', eager: null, ...output }) })
+        return d.promise.then((output) => {
+          runtime.forgetRun(input.admission.runId)
+          return output
+        })
       }),
       compactEagerly: fromPromise<void, EagerCompaction>(({ input, signal }) => {
         const d = deferred<void>()
@@ -201,12 +224,22 @@ function harness(input: Partial<ChatInput> = {}, overrides: Parameters<typeof ch
   const actor = createActor(machine.provide(overrides), { input: { chatId: CHAT_ID, pendingCalls: [], latestCustomerRun: null, ...input } })
   const errors: unknown[] = []
   actor.subscribe({ error: (e) => errors.push(e) })
+  followMachine(actor, runtime)
   actor.start()
   actors.push(actor)
 
-  const submit = (s = submission()) => {
+  /** Sends SUBMIT, dated by `now`; the returned mock is called with its fate, read from its event log. */
+  const submit = (s = submission(), ledger?: LedgerView) => {
     const respond = vi.fn<(outcome: SubmitOutcome) => void>()
-    actor.send({ type: 'SUBMIT', submission: s, respond })
+    const requestId = runtime.requestId()
+    const log = runtime.openSubmission(requestId)
+    log.wake(() => {
+      const first = log.at(0)
+      if (respond.mock.calls.length > 0 || !first) return
+      if (first.type === 'admitted') respond({ kind: 'admitted', admission: runtime.run(first.runId).admission })
+      if (first.type === 'rejected') respond({ kind: 'rejected', error: first.error })
+    })
+    actor.send({ type: 'SUBMIT', requestId, submission: s, at: now().toISOString(), ...(ledger ? { ledger } : {}) })
     return respond
   }
   const state = () => actor.getSnapshot().value
@@ -224,10 +257,20 @@ function harness(input: Partial<ChatInput> = {}, overrides: Parameters<typeof ch
   /** Sends DELETE; the returned mock is called with the outcome. */
   const remove = () => {
     const respond = vi.fn<(outcome: DeleteOutcome) => void>()
-    actor.send({ type: 'DELETE', respond })
+    const requestId = runtime.requestId()
+    runtime.deletes.set(requestId, { resolve: respond })
+    actor.send({ type: 'DELETE', requestId })
     return respond
   }
-  return { actor, admits, streams, settles, compacts, eagers, releases, deletes, reaps, submit, remove, state, context, at, errors, eagerChild, eagerRunning, eagerDone }
+  /** Sends FORK; the returned mock is called with the decision. */
+  const fork = (upToOrdinal: number | null | undefined, ledger: { lastOrdinal: number | null; lastSettledOrdinal: number | null }) => {
+    const respond = vi.fn<(outcome: ForkOutcome) => void>()
+    const requestId = runtime.requestId()
+    runtime.forks.set(requestId, { resolve: respond })
+    actor.send({ type: 'FORK', requestId, upToOrdinal, ledger })
+    return respond
+  }
+  return { actor, runtime, fork, admits, streams, settles, compacts, eagers, releases, deletes, reaps, submit, remove, state, context, at, errors, eagerChild, eagerRunning, eagerDone }
 }
 
 /** Drives a fresh harness to running.streaming for run `runId`. */
@@ -307,7 +350,7 @@ describe('chat machine: packing', () => {
     expect(h.streams).toHaveLength(1)
     expect(h.streams[0]!.input.admission).toBe(a)
     expect(h.streams[0]!.input.signal.aborted).toBe(false)
-    expect(h.context().admission).toBe(a)
+    expect(h.context().admission).toEqual(dataOf(a))
     // The admission closed every pending call (by result or tombstone).
     expect(h.context().pendingCalls).toEqual([])
     expect(h.context().queued).toBeNull()
@@ -357,7 +400,8 @@ describe('chat machine: one running run', () => {
     expect((error as RunInProgressError).code).toBe('run_in_progress')
     expect(h.state()).toEqual({ running: 'packing' })
     expect(h.admits).toHaveLength(1)
-    expect(h.context().queued?.respond).toBe(first)
+    // Still the first submission's (the host numbers a chat's requests from 1).
+    expect(h.context().queued?.requestId).toBe(`${CHAT_ID}#1`)
     expect(first).not.toHaveBeenCalled()
   })
 
@@ -421,7 +465,7 @@ describe('chat machine: cancel', () => {
     await h.at({ running: 'packing' })
     h.actor.send({ type: 'CANCEL', runId: 'run-1' })
     expect(h.state()).toEqual({ running: 'packing' })
-    expect(h.context().abort).toBeNull()
+    expect(h.context().admission).toBeNull()
   })
 })
 
@@ -432,7 +476,8 @@ describe('chat machine: settling', () => {
     h.streams[0]!.d.resolve(r)
     await h.at({ running: 'settling' })
     expect(h.settles).toHaveLength(1)
-    expect(h.settles[0]!.input).toEqual({ admission: h.context().admission, result: r })
+    expect(h.settles[0]!.input).toMatchObject({ chatId: CHAT_ID, admission: h.streams[0]!.input.admission, result: r })
+    expect(dataOf(h.settles[0]!.input.admission)).toEqual(h.context().admission)
     expect(h.context().result).toBe(r)
     // Still running until settled: the latest customer run has not changed yet.
     expect(h.context().latestCustomerRun).toEqual({ id: 'run-0', status: 'failed' })
@@ -442,7 +487,6 @@ describe('chat machine: settling', () => {
       latestCustomerRun: { id: 'run-1', status: 'succeeded' },
       pendingCalls: [],
       admission: null,
-      abort: null,
       result: null,
       queued: null,
     })
@@ -559,14 +603,14 @@ describe('chat machine: compacting', () => {
     expect(h.compacts[0]!.input.admission).toBe(h.admitted)
     expect(h.compacts[0]!.input.admission.compaction).toEqual({ blocks: [block(0), block(1), block(2)], inProgressElsewhere: 0, elsewhere: [] })
     expect(h.compacts[0]!.input.signal.aborted).toBe(false)
-    expect(h.context().admission).toBe(h.admitted)
+    expect(h.context().admission).toEqual(dataOf(h.admitted))
     expect(h.context().queued).toBeNull()
     expect(h.streams).toHaveLength(0)
   })
 
   it('compacting opens the stream and announces the blocks to make in a compacting frame', async () => {
     const h = await compacting('run-c', 3)
-    await expect(h.admitted.channel.opening).resolves.toEqual({ ok: true })
+    expect(h.admitted.channel.opened).toBe(true)
     expect(framesOf(h.admitted)).toEqual([{ event: 'compacting', data: { blocks: 3, in_progress_elsewhere: 0 } }])
   })
 
@@ -597,7 +641,7 @@ describe('chat machine: compacting', () => {
     h.compacts[0]!.d.resolve(repacked)
     await h.at({ running: { streaming: 'live' } })
     expect(h.streams[0]!.input.admission).toBe(repacked)
-    expect(h.context().admission).toBe(repacked)
+    expect(h.context().admission).toEqual(dataOf(repacked))
   })
 
   it('compacting then streaming then settling: the frame, then the re-packed prompt and report reach streamRun and settleRun', async () => {
@@ -625,11 +669,11 @@ describe('chat machine: compacting', () => {
     const r = result('succeeded')
     h.streams[0]!.d.resolve(r)
     await h.at({ running: 'settling' })
-    expect(h.settles[0]!.input).toEqual({ admission: repacked, result: r })
+    expect(h.settles[0]!.input).toMatchObject({ chatId: CHAT_ID, admission: repacked, result: r })
     expect(h.settles[0]!.input.admission).toBe(repacked)
     h.settles[0]!.settle()
     await h.at('idle')
-    expect(h.context()).toMatchObject({ latestCustomerRun: { id: 'run-c', status: 'succeeded' }, admission: null, abort: null, result: null })
+    expect(h.context()).toMatchObject({ latestCustomerRun: { id: 'run-c', status: 'succeeded' }, admission: null, result: null })
   })
 
   it('compacting → settling when compaction fails: the run is settled failed with compaction_failed, then ready', async () => {
@@ -687,7 +731,7 @@ describe('chat machine: compacting', () => {
     expect(h.streams).toHaveLength(0)
     h.settles[0]!.settle()
     await h.at('idle')
-    expect(h.context()).toMatchObject({ latestCustomerRun: { id: 'run-x', status: 'cancelled' }, admission: null, abort: null, result: null })
+    expect(h.context()).toMatchObject({ latestCustomerRun: { id: 'run-x', status: 'cancelled' }, admission: null, result: null })
     expect(h.errors).toEqual([])
   })
 
@@ -1127,16 +1171,14 @@ describe('chat machine: settlement cannot be lost (decision 020)', () => {
 
     // The release did not reach the ledger: its lease still looks live there.
     const run = { id: 'run-1', leaseOwner: 'node-a', leaseExpiresAt: future() }
-    const refused = vi.fn<(o: SubmitOutcome) => void>()
-    h.actor.send({ type: 'SUBMIT', submission: submission(), respond: refused, ledger: { runningRun: run, at: new Date().toISOString() } })
+    const refused = h.submit(submission(), { runningRun: run, at: new Date().toISOString() })
     expect(refused.mock.calls[0]![0]).toMatchObject({ kind: 'rejected', error: expect.any(RunInProgressError) })
     expect((refused.mock.calls[0]![0] as { error: RunInProgressError }).error.details).toEqual({ run_id: 'run-1' })
     expect(h.state()).toBe('outstanding')
 
     // Lapsed: the turn reaps it (settled as interrupted), reads the chat's facts again, and goes on.
-    const admitted = vi.fn<(o: SubmitOutcome) => void>()
     const lapsed = { ...run, leaseExpiresAt: past() }
-    h.actor.send({ type: 'SUBMIT', submission: submission(), respond: admitted, ledger: { runningRun: lapsed, at: new Date().toISOString() } })
+    const admitted = h.submit(submission(), { runningRun: lapsed, at: new Date().toISOString() })
     expect(h.state()).toEqual({ running: 'reaping' })
     expect(h.reaps[0]!.input).toEqual({ chatId: CHAT_ID, run: lapsed })
     const closed: PendingCall[] = [{ tool_name: 'weather', tool_use_id: 'call_1', created_at: '2030-01-02T03:04:05.000Z', run_status: 'failed' }]
@@ -1182,8 +1224,7 @@ describe('chat machine: hydrated with a running run in the ledger (decision 020)
     await h.at({ running: 'packing' })
 
     const g = harness({ outstanding: held() })
-    const respond = vi.fn<(o: SubmitOutcome) => void>()
-    g.actor.send({ type: 'SUBMIT', submission: submission(), respond, ledger: { runningRun: null, at: new Date().toISOString() } })
+    const respond = g.submit(submission(), { runningRun: null, at: new Date().toISOString() })
     expect(g.state()).toEqual({ running: 'reaping' })
     expect(g.reaps[0]!.input.run.id).toBe('run-x')
     // A reaping that fails leaves the chat outstanding, the turn answered with the error.
@@ -1307,11 +1348,11 @@ describe('chat machine: the rules of decisions §4 it holds, by name', () => {
   })
 })
 
-describe('chat machine: one clock, the service\'s (input.now)', () => {
+describe('chat machine: one clock, the service\'s, read by the host and carried by the events', () => {
   const T = '2031-03-04T05:06:07.000Z'
   const at = (iso: string) => () => new Date(iso)
 
-  it('without a ledger reading, whether an outstanding run\'s lease is live is read on the clock given, not the wall clock', () => {
+  it('without a ledger reading, whether an outstanding run\'s lease is live is read at the instant the SUBMIT carries, not on the wall clock', () => {
     const run = { id: 'run-x', leaseOwner: 'node-a', leaseExpiresAt: T }
     const before = harness({ outstanding: run, now: at('2031-03-04T05:06:06.999Z') })
     expect(before.submit().mock.calls[0]![0]).toMatchObject({ kind: 'rejected', error: expect.any(RunInProgressError) })
@@ -1322,7 +1363,7 @@ describe('chat machine: one clock, the service\'s (input.now)', () => {
     expect(after.state()).toEqual({ running: 'reaping' })
   })
 
-  it('a run left to the sweep is outstanding with its lease lapsed at the instant the clock gives', async () => {
+  it('a run left to the sweep is outstanding with its lease lapsed: at its creation, an instant already past', async () => {
     const h = harness({ now: at(T) })
     h.submit()
     await h.at({ running: 'packing' })
@@ -1336,13 +1377,7 @@ describe('chat machine: one clock, the service\'s (input.now)', () => {
     await h.at({ running: 'leavingToSweep' })
     h.releases[0]!.d.resolve()
     await h.at('outstanding')
-    expect(h.context().outstanding).toEqual({ id: 'run-1', leaseOwner: null, leaseExpiresAt: T })
-  })
-
-  it('without one given, the machine reads the wall clock', () => {
-    const h = harness()
-    const before = Date.now()
-    expect(h.context().now().getTime()).toBeGreaterThanOrEqual(before)
+    expect(h.context().outstanding).toEqual({ id: 'run-1', leaseOwner: null, leaseExpiresAt: '2030-01-02T03:04:05.000Z' })
   })
 })
 
@@ -1355,9 +1390,7 @@ describe('chat machine: the rules of a submission (decisions §4), as named guar
     const s = submission()
     const input = answers.map((id) => ({ body: { type: 'tool_result', tool_use_id: id, text: 'ok' }, media: [], tokens: 1 }))
     const sub = { ...s, request: { ...s.request, retry_of: retryOf }, input: retryOf ? [] : [...s.input, ...input] } as unknown as Submission
-    const respond = vi.fn<(outcome: SubmitOutcome) => void>()
-    h.actor.send({ type: 'SUBMIT', submission: sub, respond, ledger: { runningRun: null, at: NOW_ISO, retried, keyUsedBy } })
-    return respond
+    return h.submit(sub, { runningRun: null, at: NOW_ISO, retried, keyUsedBy })
   }
   const refusal = (respond: ReturnType<typeof send>) => {
     expect(respond).toHaveBeenCalledTimes(1)
@@ -1402,9 +1435,8 @@ describe('chat machine: the rules of a submission (decisions §4), as named guar
   it('a retry of an orphan is decided after the reaping, on what the ledger then says: the orphan failed, so it may be retried', async () => {
     const orphan = { id: 'run-o', leaseOwner: 'node-a', leaseExpiresAt: '2030-01-01T00:00:00.000Z' }
     const h = harness({ outstanding: orphan, latestCustomerRun: { id: 'run-o', status: 'running' } })
-    const respond = vi.fn<(outcome: SubmitOutcome) => void>()
     const s = { ...submission(), request: { model: 'sandbox/echo', input: [], retry_of: 'run-o' }, input: [] } as unknown as Submission
-    h.actor.send({ type: 'SUBMIT', submission: s, respond, ledger: { runningRun: orphan, at: NOW_ISO, retried: { id: 'run-o', chatId: CHAT_ID }, keyUsedBy: null } })
+    const respond = h.submit(s, { runningRun: orphan, at: NOW_ISO, retried: { id: 'run-o', chatId: CHAT_ID }, keyUsedBy: null })
     expect(h.state()).toEqual({ running: 'reaping' })
     h.reaps[0]!.d.resolve({ pendingCalls: [], latestCustomerRun: { id: 'run-o', status: 'failed' } })
     await h.at({ running: 'packing' })
@@ -1547,7 +1579,7 @@ describe('chat machine: shutdown (INTERRUPT)', () => {
 describe('chat machine: demotion (RELINQUISH)', () => {
   it('a streaming run ends with `unavailable` naming the run, the provider call is stopped, and the actor ends without settling', async () => {
     const h = await streaming('run-1')
-    const a = h.context().admission!
+    const a = h.streams[0]!.input.admission
     h.actor.send({ type: 'RELINQUISH', message: 'this node is no longer the primary' })
     expect(h.actor.getSnapshot().status).toBe('done')
     expect(h.streams[0]!.input.signal.aborted).toBe(true)
@@ -1578,11 +1610,8 @@ describe('chat machine: demotion (RELINQUISH)', () => {
 })
 
 describe('chat machine: FORK (docs/decisions/037-fork.md)', () => {
-  const forkIt = (h: ReturnType<typeof harness>, upToOrdinal: number | undefined, ledger: { lastOrdinal: number | null; lastSettledOrdinal: number | null }) => {
-    const respond = vi.fn<(outcome: ForkOutcome) => void>()
-    h.actor.send({ type: 'FORK', upToOrdinal, ledger, respond })
-    return respond
-  }
+  const forkIt = (h: ReturnType<typeof harness>, upToOrdinal: number | undefined, ledger: { lastOrdinal: number | null; lastSettledOrdinal: number | null }) =>
+    h.fork(upToOrdinal, ledger)
 
   it('at rest answers the cut, and changes nothing of the chat', () => {
     const h = harness()

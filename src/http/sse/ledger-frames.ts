@@ -1,8 +1,7 @@
 import { rebuildRunFrames } from '../../actors/replay-run.ts'
-import type { RunFrame } from '../../actors/run-channel.ts'
+import type { RunEvent, RunEventSource } from '../../actors/run-channel.ts'
 import type { PartRow } from '../../store/parts.ts'
 import type { RunRow } from '../../store/runs.ts'
-import type { FrameSource } from './write-run-stream.ts'
 
 /** How often a reader of a run that runs elsewhere (another node, or none since a restart) reads its copy again. */
 export const LEDGER_POLL_MS = 200
@@ -14,8 +13,8 @@ export const LEDGER_POLL_MS = 200
  * once it is persisted, whole, and the terminal frame once the run is settled (by its node, or as
  * interrupted by the sweep).
  */
-export function ledgerFrames(read: () => { run: RunRow; parts: PartRow[] } | null): FrameSource {
-  let frames: RunFrame[] = []
+export function ledgerFrames(read: () => { run: RunRow; parts: PartRow[] } | null): RunEventSource {
+  let frames: Extract<RunEvent, { type: 'frame' }>[] = []
   let ended = false
   const refresh = () => {
     const now = read()
@@ -24,8 +23,8 @@ export function ledgerFrames(read: () => { run: RunRow; parts: PartRow[] } | nul
       return
     }
     const rebuilt = rebuildRunFrames(now.run, now.parts)
-    const last = frames.at(-1)?.seq ?? 0
-    frames = [...frames, ...rebuilt.filter((f) => f.seq > last)]
+    const last = frames.at(-1)?.frame.seq ?? 0
+    frames = [...frames, ...rebuilt.filter((f) => f.seq > last).map((frame) => ({ type: 'frame' as const, frame }))]
     ended = now.run.status !== 'running'
   }
   refresh()
@@ -69,10 +68,10 @@ export function ledgerFrames(read: () => { run: RunRow; parts: PartRow[] } | nul
  * rebuilding its own, and the frames go when the last reader does.
  */
 export function ledgerFrameSources() {
-  const open = new Map<string, { source: FrameSource; readers: number }>()
+  const open = new Map<string, { source: RunEventSource; readers: number }>()
   return {
     /** The run's shared source; call `release` once the reader is done with it. */
-    acquire(runId: string, read: () => { run: RunRow; parts: PartRow[] } | null): { source: FrameSource; release: () => void } {
+    acquire(runId: string, read: () => { run: RunRow; parts: PartRow[] } | null): { source: RunEventSource; release: () => void } {
       let entry = open.get(runId)
       if (!entry) {
         entry = { source: ledgerFrames(read), readers: 0 }

@@ -1,6 +1,5 @@
 import type { FastifyReply } from 'fastify'
-import type { Admission } from '../../actors/turn-types.ts'
-import { openingFrames, type RunFrame } from '../../actors/run-channel.ts'
+import type { RunEventSource, RunFrame } from '../../actors/run-channel.ts'
 import { formatEventId, frameAfter } from '../../domain/runs/run-event-ids.ts'
 import { formatTxid, type ReplicationPosition } from '../../store/replication-position.ts'
 import { TXID as TXID_TRAILER } from '../plugins/primary-routing.ts'
@@ -11,21 +10,10 @@ const frame = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.s
 /** A run's frame on the wire: `event:`, `data:`, then its `id:` (decision 038). */
 const sequencedFrame = (runId: string, f: RunFrame) => `event: ${f.event}\ndata: ${JSON.stringify(f.data)}\nid: ${formatEventId(runId, f.seq)}\n\n`
 
-/**
- * Where a stream's frames come from: a run's live channel, or the frames rebuilt from the ledger.
- * A reader holds only its cursor into them.
- */
-export type FrameSource = {
-  at(index: number): RunFrame | undefined
-  readonly size: number
-  readonly hasEnded: boolean
-  /** Calls back on each new frame and at the end; returns the function that stops it. */
-  wake(wake: () => void): () => void
-}
-
-/** Frames already known in full (a rebuilt stream). */
-export function fixedFrames(frames: readonly RunFrame[]): FrameSource {
-  return { at: (index) => frames[index], size: frames.length, hasEnded: true, wake: () => () => {} }
+/** Frames already known in full (a rebuilt stream), as a log of run events. */
+export function fixedFrames(frames: readonly RunFrame[]): RunEventSource {
+  const events = frames.map((frame) => ({ type: 'frame' as const, frame }))
+  return { at: (index) => events[index], size: events.length, hasEnded: true, wake: () => () => {} }
 }
 
 /**
@@ -40,26 +28,17 @@ export async function endOpenStreams(streams: OpenStreams): Promise<void> {
 }
 
 /**
- * Streams a run as server-sent events: `run`, `config_warnings`, `translation_warnings`, then the
- * run's frames as they come, each with its `id:`. Closing the connection only stops the reader: the
- * run goes on, persists and settles (docs/guide/turn-stream.md).
- */
-export function writeRunStream(reply: FastifyReply, admission: Admission, streams?: OpenStreams, position?: ReplicationPosition): void {
-  // A channel made without its opening frames (tests) gets them here, first.
-  admission.channel.begin(openingFrames(admission))
-  writeRunFrames(reply, admission.runId, admission.channel, 0, streams, position)
-}
-
-/**
- * Streams a run's frames after position `after` (0: all of them) from `source`, as the turn stream
- * does: one reader with a cursor, which writes what has come since its last write in one write and,
+ * Streams a run as server-sent events, `run`, `config_warnings`, `translation_warnings`, then the
+ * run's frames as they come, each with its `id:`, after position `after` (0: all of them), from the
+ * run's event log `source`. Closing the connection only stops the reader: the run goes on, persists
+ * and settles (docs/guide/turn-stream.md). It is one reader with a cursor, which writes what has come since its last write in one write and,
  * when the socket's buffer is full, waits for 'drain' before it reads on. A slow reader therefore
  * holds only its cursor: it never slows the run or another reader (decision 038).
  */
 export function writeRunFrames(
   reply: FastifyReply,
   runId: string,
-  source: FrameSource,
+  source: RunEventSource,
   after: number,
   streams?: OpenStreams,
   position?: ReplicationPosition,
@@ -85,7 +64,10 @@ export function writeRunFrames(
   const take = (): { chunk: string; terminal: boolean } => {
     let chunk = ''
     while (cursor < source.size) {
-      const f = frameAfter(source.at(cursor++)!, after)
+      const event = source.at(cursor++)!
+      // The log's other events (admission, opening, settlement) are the server's, not the stream's.
+      if (event.type !== 'frame') continue
+      const f = frameAfter(event.frame, after)
       if (f === null) continue
       chunk += sequencedFrame(runId, f)
       if (f.event === 'done' || f.event === 'error') return { chunk, terminal: true }

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { LEDGER_POLL_MS, ledgerFrameSources } from '../../../src/http/sse/ledger-frames.ts'
 import type { RunRow } from '../../../src/store/runs.ts'
+import { framesOf } from '../../../src/actors/run-channel.ts'
 
 const runRow = (status: RunRow['status']): RunRow => ({
   id: 'run_1',
@@ -38,7 +39,7 @@ describe("a run's frames rebuilt from the ledger, shared by its readers (decisio
     expect(second.source).toBe(first.source)
     expect(read).toHaveBeenCalledTimes(1)
     expect(first.source.hasEnded).toBe(true)
-    expect(first.source.at(first.source.size - 1)?.event).toBe('error')
+    expect(framesOf(first.source).at(-1)?.event).toBe('error')
 
     first.release()
     first.release() // twice is once

@@ -1,9 +1,16 @@
 import { EventEmitter } from 'node:events'
 import type { FastifyReply } from 'fastify'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { RunChannel } from '../../../src/actors/run-channel.ts'
-import type { Admission } from '../../../src/actors/turn-types.ts'
-import { HEARTBEAT_MS, writeRunFrames, writeRunStream, type OpenStreams } from '../../../src/http/sse/write-run-stream.ts'
+import { openingFrames, RunChannel } from '../../../src/actors/run-channel.ts'
+import { HEARTBEAT_MS, writeRunFrames, type OpenStreams } from '../../../src/http/sse/write-run-stream.ts'
+
+/** A submission's log once the machine admitted it as run-1, opening with `opening`. */
+function admittedChannel(opening: { event: string; data: unknown }[]): RunChannel {
+  const channel = new RunChannel()
+  channel.admit('run-1', opening)
+  return channel
+}
+const turnOpening = () => openingFrames({ chatId: 'chat-1', runId: 'run-1', closedToolCalls: [], configWarnings: [], translationWarnings: [] })
 
 /** The raw response as the stream writer uses it: what was written, and whether it ended. */
 class FakeResponse extends EventEmitter {
@@ -28,18 +35,17 @@ class FakeResponse extends EventEmitter {
   }
 }
 
-function open(channel = new RunChannel('run-1'), streams?: OpenStreams) {
+function open(channel = admittedChannel(turnOpening()), streams?: OpenStreams) {
   const res = new FakeResponse()
   const reply = { hijack: vi.fn(), raw: res, request: { id: 'req-1' } } as unknown as FastifyReply
-  const admission = { runId: 'run-1', chatId: 'chat-1', channel, closedToolCalls: [], configWarnings: [], translationWarnings: [] } as unknown as Admission
-  writeRunStream(reply, admission, streams)
+  writeRunFrames(reply, 'run-1', channel, 0, streams)
   return { res, channel }
 }
 
 const events = (text: string) => [...text.matchAll(/^event: (.+)$/gm)].map((m) => m[1])
 const tick = () => new Promise<void>((resolve) => process.nextTick(resolve))
 
-describe('writeRunStream', () => {
+describe('writeRunFrames: a turn stream', () => {
   beforeEach(() => vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] }))
   afterEach(() => vi.useRealTimers())
 
@@ -100,7 +106,7 @@ describe('writeRunStream', () => {
 
   it('on shutdown ends the stream with an unavailable error naming the run', async () => {
     const streams: OpenStreams = new Set()
-    const { res } = open(new RunChannel('run-1'), streams)
+    const { res } = open(admittedChannel(turnOpening()), streams)
     await tick()
     await Promise.all([...streams].map((end) => end()))
     expect(res.writableEnded).toBe(true)
@@ -136,7 +142,7 @@ describe('writeRunFrames: readers with a cursor', () => {
   }
 
   it('two readers at once each get every frame once, in order, with the same ids; the channel keeps one copy', async () => {
-    const channel = new RunChannel('run-1', [{ event: 'run', data: {} }])
+    const channel = admittedChannel([{ event: 'run', data: {} }])
     const a = new FakeResponse()
     const b = new FakeResponse()
     reader(channel, a)
@@ -146,11 +152,12 @@ describe('writeRunFrames: readers with a cursor', () => {
     channel.end('done', {})
     expect(a.text).toBe(b.text)
     expect(events(a.text)).toEqual(['run', 'block_start', 'delta', 'delta', 'delta', 'block_stop', 'done'])
-    expect(channel.size).toBe(7)
+    // One log: its admission and the seven frames, whatever the number of readers.
+    expect(channel.size).toBe(8)
   })
 
   it('a slow reader waits for drain and neither the run nor a fast reader waits for it', async () => {
-    const channel = new RunChannel('run-1', [{ event: 'run', data: {} }])
+    const channel = admittedChannel([{ event: 'run', data: {} }])
     const slow = new SlowResponse()
     const fast = new FakeResponse()
     reader(channel, slow)
@@ -170,7 +177,7 @@ describe('writeRunFrames: readers with a cursor', () => {
   })
 
   it('resumes after an id: only the frames after it, a delta it saw part of cut at the offset', async () => {
-    const channel = new RunChannel('run-1', [{ event: 'run', data: {} }])
+    const channel = admittedChannel([{ event: 'run', data: {} }])
     produce(channel, 2)
     channel.end('done', {})
     const whole = new FakeResponse()

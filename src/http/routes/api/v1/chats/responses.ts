@@ -8,7 +8,8 @@ import { orgOf } from '../../../../plugins/auth.ts'
 import { decodeSubmission, prepareSubmission } from '../../../../prepare-submission.ts'
 import type { BodyWork } from '../../../../body-work/body-work.ts'
 import type { LoopDelay } from '../../../../loop-delay.ts'
-import { endOpenStreams, writeRunStream, type OpenStreams } from '../../../../sse/write-run-stream.ts'
+import { endOpenStreams, writeRunFrames, type OpenStreams } from '../../../../sse/write-run-stream.ts'
+import { admissionOf, nextEvent, settledOf } from '../../../../../actors/run-channel.ts'
 import { ChatParams } from '../../../../schemas/chats.ts'
 import { ApiKeySecurity, errors, TurnUnprocessableError } from '../../../../schemas/common.ts'
 import { RUN_EVENT_ORDER, RUN_EVENT_SCHEMAS, RunEventPayload } from '../../../../schemas/events.ts'
@@ -125,15 +126,17 @@ export const responseRoutes =
         // Attachments are read whole off the event loop when large (src/http/body-work/body-work.ts).
         const decoded = await decodeSubmission(body, model, options.bodyWork)
         const submission = prepareSubmission(body, model, { orgId, apiKeyId: request.identity?.keyId ?? null, chatId: chat.id, namespace: chat.namespace }, decoded)
-        const admission = await deps.host.submit(submission)
+        // The submission's event log is all this route reads of the actors (src/actors/run-channel.ts).
+        const events = deps.host.submit(submission)
+        const runId = await admissionOf(events)
         // A provider that fails before its first byte is an HTTP error, not a stream (docs/guide/turn-stream.md).
-        const opening = await admission.channel.opening
-        if (!opening.ok) {
+        const { event: opening } = await nextEvent(events, ['opened', 'failed_before_stream'])
+        if (opening.type === 'failed_before_stream') {
           // Answered once the run's failure is committed: a GET of the run then reads it failed.
-          await admission.channel.settled
+          await settledOf(events)
           throw opening.error
         }
-        writeRunStream(reply, admission, streams, deps.position)
+        writeRunFrames(reply, runId, events, 0, streams, deps.position)
         return reply
       },
     )
