@@ -2,7 +2,7 @@ import { and, assertEvent, assign, emit, enqueueActions, fromPromise, not, raise
 import { NotFoundError, RunInProgressError, UnavailableError, ValidationError } from '../src/domain/errors.ts'
 import { decideForkCut, forkCutIsSettled } from '../src/domain/chats/fork-cut.ts'
 import { leaseIsLive } from '../src/domain/runs/lease.ts'
-import { type RunOutcome, usageKnownSoFar } from '../src/domain/runs/run-outcome.ts'
+import { endedAs, type RunOutcome, runOutcome, usageKnownSoFar } from '../src/domain/runs/run-outcome.ts'
 import {
   answeredIds,
   answersOnlyPendingCalls,
@@ -40,20 +40,15 @@ import type {
  * SSE `error` frame (the run was admitted, so its stream is theirs) and is settled like any other,
  * so the chat is never left running with nobody streaming.
  */
-const endedWithoutResult = (admission: RunAdmission | null, status: 'cancelled' | 'failed', error: RunOutcome['error'], inputTokens = 0): RunOutcome => ({
-  status,
-  stopReason: null,
-  error,
-  usage: usageKnownSoFar(inputTokens, '', true),
-  providerResponseId: null,
-  modelServed: null,
-  pendingToolCalls: [],
-  latencyMs: admission ? Math.max(0, Date.now() - admission.startedAtMs) : 0,
-  firstDeltaMs: null,
-  streamOpened: true,
-  // What reached the vendor is unknown: no uptime sample (docs/decisions/015-vendor-calls-deadlines-retries-uptime.md excludes such runs).
-  vendorRequests: 0,
-})
+const endedWithoutResult = (admission: RunAdmission | null, status: 'cancelled' | 'failed', error: RunOutcome['error'], inputTokens = 0): RunOutcome =>
+  runOutcome({
+    status,
+    error,
+    usage: usageKnownSoFar(inputTokens, '', true),
+    latencyMs: admission ? Math.max(0, Date.now() - admission.startedAtMs) : 0,
+    streamOpened: true,
+    // What reached the vendor is unknown: no vendor requests, so no uptime sample (docs/decisions/015-vendor-calls-deadlines-retries-uptime.md excludes such runs).
+  })
 
 /**
  * decision 020: a run stopped because its chat was deleted ends `cancelled` (the customer stopped it;
@@ -63,7 +58,7 @@ export const CHAT_DELETED = { code: 'chat_deleted', message: 'the chat was delet
 
 /** The result of a run its chat's deletion stopped: what it streamed is kept and billed, its ending is the deletion. */
 const deletedRun = (result: RunOutcome): RunOutcome =>
-  result.status === 'succeeded' ? result : { ...result, status: 'cancelled', stopReason: null, error: { ...CHAT_DELETED } }
+  result.status === 'succeeded' ? result : endedAs(result, 'cancelled', { ...CHAT_DELETED })
 
 /**
  * A run its node's shutdown stopped (docs/decisions/009-multi-node-litefs.md) ends `failed` with error
@@ -71,7 +66,7 @@ const deletedRun = (result: RunOutcome): RunOutcome =>
  * (`retry_of`); what it streamed is kept and billed. A run that had already succeeded stays so.
  */
 const interruptedRun = (result: RunOutcome): RunOutcome =>
-  result.status === 'succeeded' ? result : { ...result, status: 'failed', stopReason: null, error: { code: 'interrupted', message: 'interrupted' } }
+  result.status === 'succeeded' ? result : endedAs(result, 'failed', { code: 'interrupted', message: 'interrupted' })
 
 /** The last frame of a run whose node gave up its chats (demoted): its settlement is the new primary's. */
 export const relinquishedFrame = (runId: string, message: string) => ({

@@ -15,6 +15,7 @@ import { DEFAULT_MAX_RUNNING_RUNS_PER_ORG } from '../settings.ts'
 import { affordableMaxTokens, type MaxTokensFit } from './affordable-max-tokens.ts'
 import type { RunChannel } from './run-channel.ts'
 import type { RunDeps } from './run-deps.ts'
+import { openRun } from './run-lifecycle.ts'
 import { newPartMedia, type PackedTurn, type PackRequest } from './context-history.ts'
 import type { Compactor } from './compactor.ts'
 import type { Admission, CompactionReport, PreparedPart, Submission } from './turn-types.ts'
@@ -132,8 +133,6 @@ export async function admitTurn(
       api_key_id: submission.apiKeyId,
       retry_of: request.retry_of ?? null,
       created_at: createdAt,
-      lease_owner: deps.nodeId,
-      lease_expires_at: new Date(now.getTime() + deps.leaseTtlMs).toISOString(),
       manifest: manifestOf(withWrittenParts(packed.context, packed, written.map((row) => row.ordinal)), estimatedInputTokens, fit, vendorReasoning, {
         config: configWarnings,
         translation: translationWarnings,
@@ -193,9 +192,9 @@ function refuseOverRunningCap(deps: RunDeps, orgId: string, cap: number): void {
  * The chat machine refuses a turn while the ledger holds a running run (docs/guide/runs.md); migration
  * 0009's index refuses it here too, should anything get past: the same 409, naming that run.
  */
-function insertRun(deps: RunDeps, chatId: string, run: Parameters<RunDeps['store']['runs']['insert']>[0]): void {
+function insertRun(deps: RunDeps, chatId: string, run: Parameters<typeof openRun>[1]): void {
   try {
-    deps.store.runs.insert(run)
+    openRun(deps, run)
   } catch (error) {
     const running = (error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE' ? deps.store.runs.runningCustomerRun(chatId) : null
     if (running) throw new RunInProgressError(running.id)

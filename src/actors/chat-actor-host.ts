@@ -11,6 +11,7 @@ import { createCompactor } from './compactor.ts'
 import { planEagerCompaction } from './plan-eager-compaction.ts'
 import { executeRun } from './execute-run.ts'
 import { endStream, endUnsettled, writeSettlement } from './finish-run.ts'
+import { leaveToSweep } from './run-lifecycle.ts'
 import type { RunDeps } from './run-deps.ts'
 import { reapExpiredRun, settleUnstreamedRun, sweepAbandonedRuns, takeOverRunningRuns } from './sweep-abandoned-runs.ts'
 import { leaseIsLive } from '../domain/runs/lease.ts'
@@ -108,7 +109,7 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
         const runId = input.admission.runId
         released.add(runId)
         try {
-          await deps.store.writes.write(() => deps.store.runs.releaseLease(runId, deps.now().toISOString()))
+          await leaveToSweep(deps, runId)
         } catch (error) {
           // Unwritten, the lease lapses within its TTL all the same: nobody renews it.
           report(`lease of run ${runId} not released`, error)

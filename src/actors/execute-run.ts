@@ -8,10 +8,9 @@ import { newVendorCallRecord, withVendorCallRecord } from '../providers/vendor-c
 import { createIoPacer } from '../providers/io-pacer.ts'
 import { readsRawChunks, usageOfCutStream } from '../providers/reported-usage.ts'
 import { recordVendorWarnings } from './record-vendor-warnings.ts'
-import { usageKnownSoFar } from '../domain/runs/run-outcome.ts'
 import { endOfStream, initialRunStream, step, type Step } from './run-stream/order-blocks.ts'
 import type { RunDeps } from './run-deps.ts'
-import type { PendingToolCall, RunOutcome } from '../domain/runs/run-outcome.ts'
+import { type PendingToolCall, type RunOutcome, runOutcome, usageKnownSoFar } from '../domain/runs/run-outcome.ts'
 import type { Admission } from './turn-types.ts'
 
 export { mergeMetadata } from './run-stream/order-blocks.ts'
@@ -80,23 +79,25 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
       status = 'failed'
       error = { code: 'internal', message: LEDGER_WRITE_FAILED }
     }
-    return {
+    return runOutcome({
       status,
-      stopReason: status === 'succeeded' ? state.stopReason ?? 'end_turn' : state.stopReason,
+      // A success that did not say how it ended ended `end_turn` (runOutcome's rule).
+      stopReason: state.stopReason,
       error,
       // Without the vendor's final usage: its counts reported before the end (issue 22), the estimate for the rest.
       usage: state.usage ?? usageOfCutStream(usageKnownSoFar(admission.estimatedInputTokens, state.emitted, streamOpened), state.reportedUsage),
       // Billed for the estimate, reported as lost (docs/guide/runs.md: missing counts are not zero).
       usageLost: state.usage === null,
       providerResponseId: state.providerResponseId,
-      providerRequestId: providerRequestId ?? state.providerResponseId,
+      // Without the vendor's request id header, the response id stands in (runOutcome's rule).
+      providerRequestId,
       modelServed: state.modelServed,
       pendingToolCalls: pending,
       latencyMs: Date.now() - started,
       firstDeltaMs,
       streamOpened,
       vendorRequests: vendorCall.requests,
-    }
+    })
   }
 
   let stream: ReadableStream<LanguageModelV3StreamPart>

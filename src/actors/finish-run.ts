@@ -1,25 +1,23 @@
 import type { RunOutcome } from '../domain/runs/run-outcome.ts'
 import type { Admission } from './turn-types.ts'
 import type { RunDeps } from './run-deps.ts'
-import { settleRun } from './settle-run.ts'
+import { commitSettlement } from './run-lifecycle.ts'
 
-/** The settlement alone: status, usage, cost and balance entry, group-committed with other turns' writes. */
+/** A customer run's settlement alone: status, usage, cost and balance entry, group-committed with other turns' writes. */
 export function writeSettlement(deps: RunDeps, admission: Admission, result: RunOutcome): Promise<string | null> {
-  return deps.store.writes.write(() =>
-    settleRun(deps, {
-      runId: admission.runId,
-      orgId: admission.orgId,
-      chatId: admission.chatId,
-      apiKeyId: admission.apiKeyId,
-      namespace: admission.namespace,
-      model: admission.model,
-      markupPercent: admission.markupPercent,
-      // The service clock's time of admission (startedAtMs, the wall clock's, times the latency).
-      startedAt: admission.createdAt,
-      estimatedInputTokens: admission.estimatedInputTokens,
-      outcome: result,
-    }),
-  )
+  return commitSettlement(deps, {
+    runId: admission.runId,
+    orgId: admission.orgId,
+    chatId: admission.chatId,
+    apiKeyId: admission.apiKeyId,
+    namespace: admission.namespace,
+    model: admission.model,
+    markupPercent: admission.markupPercent,
+    // The service clock's time of admission (startedAtMs, the wall clock's, times the latency).
+    startedAt: admission.createdAt,
+    estimatedInputTokens: admission.estimatedInputTokens,
+    outcome: result,
+  })
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { Settlement } from './settle-run.ts'
+import type { Settlement } from './run-lifecycle.ts'
 import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
 import type { LanguageModelFor } from '../providers/language-models.ts'
 import type { ContextHistory } from './context-history.ts'

@@ -13,8 +13,8 @@ import type { CompactionJob } from '../domain/context/compaction-job.ts'
 import { usageFrom } from './run-stream/order-blocks.ts'
 import { mapStopReason } from './map-stop-reason.ts'
 import type { RunDeps } from './run-deps.ts'
-import { type StopReason, usageKnownSoFar } from '../domain/runs/run-outcome.ts'
-import { settleRun } from './settle-run.ts'
+import { runOutcome, type StopReason, usageKnownSoFar } from '../domain/runs/run-outcome.ts'
+import { commitSettlement, leaveToSweep, openRun, type Settlement } from './run-lifecycle.ts'
 
 /** What a compaction run sends: a block's parts, or the summaries a merge reads (all stored, oldest first). */
 function promptFor(deps: RunDeps, chatId: string, block: BlockToSummarise) {
@@ -58,7 +58,7 @@ export async function summariseBlock(deps: RunDeps, job: CompactionJob, block: B
   const now = deps.now()
   const startedAt = Date.now()
   await store.writes.write(() =>
-    store.runs.insert({
+    openRun(deps, {
       id: runId,
       org_id: job.orgId,
       chat_id: job.chatId,
@@ -69,8 +69,6 @@ export async function summariseBlock(deps: RunDeps, job: CompactionJob, block: B
       api_key_id: job.apiKeyId,
       retry_of: null,
       created_at: now.toISOString(),
-      lease_owner: deps.nodeId,
-      lease_expires_at: new Date(now.getTime() + deps.leaseTtlMs).toISOString(),
       manifest: {
         purpose: 'compaction',
         model: job.model.name,
@@ -143,34 +141,39 @@ export async function summariseBlock(deps: RunDeps, job: CompactionJob, block: B
         }
       : null
 
-  await store.writes.write(() => {
-    settleRun(deps, {
-      runId,
-      orgId: job.orgId,
-      chatId: job.chatId,
-      apiKeyId: job.apiKeyId,
-      namespace: job.namespace,
-      model: job.model,
-      markupPercent: job.markupPercent,
-      entryType: 'compaction',
-      startedAt: now.toISOString(),
-      estimatedInputTokens: inputTokens,
-      outcome: {
-        status,
-        stopReason,
-        error: error === null ? null : { code: 'upstream_error', message: error },
-        usage: usage ?? usageKnownSoFar(inputTokens, text, reached),
-        usageLost: usage === null,
-        providerResponseId,
-        modelServed: null,
-        pendingToolCalls: [],
-        latencyMs: Date.now() - startedAt,
-        firstDeltaMs,
-        streamOpened: reached,
-        vendorRequests: vendorCall.requests,
-      },
+  const settlement: Settlement = {
+    runId,
+    orgId: job.orgId,
+    chatId: job.chatId,
+    apiKeyId: job.apiKeyId,
+    namespace: job.namespace,
+    model: job.model,
+    markupPercent: job.markupPercent,
+    entryType: 'compaction',
+    startedAt: now.toISOString(),
+    estimatedInputTokens: inputTokens,
+    outcome: runOutcome({
+      status,
+      stopReason,
+      error: error === null ? null : { code: 'upstream_error', message: error },
+      usage: usage ?? usageKnownSoFar(inputTokens, text, reached),
+      usageLost: usage === null,
+      providerResponseId,
+      latencyMs: Date.now() - startedAt,
+      firstDeltaMs,
+      streamOpened: reached,
+      vendorRequests: vendorCall.requests,
+    }),
+  }
+  try {
+    // Settled, billed and its summary stored in one transaction.
+    await commitSettlement(deps, settlement, () => {
+      if (summary) store.summaries.insert(job.chatId, summary, deps.now().toISOString())
     })
-    if (summary) store.summaries.insert(job.chatId, summary, deps.now().toISOString())
-  })
+  } catch (e) {
+    // Not written: the run is left to the sweep (its lease released, never renewed), as a customer run is (decision 020).
+    await leaveToSweep(deps, runId).catch(() => undefined)
+    throw e
+  }
   return summary
 }

@@ -3,8 +3,8 @@ import type { PartBody } from '../domain/parts.ts'
 import { leaseIsLive } from '../domain/runs/lease.ts'
 import type { RunRow } from '../store/runs.ts'
 import type { RunDeps } from './run-deps.ts'
-import { usageKnownSoFar } from '../domain/runs/run-outcome.ts'
-import { settleRun } from './settle-run.ts'
+import { runOutcome, usageKnownSoFar } from '../domain/runs/run-outcome.ts'
+import { settleInLedger } from './run-lifecycle.ts'
 
 /**
  * docs/guide/runs.md: a `running` run whose lease expired (or that this node's previous life held) can
@@ -78,7 +78,7 @@ function settleAbandoned(deps: RunDeps, run: RunRow): boolean {
     .map((row) => JSON.parse(row.body) as PartBody)
     .map((body) => (body.type === 'tool_call' ? body.arguments : body.type === 'message' || body.type === 'reasoning' ? body.text : ''))
     .join('')
-  const cost = settleRun(deps, {
+  const cost = settleInLedger(deps, {
     runId: run.id,
     orgId: run.org_id,
     chatId: run.chat_id,
@@ -90,21 +90,16 @@ function settleAbandoned(deps: RunDeps, run: RunRow): boolean {
     entryType: run.origin === 'compaction' ? 'compaction' : 'usage',
     // Nobody timed the call, and what reached the vendor is unknown: no uptime sample.
     startedAt: null,
-    outcome: {
+    outcome: runOutcome({
       status: 'failed',
-      stopReason: null,
       error: { code: 'interrupted', message: 'interrupted' },
       usage: usageKnownSoFar(manifest.estimated_input_tokens ?? 0, output, true),
       // Its usage never arrived: billed for the estimate, reported as null (docs/guide/billing-and-usage.md).
       usageLost: true,
-      providerResponseId: null,
-      modelServed: null,
-      pendingToolCalls: [],
+      // Nobody timed it, and what reached the vendor is unknown (no vendor requests: no uptime sample).
       latencyMs: null,
-      firstDeltaMs: null,
       streamOpened: true,
-      vendorRequests: 0,
-    },
+    }),
   })
   return cost !== null
 }

@@ -1,6 +1,6 @@
 import type { RunOutcome } from '../domain/runs/run-outcome.ts'
 
-/** Whose run it is, as its settlement knows it (src/actors/settle-run.ts Settlement is one). */
+/** Whose run it is, as its settlement knows it (src/actors/run-lifecycle.ts Settlement is one). */
 export type SettledRun = { runId: string; chatId: string; orgId: string; model: { name: string }; entryType?: 'usage' | 'compaction' }
 
 /** The operator's one info line per settled run (issue 13): enough to find it, price it and time it. */

@@ -42,7 +42,7 @@ export type RunSummary = Pick<
   'id' | 'chat_id' | 'origin' | 'status' | 'model_name' | 'namespace' | 'api_key_id' | 'created_at' | 'completed_at' | 'cost_units' | 'error'
 >
 
-/** The columns a run's finish writes (settleRun makes them from the domain's RunOutcome). */
+/** The columns a run's finish writes (settleInLedger, src/actors/run-lifecycle.ts, makes them from the domain's RunOutcome). */
 export type RunFinish = {
   status: Exclude<RunStatus, 'running'>
   completedAt: string

@@ -8,7 +8,8 @@ export type StopReason = 'end_turn' | 'max_tokens' | 'tool_use' | 'stop_sequence
 
 /**
  * How a run ended: one type from the provider stream (executeRun, summariseBlock) or the sweep to
- * the store (settleRun writes it as the run's row, its balance entry and its uptime sample).
+ * the store (src/actors/run-lifecycle.ts settleInLedger writes it as the run's row, its balance
+ * entry and its uptime sample). Made only by `runOutcome` below.
  */
 export type RunOutcome = {
   status: 'succeeded' | 'failed' | 'cancelled'
@@ -30,6 +31,65 @@ export type RunOutcome = {
   streamOpened: boolean
   /** HTTP requests sent to the vendor, retries included; 0 when the vendor library refused the call locally or nobody knows. */
   vendorRequests: number
+}
+
+/** What a run's ending is made of: the facts each kind of run knows; `runOutcome` fills in the rest by rule. */
+export type RunOutcomeFacts = {
+  status: RunOutcome['status']
+  /** Default: a success that did not say how it ended ended `end_turn`; any other ending, null. */
+  stopReason?: StopReason | null
+  /** Default: null (no error). */
+  error?: RunOutcome['error']
+  /** What is billed: the provider's usage, or the usage known so far (usageKnownSoFar) with `usageLost`. */
+  usage: Usage
+  /** Default: false, the provider reported its usage. */
+  usageLost?: boolean
+  /** Default: null. */
+  providerResponseId?: string | null
+  /** Default: the response id (decision 017: the vendor's request id header, else its response id). */
+  providerRequestId?: string | null
+  /** Default: null. */
+  modelServed?: string | null
+  /** Default: none. */
+  pendingToolCalls?: PendingToolCall[]
+  /** Null when nobody timed the run. */
+  latencyMs: number | null
+  /** Default: null (no delta came, or nobody timed one). */
+  firstDeltaMs?: number | null
+  streamOpened: boolean
+  /** Default: 0, nobody knows that any request reached the vendor (no uptime sample). */
+  vendorRequests?: number
+}
+
+/**
+ * The one builder of a RunOutcome: every run (customer, compaction, swept, or one that ended
+ * without a result) states what it knows, and the rules above fill in the rest.
+ */
+export function runOutcome(facts: RunOutcomeFacts): RunOutcome {
+  const providerResponseId = facts.providerResponseId ?? null
+  return {
+    status: facts.status,
+    stopReason: facts.stopReason ?? (facts.status === 'succeeded' ? 'end_turn' : null),
+    error: facts.error ?? null,
+    usage: facts.usage,
+    usageLost: facts.usageLost ?? false,
+    providerResponseId,
+    providerRequestId: facts.providerRequestId ?? providerResponseId,
+    modelServed: facts.modelServed ?? null,
+    pendingToolCalls: facts.pendingToolCalls ?? [],
+    latencyMs: facts.latencyMs,
+    firstDeltaMs: facts.firstDeltaMs ?? null,
+    streamOpened: facts.streamOpened,
+    vendorRequests: facts.vendorRequests ?? 0,
+  }
+}
+
+/**
+ * A run that did not succeed, its ending told again (its chat deleted, its node shut down): what it
+ * streamed and used stands, billed as before; it no longer says how an answer ended.
+ */
+export function endedAs(outcome: RunOutcome, status: 'failed' | 'cancelled', error: RunOutcome['error']): RunOutcome {
+  return runOutcome({ ...outcome, status, stopReason: null, error })
 }
 
 /**

@@ -2,12 +2,12 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createContextHistory } from '../../../src/actors/context-history.ts'
 import type { RunDeps } from '../../../src/actors/run-deps.ts'
 import { type RunOutcome, usageKnownSoFar } from '../../../src/domain/runs/run-outcome.ts'
-import { settleRun } from '../../../src/actors/settle-run.ts'
+import { settleInLedger } from '../../../src/actors/run-lifecycle.ts'
 import { createConfigResolver } from '../../../src/store/config-resolution.ts'
 import { openTempStore } from '../../helpers/temp-store.ts'
 import { echo, insertRun, sandboxCatalogue, usageEntries, withFakes } from '../../helpers/turns.ts'
 
-/** One outcome type from the stream to the store: settleRun writes it as the run row, the charge and the uptime sample. */
+/** One outcome type from the stream to the store: settleInLedger writes it as the run row, the charge and the uptime sample. */
 
 let temp: ReturnType<typeof openTempStore>
 let orgId: string
@@ -56,13 +56,13 @@ const outcome = (over: Partial<RunOutcome> = {}): RunOutcome => ({
 
 function settle(o: RunOutcome, startedAt: string | null = new Date().toISOString(), entryType?: 'usage' | 'compaction') {
   const runId = insertRun(temp.store, { org_id: orgId, chat_id: chatId })
-  const cost = settleRun(deps(), { runId, orgId, chatId, apiKeyId: null, namespace: null, model: echo(), markupPercent: '5', startedAt, outcome: o, ...(entryType ? { entryType } : {}) })
+  const cost = settleInLedger(deps(), { runId, orgId, chatId, apiKeyId: null, namespace: null, model: echo(), markupPercent: '5', startedAt, outcome: o, ...(entryType ? { entryType } : {}) })
   const row = temp.db.prepare('SELECT status, error, stop_reason, latency_ms, provider_request_id, usage FROM runs WHERE id = ?').get(runId) as Record<string, unknown>
   return { runId, cost, row }
 }
 const samples = () => (temp.db.prepare('SELECT succeeded, first_delta_ms FROM provider_calls').all() as { succeeded: number; first_delta_ms: number | null }[])
 
-describe('settleRun writes a RunOutcome', () => {
+describe('settleInLedger writes a RunOutcome', () => {
   it('a success: the row, the charge and a successful uptime sample; the request id stands for the run', () => {
     const { cost, row, runId } = settle(outcome())
     expect(cost).not.toBeNull()
@@ -100,7 +100,7 @@ describe('settleRun writes a RunOutcome', () => {
   })
 })
 
-describe('settleRun tells of each run it settled, once committed (the operator\'s run line)', () => {
+describe('settleInLedger tells of each run it settled, once committed (the operator\'s run line)', () => {
   it('a customer run and a compaction run are each reported once, after the commit, with the cost charged', async () => {
     const first = settle(outcome())
     const second = settle(outcome(), null, 'compaction')
@@ -118,11 +118,11 @@ describe('settleRun tells of each run it settled, once committed (the operator\'
     await Promise.resolve()
     expect(reported).toHaveLength(1)
     // Settled again: nothing charged, nothing reported.
-    expect(settleRun(deps(), { runId, orgId, chatId, apiKeyId: null, namespace: null, model: echo(), markupPercent: '5', startedAt: null, outcome: outcome() })).toBeNull()
+    expect(settleInLedger(deps(), { runId, orgId, chatId, apiKeyId: null, namespace: null, model: echo(), markupPercent: '5', startedAt: null, outcome: outcome() })).toBeNull()
     const rolledBack = insertRun(temp.store, { org_id: orgId, chat_id: chatId })
     expect(() =>
       temp.db.transaction(() => {
-        settleRun(deps(), { runId: rolledBack, orgId, chatId, apiKeyId: null, namespace: null, model: echo(), markupPercent: '5', startedAt: null, outcome: outcome() })
+        settleInLedger(deps(), { runId: rolledBack, orgId, chatId, apiKeyId: null, namespace: null, model: echo(), markupPercent: '5', startedAt: null, outcome: outcome() })
         throw new Error('the batch failed')
       })(),
     ).toThrow('the batch failed')

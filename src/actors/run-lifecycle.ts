@@ -1,11 +1,37 @@
+/**
+ * One lifecycle for every run, customer, compaction or swept (docs/guide/runs.md, decision 020):
+ *
+ * 1. `openRun` writes the run `running` under this node's lease (the host renews it while the run streams);
+ * 2. the run streams (executeRun for a customer, summariseBlock for a summary; a swept run streams no more);
+ * 3. `settleInLedger` writes its RunOutcome, in the caller's transaction or one of its own, and
+ *    `commitSettlement` does so group-committed with the turn path's other writes;
+ * 4. `leaveToSweep` releases the lease of a run whose settlement could not be written, so the sweep
+ *    settles it as `interrupted` (src/actors/sweep-abandoned-runs.ts, which settles through step 3).
+ *
+ * The chat machine's `settleRun` actor is a customer run's step 3 (with its retries) and its
+ * `releaseRun` step 4.
+ */
 import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
 import { moneyToUnits } from '../domain/money.ts'
 import { sampleRatio } from '../domain/context/token-correction.ts'
 import { customerCost } from '../domain/pricing/customer-cost.ts'
 import { contextTokens } from '../domain/pricing/usage.ts'
 import type { ChargeType } from '../store/balance.ts'
+import type { NewRun } from '../store/runs.ts'
 import type { RunDeps } from './run-deps.ts'
 import { isUptimeSample, type RunOutcome } from '../domain/runs/run-outcome.ts'
+
+/**
+ * Writes a run `running` under this node's lease, from its creation time (docs/decisions/018-running-run-leases.md):
+ * inside the caller's write, which may hold other rows of the turn.
+ */
+export function openRun(deps: RunDeps, run: Omit<NewRun, 'lease_owner' | 'lease_expires_at'>): void {
+  deps.store.runs.insert({
+    ...run,
+    lease_owner: deps.nodeId,
+    lease_expires_at: new Date(Date.parse(run.created_at) + deps.leaseTtlMs).toISOString(),
+  })
+}
 
 /** A run's outcome with whose run it is and who pays for it. */
 export type Settlement = {
@@ -31,7 +57,7 @@ export type Settlement = {
  * Only the first ending counts: a run already ended elsewhere is not charged again.
  * Returns the cost charged, or null when the run had already ended.
  */
-export function settleRun(deps: RunDeps, s: Settlement): string | null {
+export function settleInLedger(deps: RunDeps, s: Settlement): string | null {
   const { store } = deps
   const now = deps.now().toISOString()
   const settle = () => {
@@ -94,4 +120,26 @@ function reportOnceCommitted(deps: RunDeps, s: Settlement, cost: string): void {
       // A log line must never break a settlement.
     }
   })
+}
+
+/**
+ * A settlement group-committed with the turn path's other writes, and what must be written with it
+ * (a compaction run's summary) in the same transaction. A throw leaves the run `running`: the
+ * caller tries again or leaves it to the sweep.
+ */
+export function commitSettlement(deps: RunDeps, s: Settlement, alongside?: () => void): Promise<string | null> {
+  return deps.store.writes.write(() => {
+    const cost = settleInLedger(deps, s)
+    alongside?.()
+    return cost
+  })
+}
+
+/**
+ * decision 020: a run whose settlement could not be written is left to the sweep. Its lease ends
+ * now and has no owner, so nobody renews it and the sweep settles it as `interrupted` for the usage
+ * known. Throws when the release itself cannot be written (the caller reports it).
+ */
+export async function leaveToSweep(deps: RunDeps, runId: string): Promise<void> {
+  await deps.store.writes.write(() => deps.store.runs.releaseLease(runId, deps.now().toISOString()))
 }
