@@ -10,7 +10,7 @@ import { baseUrlVariable, VENDOR_KEY_VARIABLES } from './catalogue/active-provid
 import { encodeFilesNatively } from './encode-files-natively.ts'
 import { createSandboxLanguageModel } from './sandbox/sandbox-language-model.ts'
 import { readVendorCallLimits } from './vendor-call-limits.ts'
-import { createVendorFetch, networkFetch, sleep } from './vendor-fetch.ts'
+import { createVendorFetch, networkFetch, sleep, type VendorFetchDeps } from './vendor-fetch.ts'
 
 export type LanguageModelFor = (entry: Pick<CatalogueEntry, 'provider' | 'vendor_model_id'>) => LanguageModelV3
 
@@ -31,9 +31,18 @@ const VENDORS: Record<string, VendorFactory> = {
  * vendor fetch: deadlines and retries before the first byte (decision 015).
  */
 export function createLanguageModels(env: NodeJS.ProcessEnv): LanguageModelFor {
+  return createLanguageModelsOver(env, { fetch: networkFetch(readVendorCallLimits(env)), sleep, random: Math.random, now: Date.now })
+}
+
+/**
+ * The same models over a given network and clock: the vendor fetch (deadlines, retries) wraps
+ * `network.fetch`. createLanguageModels passes the real network; tests pass a fetch test double
+ * that answers with recorded vendor bytes (test/helpers/recorded-fetch.ts).
+ */
+export function createLanguageModelsOver(env: NodeJS.ProcessEnv, network: VendorFetchDeps): LanguageModelFor {
   const cache = new Map<string, LanguageModelV3>()
   const limits = readVendorCallLimits(env)
-  const fetch = createVendorFetch(limits, { fetch: networkFetch(limits), sleep, random: Math.random, now: Date.now }) as typeof globalThis.fetch
+  const fetch = createVendorFetch(limits, network) as typeof globalThis.fetch
   return (entry) => {
     const key = `${entry.provider}/${entry.vendor_model_id}`
     let model = cache.get(key)

@@ -532,12 +532,7 @@ describe('the six vendors through the real server process, replayed from their s
       expect(marked).toEqual([{ where: 'assistant/1/text/0', cache_control: { type: 'ephemeral' } }])
     })
 
-    test('OpenAI: the chat keys the vendor’s prompt cache (prompt_cache_key)', async () => {
-      const c = CASES.find((x) => x.vendor === 'openai')!
-      const chatId = await vendors.newChat()
-      const t = await turn(c, chatId, { input: [{ type: 'prompt', text: PROMPT }] })
-      expect(only(t.vendorRequests, 'vendor calls').body.prompt_cache_key).toBe(chatId)
-    })
+    // OpenAI's prompt_cache_key (the chat id) is asserted in process: test/providers/vendor-streams/openai.test.ts.
   })
 
   describe('Anthropic errors inside a 200 stream', () => {
