@@ -1,6 +1,6 @@
 import { Decimal } from 'decimal.js'
 import { randomUUID } from 'node:crypto'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { estimatePartTokens } from '../../src/domain/context/estimate-part-tokens.ts'
 import type { PartBody } from '../../src/domain/parts.ts'
 import { expectError, expectProblem } from '../helpers/http.ts'
@@ -36,17 +36,26 @@ let org: TestOrg
 let chatId: string
 let offset = 0
 
+const appOptions = () => ({
+  catalogue: [...sandboxCatalogue(), NO_REASONING, LOW_REASONING, TEXT_ONLY],
+  now: () => new Date(Date.now() + offset),
+})
+
+// One app for the file (building one per test was most of its time): each test gets a fresh
+// organisation (its own balance and idempotency keys) and chat, and the clock's offset back at 0.
+// The rules it checks are organisation- or chat-scoped; "nothing is written" compares the whole
+// database before and after, which holds as well in a shared one. A test that counts rows absolutely
+// builds its own app.
+beforeAll(async () => {
+  ctx = await createTestApp(appOptions())
+})
+afterAll(async () => {
+  await ctx.close()
+})
 beforeEach(async () => {
   offset = 0
-  ctx = await createTestApp({
-    catalogue: [...sandboxCatalogue(), NO_REASONING, LOW_REASONING, TEXT_ONLY],
-    now: () => new Date(Date.now() + offset),
-  })
   org = fundedOrg(ctx)
   chatId = await newChat(ctx, org.auth)
-})
-afterEach(async () => {
-  await ctx.close()
 })
 
 const submit = (body: Record<string, unknown>, chat = chatId, auth = org.auth) => postTurn(ctx, auth, chat, { model: 'sandbox/echo', ...body })
@@ -381,18 +390,26 @@ describe('attachments', () => {
   })
 
   it('bytes round-trip byte-identically, and identical bytes are stored once', async () => {
-    // Text attachments must be UTF-8 (decision 032): 4 KiB of varied characters, one to four bytes each.
-    const bytes = Buffer.from(Array.from({ length: 1024 }, (_, i) => String.fromCodePoint([0x41, 0xe9, 0x20ac, 0x1f600][i % 4]! + (i % 7))).join(''))
-    const media = { mime: 'text/plain', data_base64: bytes.toString('base64') }
-    await turn(ctx, org.auth, chatId, { input: [prompt('one', { media: [media] }), prompt('two', { media: [media, png(null)] })] })
-    const full = await history(ctx, org.auth, chatId, '?include=full')
-    const [one, two] = full.data
-    expect(Buffer.from(one.media[0].data_base64, 'base64').equals(bytes)).toBe(true)
-    expect(two.media.map((m: { mime: string }) => m.mime)).toEqual(['text/plain', 'image/png'])
-    expect(Buffer.from(two.media[0].data_base64, 'base64').equals(bytes)).toBe(true)
-    expect(two.media[1].filename).toBeNull()
-    expect(snapshotRows(ctx.store).media_blobs).toBe(2)
-    expect(snapshotRows(ctx.store).part_media).toBe(3)
+    // Counts every row of the database: an app of its own, where the shared one holds other tests' media.
+    const own = await createTestApp(appOptions())
+    try {
+      const ownOrg = fundedOrg(own)
+      const ownChat = await newChat(own, ownOrg.auth)
+      // Text attachments must be UTF-8 (decision 032): 4 KiB of varied characters, one to four bytes each.
+      const bytes = Buffer.from(Array.from({ length: 1024 }, (_, i) => String.fromCodePoint([0x41, 0xe9, 0x20ac, 0x1f600][i % 4]! + (i % 7))).join(''))
+      const media = { mime: 'text/plain', data_base64: bytes.toString('base64') }
+      await turn(own, ownOrg.auth, ownChat, { input: [prompt('one', { media: [media] }), prompt('two', { media: [media, png(null)] })] })
+      const full = await history(own, ownOrg.auth, ownChat, '?include=full')
+      const [one, two] = full.data
+      expect(Buffer.from(one.media[0].data_base64, 'base64').equals(bytes)).toBe(true)
+      expect(two.media.map((m: { mime: string }) => m.mime)).toEqual(['text/plain', 'image/png'])
+      expect(Buffer.from(two.media[0].data_base64, 'base64').equals(bytes)).toBe(true)
+      expect(two.media[1].filename).toBeNull()
+      expect(snapshotRows(own.store).media_blobs).toBe(2)
+      expect(snapshotRows(own.store).part_media).toBe(3)
+    } finally {
+      await own.close()
+    }
   })
 
   it('an attachment on a tool_result is accepted', async () => {

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { expectError } from '../helpers/http.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
 import {
@@ -45,18 +45,22 @@ let org: TestOrg
 let chatId: string
 let offset = 0
 
-beforeEach(async () => {
-  offset = 0
+// One app for the file (building one per test was most of this file's time); each test gets fresh
+// organisations and chats of its own, and the clock's offset back at 0.
+beforeAll(async () => {
   ctx = await createTestApp({
     catalogue: [...sandboxCatalogue(), TOOL_HOLD, TOOL_FAIL],
     languageModelFor: withFakes(fakes),
     now: () => new Date(Date.now() + offset),
   })
+})
+afterAll(async () => {
+  await ctx.close()
+})
+beforeEach(async () => {
+  offset = 0
   org = fundedOrg(ctx)
   chatId = await newChat(ctx, org.auth)
-})
-afterEach(async () => {
-  await ctx.close()
 })
 
 /** A sandbox turn that ends with tool calls; returns their ids in order. */

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { expectError } from '../helpers/http.ts'
 import { GIF_16, JPEG_16, PDF_1, PNG_3X2, pngClaiming, WEBP_16 } from '../helpers/media-fixtures.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
@@ -14,13 +14,17 @@ type Problem = { in: string; pointer: string; message: string }
 let ctx: TestContext
 let org: TestOrg
 let chatId: string
-beforeEach(async () => {
+// One app for the file (building one per test was most of this file's time); each test gets fresh
+// organisations and chats of its own.
+beforeAll(async () => {
   ctx = await createTestApp({ catalogue: sandboxCatalogue() })
+})
+afterAll(async () => {
+  await ctx.close()
+})
+beforeEach(async () => {
   org = fundedOrg(ctx)
   chatId = await newChat(ctx, org.auth)
-})
-afterEach(async () => {
-  await ctx.close()
 })
 
 const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64')

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { INPUT_SCHEMA_MAX_DEPTH, USER_METADATA_MAX_DEPTH } from '../../src/domain/json-depth.ts'
 import { TURN_BODY_LIMIT } from '../../src/http/routes/api/v1/chats/responses.ts'
 import { configSnapshot, expectError, expectProblem } from '../helpers/config-api.ts'
@@ -19,14 +19,17 @@ let ctx: TestContext
 let org: TestOrg
 let chatId: string
 
-beforeEach(async () => {
+// One app for the file (building one per test was most of this file's time); each test gets fresh
+// organisations and chats of its own.
+beforeAll(async () => {
   ctx = await createTestApp({ catalogue: [echo(), BIG] })
+})
+afterAll(async () => {
+  await ctx.close()
+})
+beforeEach(async () => {
   org = fundedOrg(ctx)
   chatId = await newChat(ctx, org.auth)
-})
-
-afterEach(async () => {
-  await ctx.close()
 })
 
 /** Everything a rejected request must leave untouched: turn tables, chats and configuration. */

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { countRows, expectProblem } from '../helpers/http.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
 import { fundedOrg, newChat, postTurn, prompt, sandboxCatalogue, snapshotRows, turn } from '../helpers/turns.ts'
@@ -15,13 +15,22 @@ const FACE = '\u{1f600}' // one character, two UTF-16 units
 
 let ctx: TestContext
 let org: TestOrg
-beforeEach(async () => {
+// One app for the file (building one per test was most of this file's time); each test gets fresh
+// organisations and chats of its own.
+beforeAll(async () => {
   ctx = await createTestApp({ catalogue: sandboxCatalogue() })
-  org = fundedOrg(ctx)
 })
-afterEach(async () => {
+afterAll(async () => {
   await ctx.close()
 })
+beforeEach(async () => {
+  chatsAtStart = countRows(ctx.store, 'chats')
+  org = fundedOrg(ctx)
+})
+// Rows this test added: the app and its database are the file's (counting from the test's start is
+// what counting from an empty database was).
+let chatsAtStart = 0
+const chatsAdded = () => countRows(ctx.store, 'chats') - chatsAtStart
 
 const createChat = (body: Record<string, unknown>) => ctx.app.inject({ method: 'POST', url: '/api/v1/chats', headers: org.auth, payload: body })
 
@@ -30,14 +39,14 @@ describe('lone surrogates answer 422 at their pointer', () => {
     const res = await createChat({ title: LONE_HIGH.repeat(50) })
     const problems = expectProblem(res, 'body', '/title')
     expect(problems.find((p) => p.pointer === '/title')!.message).toContain('lone surrogate')
-    expect(countRows(ctx.store, 'chats')).toBe(0)
+    expect(chatsAdded()).toBe(0)
   })
 
   it('a description with a lone low surrogate among text, and a user_metadata string', async () => {
     const res = await createChat({ description: `fine ${LONE_LOW} text`, user_metadata: { tags: ['ok', `x${LONE_HIGH}`] } })
     expectProblem(res, 'body', '/description')
     expectProblem(res, 'body', '/user_metadata/tags/1')
-    expect(countRows(ctx.store, 'chats')).toBe(0)
+    expect(chatsAdded()).toBe(0)
   })
 
   it('a property name with a lone surrogate points at the object that holds it', async () => {

@@ -1,3 +1,4 @@
+import { Decimal } from 'decimal.js'
 import fc from 'fast-check'
 import { describe, expect, test } from 'vitest'
 import {
@@ -23,6 +24,7 @@ import {
   type RunStatus,
   type SubmissionForAdmission,
 } from '../../../src/domain/turns/decide-admission.ts'
+import { loadCatalogue } from '../../../src/providers/catalogue/load-catalogue.ts'
 
 const CHAT = 'chat-1'
 const NOW = new Date('2030-06-01T12:00:00.000Z')
@@ -376,5 +378,42 @@ describe('decideMaxTokens (decisions §4 Balance)', () => {
         }),
       )
     })
+  })
+})
+
+describe('decideMaxTokens with sandbox/echo’s catalogue entry and the 5 % platform markup (test/actors/admission.test.ts "balance")', () => {
+  // The entry the HTTP tests run on: 1.00 in and 2.00 out per million tokens.
+  const echoEntry = loadCatalogue().entries.find((e) => e.name === 'sandbox/echo')!
+  const INPUT = 1_234
+  const onEcho = (balance: string, requestedMaxTokens: number | null = null, inputTokens = INPUT) =>
+    decideMaxTokens({ balance, model: echoEntry, markupPercent: '5', inputTokens, requestedMaxTokens })
+  // The input plus one output token, marked up: (1234 × 1.00 + 2.00) / 1e6 × 1.05.
+  const oneToken = new Decimal(INPUT).mul('1.00').plus('2.00').div(1_000_000).mul('1.05')
+
+  test('402 exactly when the balance cannot pay the estimated input plus one output token; exactly enough runs with max_tokens 1', () => {
+    expect(echoEntry.rates).toMatchObject({ input: '1.00', output: '2.00' })
+    expect(onEcho('0').value).toMatchObject({ kind: 'reject', rejection: { rule: 'insufficient_balance' } })
+    expect(onEcho(oneToken.minus('0.0000000001').toFixed()).value).toMatchObject({ kind: 'reject', rejection: { rule: 'insufficient_balance' } })
+    expect(onEcho(oneToken.toFixed()).value).toMatchObject({ kind: 'admit', maxTokens: 1 })
+  })
+
+  test('lowers max_tokens to what the balance pays for, with max_tokens_lowered', () => {
+    // A short prompt's input, as in the HTTP test ('/long 500' in an empty chat).
+    const input = 20
+    const inputCost = new Decimal(input).mul('1.00').div(1_000_000).mul('1.05')
+    const affordable = new Decimal('0.0001').minus(inputCost).mul(1_000_000).div('2.10').floor().toNumber()
+    expect(affordable).toBeLessThan(1000)
+    const d = onEcho('0.0001', 1000, input)
+    expect(d.value).toMatchObject({ kind: 'admit', maxTokens: affordable })
+    expect(d.warnings).toEqual([{ code: 'max_tokens_lowered', message: expect.any(String), details: { requested: 1000, applied: affordable } }])
+  })
+
+  test('lowers max_tokens to the model’s ceiling with a warning; never raises it, and then warns about nothing', () => {
+    const ceiling = onEcho('10', 100_000)
+    expect(ceiling.value).toMatchObject({ kind: 'admit', maxTokens: echoEntry.max_output_tokens })
+    expect(ceiling.warnings).toEqual([
+      { code: 'max_tokens_lowered', message: expect.any(String), details: { requested: 100_000, applied: echoEntry.max_output_tokens } },
+    ])
+    expect(onEcho('10', 64)).toEqual({ value: { kind: 'admit', maxTokens: 64, window: expect.any(Object) }, warnings: [] })
   })
 })

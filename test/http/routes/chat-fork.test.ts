@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { countRows, expectError, expectProblem, UUID } from '../../helpers/http.ts'
 import { PNG_3X2_B64 } from '../../helpers/media-fixtures.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../../helpers/test-app.ts'
@@ -9,12 +9,16 @@ import { fundedOrg, history, newChat, postTurn, sandboxCatalogue, turn } from '.
 let ctx: TestContext
 let org: TestOrg
 
-beforeEach(async () => {
+// One app for the file (building one per test was most of this file's time); each test gets fresh
+// organisations and chats of its own.
+beforeAll(async () => {
   ctx = await createTestApp({ catalogue: sandboxCatalogue() })
-  org = fundedOrg(ctx)
 })
-afterEach(async () => {
+afterAll(async () => {
   await ctx.close()
+})
+beforeEach(async () => {
+  org = fundedOrg(ctx)
 })
 
 const fork = (chatId: string, payload?: unknown, auth = org.auth) =>

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { countRows, createChat, expectError, expectProblem, UUID } from '../../helpers/http.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../../helpers/test-app.ts'
 
@@ -9,13 +9,22 @@ const CHAT_SUMMARY_FIELDS = [...CHAT_CREATED_FIELDS, 'length', 'updated_at'].sor
 let ctx: TestContext
 let org: TestOrg
 
-beforeEach(async () => {
+// One app for the file (building one per test was most of this file's time); each test gets fresh
+// organisations and chats of its own.
+beforeAll(async () => {
   ctx = await createTestApp()
-  org = ctx.org()
 })
-afterEach(async () => {
+afterAll(async () => {
   await ctx.close()
 })
+beforeEach(async () => {
+  chatsAtStart = countRows(ctx.store, 'chats')
+  org = ctx.org()
+})
+// Rows this test added: the app and its database are the file's (counting from the test's start is
+// what counting from an empty database was).
+let chatsAtStart = 0
+const chatsAdded = () => countRows(ctx.store, 'chats') - chatsAtStart
 
 const post = (payload?: unknown, headers: Record<string, string> = org.auth) =>
   ctx.app.inject({ method: 'POST', url: '/api/v1/chats', headers, ...(payload === undefined ? {} : { payload: payload as object }) })
@@ -29,7 +38,7 @@ describe('POST /api/v1/chats', () => {
     expect(body).toMatchObject({ namespace: null, title: null, description: null, user_metadata: {} })
     expect(body.id).toMatch(UUID)
     expect(new Date(body.created_at).toISOString()).toBe(body.created_at)
-    expect(countRows(ctx.store, 'chats')).toBe(1)
+    expect(chatsAdded()).toBe(1)
   })
 
   it('treats a POST with no body at all as {}', async () => {
@@ -110,7 +119,7 @@ describe('POST /api/v1/chats', () => {
       it(name, async () => {
         const res = await post(payload)
         expectProblem(res, 'body', pointer)
-        expect(countRows(ctx.store, 'chats')).toBe(0)
+        expect(chatsAdded()).toBe(0)
       })
     }
 
@@ -119,27 +128,27 @@ describe('POST /api/v1/chats', () => {
       const pointers = problems.map((p) => p.pointer)
       expect(pointers).toContain('/title')
       expect(pointers).toContain('/namespace')
-      expect(countRows(ctx.store, 'chats')).toBe(0)
+      expect(chatsAdded()).toBe(0)
     })
 
     it('rejects a non-object body', async () => {
       const res = await post([1, 2, 3])
       expectError(res, 422, 'validation_failed')
-      expect(countRows(ctx.store, 'chats')).toBe(0)
+      expect(chatsAdded()).toBe(0)
     })
   })
 
   it('answers 400 invalid_request to malformed JSON and writes nothing', async () => {
     const res = await post('{"title": "oops"', { ...org.auth, 'content-type': 'application/json' })
     expectError(res, 400, 'invalid_request')
-    expect(countRows(ctx.store, 'chats')).toBe(0)
+    expect(chatsAdded()).toBe(0)
   })
 
   it('answers 413 payload_too_large to a body over 1 MiB and writes nothing', async () => {
     const payload = JSON.stringify({ title: 'x', user_metadata: { blob: 'x'.repeat(1024 * 1024) } })
     const res = await post(payload, { ...org.auth, 'content-type': 'application/json' })
     expectError(res, 413, 'payload_too_large')
-    expect(countRows(ctx.store, 'chats')).toBe(0)
+    expect(chatsAdded()).toBe(0)
   })
 
   it('validates (422, not 413) a body just under 1 MiB', async () => {
@@ -200,6 +209,7 @@ describe('GET /api/v1/chats/{chat_id}', () => {
 
 describe('DELETE /api/v1/chats/{chat_id}', () => {
   it('deletes the chat and its ledger with 204 and no body; a repeat is 404', async () => {
+    const partsAtStart = countRows(ctx.store, 'parts')
     const chat = await createChat(ctx.app, org.auth)
     const keep = await createChat(ctx.app, org.auth)
     ctx.store.parts.append(chat.id, [{ body: { type: 'prompt', text: 'a' } }, { body: { type: 'message', text: 'b' } }])
@@ -213,15 +223,16 @@ describe('DELETE /api/v1/chats/{chat_id}', () => {
     expectError(await ctx.app.inject({ url: `/api/v1/chats/${chat.id}/history`, headers: org.auth }), 404, 'not_found')
     expectError(await ctx.app.inject({ method: 'DELETE', url: `/api/v1/chats/${chat.id}`, headers: org.auth }), 404, 'not_found')
 
-    const parts = ctx.store.db.prepare('SELECT chat_id FROM parts').all() as { chat_id: string }[]
+    const parts = ctx.store.db.prepare('SELECT chat_id FROM parts WHERE chat_id IN (?, ?)').all(chat.id, keep.id) as { chat_id: string }[]
     expect(parts).toEqual([{ chat_id: keep.id }])
-    expect(countRows(ctx.store, 'chats')).toBe(1)
+    expect(countRows(ctx.store, 'parts') - partsAtStart).toBe(1)
+    expect(chatsAdded()).toBe(1)
   })
 
   it('answers 400 invalid_request to an identifier that is not a UUID', async () => {
     await createChat(ctx.app, org.auth)
     expectError(await ctx.app.inject({ method: 'DELETE', url: '/api/v1/chats/123', headers: org.auth }), 400, 'invalid_request')
-    expect(countRows(ctx.store, 'chats')).toBe(1)
+    expect(chatsAdded()).toBe(1)
   })
 
   it('answers 404 to a missing chat', async () => {

@@ -2,7 +2,7 @@ import { estimateTokens } from '../../../src/domain/tokens/estimate-tokens.ts'
 import type { LanguageModelV3CallOptions } from '@ai-sdk/provider'
 import { Decimal } from 'decimal.js'
 import { randomUUID } from 'node:crypto'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { expectError, UUID } from '../../helpers/http.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../../helpers/test-app.ts'
 import {
@@ -72,15 +72,19 @@ let ctx: TestContext
 let org: TestOrg
 let chatId: string
 
+// One app for the file (building one per test was most of its time); each test has a fresh
+// organisation and chat, and the fakes' state back at its start.
+beforeAll(async () => {
+  ctx = await createTestApp({ catalogue: [...sandboxCatalogue(), FAKE_DELTAS, FAKE_HOLD, FAKE_CAPTURE, FAKE_CUT], languageModelFor: withFakes(fakes) })
+})
+afterAll(async () => {
+  await ctx.close()
+})
 beforeEach(async () => {
   holding = deferred()
   captured = null
-  ctx = await createTestApp({ catalogue: [...sandboxCatalogue(), FAKE_DELTAS, FAKE_HOLD, FAKE_CAPTURE, FAKE_CUT], languageModelFor: withFakes(fakes) })
   org = fundedOrg(ctx)
   chatId = await newChat(ctx, org.auth)
-})
-afterEach(async () => {
-  await ctx.close()
 })
 
 const CONTENT = new Set(['block_start', 'delta', 'block_stop'])
