@@ -1,7 +1,8 @@
 import type { LanguageModelV3FunctionTool, LanguageModelV3Prompt } from '@ai-sdk/provider'
 import { executeRun } from '../../src/actors/execute-run.ts'
 import { endStream } from '../../src/actors/finish-run.ts'
-import { RunChannel, type RunOpening } from '../../src/actors/run-channel.ts'
+import { framesOf, nextEvent, RunChannel } from '../../src/actors/run-channel.ts'
+import type { DomainError } from '../../src/domain/errors.ts'
 import type { RunDeps } from '../../src/actors/run-deps.ts'
 import type { Admission } from '../../src/actors/turn-types.ts'
 import type { CatalogueEntry } from '../../src/domain/catalogue/catalogue-entry.ts'
@@ -120,9 +121,8 @@ export async function runRecorded(vendor: Vendor, responses: ReplayResponse[], t
   const reasoning = mapReasoningEffort(model, turn.reasoningEffort ?? null, maxTokens)
   const runId = '0192a6f0-0000-7000-8000-00000000run1'
   const chatId = turn.chatId ?? '0192a6f0-0000-7000-8000-0000000chat1'
-  const channel = new RunChannel(runId)
-  const frames: { event: string; data: any }[] = []
-  channel.subscribe((frame) => frames.push({ event: frame.event, data: frame.data }))
+  const channel = new RunChannel()
+  channel.admit(runId, [])
 
   const persisted: PartBody[] = []
   const recordedWarnings: TranslationWarning[] = []
@@ -162,13 +162,18 @@ export async function runRecorded(vendor: Vendor, responses: ReplayResponse[], t
   } as unknown as Admission
 
   const outcome = await executeRun(deps, admission, new AbortController().signal)
-  const opening = await channel.opening
+  const { event: opened } = await nextEvent(channel, ['opened', 'failed_before_stream'])
+  const opening: RunOpening = opened.type === 'opened' ? { ok: true } : { ok: false, error: opened.error }
   const cost = customerCost(outcome.usage, model, MARKUP_PERCENT)
   endStream(admission, outcome, outcome.status === 'succeeded' ? cost : null)
   // The manifest writes are not awaited by the run: let them land.
   await new Promise((resolve) => setImmediate(resolve))
+  const frames: { event: string; data: any }[] = framesOf(channel).map((frame) => ({ event: frame.event, data: frame.data }))
   return { outcome, opening, frames, persisted, recordedWarnings, effortWarnings: reasoning.warnings, requests: recorded.requests, cost }
 }
+
+/** How the run's stream began: opened, or failed before its first byte (answered with an HTTP error). */
+export type RunOpening = { ok: true } | { ok: false; error: DomainError }
 
 export const userPrompt = (text: string): LanguageModelV3Prompt => [{ role: 'user', content: [{ type: 'text', text }] }]
 
