@@ -59,11 +59,6 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
     if (!entry) throw new Error(`chat ${chatId} has no actor here`)
     return entry.runtime
   }
-  /**
-   * Runs this node gave up settling (decision 020): their leases were released, and are never renewed
-   * here even if that release could not be written; the sweep settles them.
-   */
-  const released = new Set<string>()
   /** Set by drain (a shutdown): no new turn is admitted here any more. */
   let draining = false
   const report = options.onError ?? ((what: string, error: unknown) => console.error(`chat actor host: ${what}:`, error))
@@ -107,7 +102,7 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
       releaseRun: fromPromise(async ({ input }) => {
         const runtime = runtimeOf(input.chatId)
         const runId = input.admission.runId
-        released.add(runId)
+        runtime.released.add(runId)
         try {
           await leaveToSweep(deps, runId)
         } catch (error) {
@@ -196,14 +191,15 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
       if (actors.get(chatId)?.actor === actor) actors.delete(chatId)
     }
     actor.subscribe({
-      // Done: the chat was deleted (the machine's final state). Everything kept for it goes too.
+      // Done (the chat was deleted, or the node gave it up) or stopped (evicted, shut down): everything kept for it goes too.
       complete: () => {
         drop()
-        if (actor.getSnapshot().status === 'done') deps.history.forget(chatId)
+        deps.history.forget(chatId)
       },
       // Never expected; the next use hydrates a new actor from the ledger.
       error: (error) => {
         drop()
+        deps.history.forget(chatId)
         report(`actor of chat ${chatId} failed`, error)
       },
     })
@@ -213,20 +209,29 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
     return entry
   }
 
-  const isIdle = (actor: ChatActor) => {
+  /** At rest, with nothing in its runtime that only this actor knows (a lease released here, unwritten). */
+  const isIdle = ({ actor, runtime }: { actor: ChatActor; runtime: ChatRuntime }) => {
     const snapshot = actor.getSnapshot()
     const resting = snapshot.matches('idle') || snapshot.matches('awaitingToolResults') || snapshot.matches('outstanding')
-    return resting && snapshot.context.eagerCompaction === null
+    return resting && snapshot.context.eagerCompaction === null && runtime.released.size === 0
+  }
+
+  /**
+   * Drops a chat's actor and everything kept for it: its runtime, and its kept history once the
+   * stopped actor completes (the ledger rebuilds both).
+   */
+  function dropActor(chatId: string, entry: { actor: ChatActor }): void {
+    entry.actor.stop()
+    if (actors.get(chatId) === entry) actors.delete(chatId)
   }
 
   function evictIdle(now = Date.now()): number {
     let evicted = 0
-    const idle = [...actors.entries()].filter(([, entry]) => isIdle(entry.actor)).sort((a, b) => a[1].lastUsed - b[1].lastUsed)
+    const idle = [...actors.entries()].filter(([, entry]) => isIdle(entry)).sort((a, b) => a[1].lastUsed - b[1].lastUsed)
     const excess = Math.max(0, idle.length - maxIdleActors)
     idle.forEach(([chatId, entry], i) => {
       if (i < excess || now - entry.lastUsed > idleEvictMs) {
-        entry.actor.stop()
-        actors.delete(chatId)
+        dropActor(chatId, entry)
         evicted++
       }
     })
@@ -361,7 +366,6 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
         actor.send({ type: 'RELINQUISH', message })
       }
       actors.clear()
-      released.clear()
       return streaming
     },
 
@@ -440,17 +444,20 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
       let atExpiry: ReturnType<typeof setTimeout> | null = null
       let stopped = false
 
-      // decision 020: a customer run whose chat has an actor here is settled by that actor (SWEEP), so
-      // what it knows follows the ledger; without one, there is nothing in memory to follow it.
+      // decision 020, issue 25: once serving, a run of a chat is settled by the chat's actor (SWEEP),
+      // loaded if needed, so what it knows follows the ledger; customer and compaction runs alike.
+      // Only a run whose chat is gone (deleted) is settled here.
       const handOver = (run: RunRow) => {
-        const entry = run.origin === 'customer' ? actors.get(run.chat_id) : undefined
-        if (!entry || entry.actor.getSnapshot().status !== 'active') return false
+        if (!deps.store.chats.exists(run.chat_id)) return false
+        const entry = entryFor(run.chat_id)
+        if (entry.actor.getSnapshot().status !== 'active') return false
         entry.actor.send({ type: 'SWEEP', run: { id: run.id, leaseOwner: run.lease_owner, leaseExpiresAt: run.lease_expires_at } })
         return true
       }
-      const sweep = (previousSelf: string | null) => {
-        const settled = sweepAbandonedRuns(deps, previousSelf, (run, error) => report(`run ${run.id} not swept`, error), handOver)
-        for (const run of settled) released.delete(run.id)
+      // At start nothing is loaded and nothing served yet: the runs left by a crash are settled here
+      // and now, before the first turn (which would otherwise find its chat still sweeping).
+      const sweep = (previousSelf: string | null, atStart = false) => {
+        sweepAbandonedRuns(deps, previousSelf, (run, error) => report(`run ${run.id} not swept`, error), atStart ? undefined : handOver)
         scheduleAtExpiry()
       }
       // Another node's lease (an orphan after a node change) is swept the moment it expires, not at
@@ -474,8 +481,9 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
         if (!isPrimary()) return
         try {
           const now = deps.now()
-          for (const id of released) if (deps.store.runs.getById(id)?.status !== 'running') released.delete(id)
-          deps.store.runs.renewLeases(deps.nodeId, new Date(now.getTime() + deps.leaseTtlMs).toISOString(), [...released])
+          // The leases this node released (each chat's runtime keeps its own), never renewed.
+          const released = [...actors.values()].flatMap(({ runtime }) => runtime.releasedStillRunning((id) => deps.store.runs.getById(id)?.status === 'running'))
+          deps.store.runs.renewLeases(deps.nodeId, new Date(now.getTime() + deps.leaseTtlMs).toISOString(), released)
         } catch (error) {
           report('leases not renewed', error)
         }
@@ -489,7 +497,7 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
       if (isPrimary()) {
         // The only writer settles every run it finds running; otherwise its own earlier life's and expired ones.
         if (role.exclusiveWriter) takeOver()
-        sweep(deps.nodeId)
+        sweep(deps.nodeId, true)
       }
       const renew = setInterval(() => {
         renewAndSweep()
@@ -505,8 +513,7 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
 
     /** Stops every actor (on shutdown); their runs' leases lapse and the next start settles them. */
     stopAll(): void {
-      for (const { actor } of actors.values()) actor.stop()
-      actors.clear()
+      for (const [chatId, entry] of actors) dropActor(chatId, entry)
     },
   }
 }

@@ -14,7 +14,10 @@ type Waiter<T> = { resolve: (outcome: T) => void }
  * - the event log of each submission in flight and of each run streaming (src/actors/run-channel.ts);
  * - each running run's full admission (the prompt, the tools, the manifest's inputs) and the
  *   AbortController that stops its provider call, keyed by run id;
- * - the DELETE and FORK requests waiting for the machine's answer.
+ * - the DELETE and FORK requests waiting for the machine's answer;
+ * - the runs whose leases this node released (never renewed again).
+ * The chat's kept history (src/actors/context-history.ts) goes with the actor too: the host forgets
+ * it whenever it drops the actor.
  */
 export class ChatRuntime {
   /** Submissions sent to the machine and not yet admitted or rejected, by request id. */
@@ -24,6 +27,11 @@ export class ChatRuntime {
   private readonly runs = new Map<string, { admission: Admission; abort: AbortController }>()
   readonly deletes = new Map<string, Waiter<DeleteOutcome>>()
   readonly forks = new Map<string, Waiter<ForkOutcome>>()
+  /**
+   * Runs of this chat whose settlement this node gave up (decision 020): their leases were released
+   * and are never renewed here, even if the release could not be written; the sweep settles them.
+   */
+  readonly released = new Set<string>()
   private nextRequest = 1
 
   constructor(readonly chatId: string) {}
@@ -93,6 +101,12 @@ export class ChatRuntime {
   /** The run is settled or left to the sweep: its log lives on with its readers, nothing else. */
   forgetRun(runId: string): void {
     this.runs.delete(runId)
+  }
+
+  /** The released runs still running in the ledger (`isRunning`); those settled since are forgotten. */
+  releasedStillRunning(isRunning: (runId: string) => boolean): string[] {
+    for (const id of this.released) if (!isRunning(id)) this.released.delete(id)
+    return [...this.released]
   }
 
   abort(runId: string): void {

@@ -50,6 +50,7 @@ export function createChatStore(db: Db, clock: Clock = wallClock) {
   const seqOf = db.prepare<[string, string], { seq: number }>('SELECT seq FROM chats WHERE id = ? AND org_id = ?')
   const remove = db.prepare<[string, string]>('DELETE FROM chats WHERE id = ? AND org_id = ?')
   const removeById = db.prepare<[string]>('DELETE FROM chats WHERE id = ?')
+  const present = db.prepare<[string], { one: number }>('SELECT 1 AS one FROM chats WHERE id = ?')
   type ListParams = { org: string; cursor: number; ns: string | null; from: string | null; to: string | null; limit: number }
   const older = db.prepare<[ListParams], ChatRow>(CHAT_LIST_OLDER_SQL)
   const newer = db.prepare<[ListParams], ChatRow>(CHAT_LIST_NEWER_SQL)
@@ -72,6 +73,8 @@ export function createChatStore(db: Db, clock: Clock = wallClock) {
      * caller's organisation was checked (decision 020). Its runs and balance entries stay.
      */
     deleteById: (id: string) => removeById.run(id).changes > 0,
+    /** Whether the chat is there, whoever's it is (the sweep's question: a run of a deleted chat has no actor to settle it). */
+    exists: (id: string) => present.get(id) !== undefined,
     list(query: ChatListQuery): ChatListPage {
       const cursorId = query.afterId ?? query.beforeId
       let cursor = Number.MAX_SAFE_INTEGER

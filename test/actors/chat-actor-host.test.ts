@@ -173,7 +173,10 @@ describe('one actor per chat', () => {
   })
 
   it('evicts idle actors beyond the bound and after the idle time, never a running one', async () => {
-    const host = startHost({ maxIdleActors: 2, idleEvictMs: 60_000 })
+    const runDeps = deps()
+    const forget = vi.spyOn(runDeps.history, 'forget')
+    const host = createChatActorHost(runDeps, { maxIdleActors: 2, idleEvictMs: 60_000 })
+    hosts.push({ host, stop: host.start() })
     const idleChats = [newChat(), newChat(), newChat(), newChat()]
     for (const chatId of idleChats) {
       const admission = await admitted(host.submit(submission(chatId)))
@@ -187,6 +190,8 @@ describe('one actor per chat', () => {
 
     expect(host.evictIdle()).toBe(2)
     expect(host.size).toBe(3)
+    // What the actor kept goes with it (issue 25): the two oldest chats' packing history.
+    expect(forget.mock.calls.map(([chatId]) => chatId)).toEqual(idleChats.slice(0, 2))
     // Past the idle time every idle actor goes; the running one stays.
     expect(host.evictIdle(Date.now() + 120_000)).toBe(2)
     expect(host.size).toBe(1)

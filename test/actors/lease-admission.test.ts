@@ -185,6 +185,30 @@ describe('the sweep at a lease’s expiry', () => {
     expect(usageEntries(temp.store, runId)).toHaveLength(1)
   })
 
+  it('once serving, a lapsed run of a chat with no actor here is settled by that chat’s actor, loaded for it: customer and compaction runs alike (issue 25)', async () => {
+    const customerChat = newChat()
+    const compactionChat = newChat()
+    // Both leases lapse after the start's own sweep: the timer at their expiry finds them.
+    const customerRun = orphan(customerChat, inMs(300), { toolCall: true })
+    const compactionRun = orphan(compactionChat, inMs(300), { origin: 'compaction' })
+    const host = startHost({ leaseRenewMs: 60_000 })
+    expect(host.size).toBe(0)
+    await vi.waitFor(
+      () => {
+        expect(temp.store.runs.getById(customerRun)).toMatchObject({ status: 'failed', error: 'interrupted' })
+        expect(temp.store.runs.getById(compactionRun)).toMatchObject({ status: 'failed', error: 'interrupted' })
+      },
+      { timeout: 5_000, interval: 10 },
+    )
+    // Loaded to settle them: each chat's actor now knows what the ledger says.
+    expect(host.size).toBe(2)
+    expect(usageEntries(temp.store, customerRun)).toHaveLength(1)
+    expect(usageEntries(temp.store, compactionRun)).toEqual([expect.objectContaining({ entry_type: 'compaction' })])
+    const next = await admitted(host.submit(submission(customerChat)))
+    expect(next.closedToolCalls).toEqual(['call_orphan'])
+    await next.channel.settled
+  })
+
   it('renews at a third of the lease by default, so its own runs never look expired', async () => {
     const chatId = newChat()
     const host = createChatActorHost({ ...deps(), leaseTtlMs: 600 })
