@@ -217,7 +217,7 @@ export const chatMachine = setup({
     /** docs/guide/tool-calls.md: the latest customer run left tool calls no submission has closed; the next one closes them. */
     awaitsToolResults: ({ context }) => context.pendingCalls.length > 0,
     // One guard per rule of the admission tables (src/domain/turns/admission-rules.ts), named as the
-    // rule and checking it (test/machines/admission-guards.test.ts checks that each table rule has one).
+    // rule and checking it (test/machines/chat.machine.test.ts checks that each table rule has one).
     retriesMissingRun: ({ context, event }) => submissionRuleBreaks('retriesMissingRun', context, event),
     retriesOtherThanLatestFailedRun: ({ context, event }) => submissionRuleBreaks('retriesOtherThanLatestFailedRun', context, event),
     reusesIdempotencyKey: ({ context, event }) => submissionRuleBreaks('reusesIdempotencyKey', context, event),
