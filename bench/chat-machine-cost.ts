@@ -9,6 +9,7 @@ import { chatMachine } from '../machines/chat.machine.ts'
 import type { RunAdmission, SettleRunOutput } from '../machines/chat.types.ts'
 import type { Submission } from '../src/actors/turn-types.ts'
 import type { RunOutcome } from '../src/domain/runs/run-outcome.ts'
+import type { TurnFacts } from '../src/domain/turns/admission-rules.ts'
 
 const TURNS = Number(process.argv[2] ?? 50_000)
 const ACTORS = 32
@@ -29,7 +30,8 @@ const result: RunOutcome = {
 }
 const machine = chatMachine.provide({
   actors: {
-    admitTurn: fromPromise(async ({ input }) => admission(input.submission.runId)),
+    readTurn: fromPromise(async (): Promise<TurnFacts> => ({ runningRuns: { count: 0, cap: 10 }, overflow: null, budget: null })),
+    writeTurn: fromPromise(async ({ input }) => admission(input.submission.runId)),
     streamRun: fromPromise(async () => result),
     settleRun: fromPromise(async (): Promise<SettleRunOutput> => ({ cost: '0', eager: null })),
   },

@@ -3,21 +3,16 @@ import { NotFoundError, RunInProgressError, UnavailableError, ValidationError } 
 import { decideForkCut, forkCutIsSettled } from '../src/domain/chats/fork-cut.ts'
 import { leaseIsLive } from '../src/domain/runs/lease.ts'
 import { endedAs, type RunOutcome, runOutcome, usageKnownSoFar } from '../src/domain/runs/run-outcome.ts'
+import { closeCalls, NOTHING_TO_CLOSE, rejectionError, type AdmissionFacts, type ChatFacts } from '../src/domain/turns/decide-admission.ts'
 import {
-  answeredIds,
-  answersOnlyPendingCalls,
-  closeCalls,
-  isRetryOfLatestFailedRun,
-  keyIsUnused,
-  NOTHING_TO_CLOSE,
-  rejectionError,
-  retriesMissingRun,
-  decideAdmission,
-  type AdmissionFacts,
-  type ChatFacts,
-} from '../src/domain/turns/decide-admission.ts'
+  rejectionOf,
+  SUBMISSION_RULES,
+  TURN_RULES,
+  type SubmissionRuleName,
+  type TurnFacts,
+  type TurnRuleName,
+} from '../src/domain/turns/admission-rules.ts'
 import type {
-  AdmitTurnInput,
   ChatAdmission,
   ChatContext,
   ChatEmitted,
@@ -28,8 +23,10 @@ import type {
   EagerCompaction,
   LedgerView,
   RunAdmission,
+  ReadTurnInput,
   ReapRunInput,
   ReleaseRunInput,
+  WriteTurnInput,
   SettleRunInput,
   SettleRunOutput,
   StreamRunInput,
@@ -117,16 +114,37 @@ const factsOf = (context: ChatContext, ledger: LedgerView | undefined): Admissio
 /**
  * docs/guide/runs.md, in order, for a submission to a chat at rest: refused while the ledger holds a live
  * run; an orphan is reaped first (and the submission decided again on what the ledger then says);
- * then the retry, idempotency and tool-id rules. What passes them all is admitted: admission packs
- * it, decides the 402 and writes it.
+ * then the submission rules (src/domain/turns/admission-rules.ts SUBMISSION_RULES: retry,
+ * idempotency, tool ids), one guard each, in the table's order, each refusing with its own rejection.
+ * What passes them all is read (readTurn), decided by the turn rules, and written (writeTurn).
  */
 const decideSubmission = [
   { guard: 'ledgerRunIsLive', actions: 'rejectLedgerRun' },
   { guard: 'ledgerRunIsOrphaned', target: '#chat.running.reaping', actions: ['queueSubmission', 'noteOrphan'] },
-  { guard: 'retriesMissingRun', actions: 'rejectBrokenRule' },
-  { guard: and(['isRetry', not('isRetryOfLatestFailedRun')]), actions: 'rejectBrokenRule' },
-  { guard: 'reusesIdempotencyKey', actions: 'rejectBrokenRule' },
-  { guard: not('answersOnlyPendingCalls'), actions: 'rejectBrokenRule' },
+  ...SUBMISSION_RULES.map((rule) => ({ guard: rule.name, actions: { type: 'rejectBrokenRule', params: { rule: rule.name } } }) as const),
+] as const
+
+/**
+ * The turn rules (TURN_RULES: the running-run cap, context too large, the 402), on the facts readTurn
+ * read, one guard each in the table's order: a broken one refuses the turn and nothing is written.
+ * A DELETE that came meanwhile finds the turn refused as the chat's (404), and the chat is deleted.
+ * What passes them all is written.
+ */
+const decideTurn = [
+  {
+    guard: and(['deletionRequested', 'breaksATurnRule']),
+    target: '#chat.deleting',
+    actions: ['rejectSubmissionAsDeleted', 'forgetSubmission', 'forgetInterruption'],
+  },
+  ...TURN_RULES.map(
+    (rule) =>
+      ({
+        guard: rule.name,
+        target: '#chat.ready',
+        actions: [{ type: 'rejectBrokenTurnRule', params: { rule: rule.name } }, 'forgetSubmission', 'forgetInterruption'],
+      }) as const,
+  ),
+  { target: 'writing' },
 ] as const
 
 /** At rest with nothing pending: a submission that passes the rules is admitted. */
@@ -151,6 +169,19 @@ const deleteAtRest = { target: '#chat.deleting', actions: 'addDeleter' } as cons
 /** The sweep's find, at rest: the actor settles the run itself, so what it knows follows (decision 020). */
 const sweepAtRest = { target: '#chat.sweeping', actions: 'noteSweptRun' } as const
 
+/** Whether a SUBMIT breaks the named submission rule, on the chat's facts and the ledger's the sender read. */
+const submissionRuleBreaks = (name: SubmissionRuleName, context: ChatContext, event: ChatEvent): boolean => {
+  const rule = SUBMISSION_RULES.find((r) => r.name === name)!
+  return event.type === 'SUBMIT' && rule.breaks(factsOf(context, event.ledger), event.submission, new Date(event.at))
+}
+
+/** Whether the queued turn breaks the named turn rule, on the facts readTurn read (none read: it breaks none). */
+const turnRuleBreaks = (name: TurnRuleName, context: ChatContext): boolean => {
+  const queued = context.queued
+  const rule = TURN_RULES.find((r) => r.name === name)!
+  return queued?.turn != null && rule.breaks(queued.turn, queued.submission, new Date(queued.at))
+}
+
 const mustBeProvided = (name: string) => async (): Promise<never> => {
   throw new Error(`chat machine: the actor "${name}" must be provided (src/actors/chat-actor-host.ts)`)
 }
@@ -168,7 +199,8 @@ export const chatMachine = setup({
     emitted: {} as ChatEmitted,
   },
   actors: {
-    admitTurn: fromPromise<ChatAdmission, AdmitTurnInput>(mustBeProvided('admitTurn')),
+    readTurn: fromPromise<TurnFacts, ReadTurnInput>(mustBeProvided('readTurn')),
+    writeTurn: fromPromise<ChatAdmission, WriteTurnInput>(mustBeProvided('writeTurn')),
     compactHistory: fromPromise<ChatAdmission, CompactHistoryInput>(mustBeProvided('compactHistory')),
     compactEagerly: fromPromise<void, EagerCompaction>(mustBeProvided('compactEagerly')),
     streamRun: fromPromise<RunOutcome, StreamRunInput>(mustBeProvided('streamRun')),
@@ -184,16 +216,17 @@ export const chatMachine = setup({
   guards: {
     /** docs/guide/tool-calls.md: the latest customer run left tool calls no submission has closed; the next one closes them. */
     awaitsToolResults: ({ context }) => context.pendingCalls.length > 0,
-    /** docs/guide/runs.md Retry: the submission names a run to retry. */
-    isRetry: ({ event }) => event.type === 'SUBMIT' && (event.submission.request.retry_of ?? null) !== null,
-    /** docs/guide/runs.md Retry: `retry_of` names no run of the organisation (404). */
-    retriesMissingRun: ({ context, event }) => event.type === 'SUBMIT' && retriesMissingRun(factsOf(context, event.ledger), event.submission),
-    /** docs/guide/runs.md Retry: `retry_of` names the latest customer run of this chat, and it failed. */
-    isRetryOfLatestFailedRun: ({ context, event }) => event.type === 'SUBMIT' && isRetryOfLatestFailedRun(factsOf(context, event.ledger), context.chatId),
-    /** docs/guide/runs.md Idempotency: the key was used within 24 h. */
-    reusesIdempotencyKey: ({ context, event }) => event.type === 'SUBMIT' && !keyIsUnused(factsOf(context, event.ledger)),
-    /** docs/guide/tool-calls.md: every tool_result of the submission answers a call pending in this chat. */
-    answersOnlyPendingCalls: ({ context, event }) => event.type !== 'SUBMIT' || answersOnlyPendingCalls(context.pendingCalls, answeredIds(event.submission)),
+    // One guard per rule of the admission tables (src/domain/turns/admission-rules.ts), named as the
+    // rule and checking it (test/machines/chat.machine.test.ts checks that each table rule has one).
+    retriesMissingRun: ({ context, event }) => submissionRuleBreaks('retriesMissingRun', context, event),
+    retriesOtherThanLatestFailedRun: ({ context, event }) => submissionRuleBreaks('retriesOtherThanLatestFailedRun', context, event),
+    reusesIdempotencyKey: ({ context, event }) => submissionRuleBreaks('reusesIdempotencyKey', context, event),
+    answersUnknownToolCall: ({ context, event }) => submissionRuleBreaks('answersUnknownToolCall', context, event),
+    exceedsRunningRunCap: ({ context }) => turnRuleBreaks('exceedsRunningRunCap', context),
+    contextIsTooLarge: ({ context }) => turnRuleBreaks('contextIsTooLarge', context),
+    cannotAffordTurn: ({ context }) => turnRuleBreaks('cannotAffordTurn', context),
+    /** Some turn rule breaks: the turn is refused, whichever. */
+    breaksATurnRule: ({ context }) => TURN_RULES.some((rule) => turnRuleBreaks(rule.name, context)),
     /** docs/guide/tool-calls.md: the run that just settled left tool calls; they are pending until the next submission. */
     leftToolCalls: ({ context }) => (context.result?.pendingToolCalls.length ?? 0) > 0,
     needsCompaction: (_, admission: ChatAdmission) => (admission.compaction?.blocks ?? 0) > 0,
@@ -219,22 +252,23 @@ export const chatMachine = setup({
     queueSubmission: assign({
       queued: ({ event }) =>
         event.type === 'SUBMIT'
-          ? { requestId: event.requestId, submission: event.submission, at: event.at, ledger: event.ledger, closing: NOTHING_TO_CLOSE }
+          ? { requestId: event.requestId, submission: event.submission, at: event.at, ledger: event.ledger, closing: NOTHING_TO_CLOSE, turn: null }
           : null,
     }),
-    /**
-     * The submission broke the rule its guard names: decideAdmission (the same rule functions, in the
-     * same order) says which, and with what details; the HTTP layer maps the error to its status.
-     */
-    rejectBrokenRule: emit(({ context, event }) => {
+    /** The submission broke the submission rule its guard names: that rule's rejection; the HTTP layer maps the error to its status. */
+    rejectBrokenRule: emit(({ context, event }, params: { rule: SubmissionRuleName }) => {
       assertEvent(event, 'SUBMIT')
-      const verdict = decideAdmission(factsOf(context, event.ledger), event.submission, new Date(event.at)).value
-      return {
-        type: 'rejected' as const,
-        requestId: event.requestId,
-        error: verdict.kind === 'reject' ? rejectionError(verdict.rejection) : new Error('the chat machine refused a submission decideAdmission admits'),
-      }
+      const rejection = rejectionOf(SUBMISSION_RULES, params.rule, factsOf(context, event.ledger), event.submission, new Date(event.at))
+      return { type: 'rejected' as const, requestId: event.requestId, error: rejectionError(rejection) }
     }),
+    /** The turn readTurn read broke the turn rule its guard names: that rule's rejection (429, 422 context_too_large, 402). */
+    rejectBrokenTurnRule: emit(({ context }, params: { rule: TurnRuleName }) => {
+      const queued = context.queued!
+      const rejection = rejectionOf(TURN_RULES, params.rule, queued.turn!, queued.submission, new Date(queued.at))
+      return { type: 'rejected' as const, requestId: queued.requestId, error: rejectionError(rejection) }
+    }),
+    /** What readTurn read, as data: the turn rules decide on it, and writeTurn writes the turn it passed. */
+    noteTurnFacts: assign({ queued: ({ context }, turn: TurnFacts) => context.queued && { ...context.queued, turn } }),
     /**
      * docs/guide/tool-calls.md: the submission closes every pending call, by its tool_result or by a tombstone
      * (\`expired\` past 24 h, \`cancelled\` for a cancelled or failed run's call, \`abandoned\`
@@ -547,54 +581,87 @@ export const chatMachine = setup({
             ],
           },
         },
+        // Admission: the turn is read and packed (readTurn), decided by the turn rules, then written
+        // (writeTurn). A DELETE (or a shutdown) waits for it, then stops the run it wrote.
         packing: {
-          // Admission may be writing the run: a DELETE (or a shutdown) waits for it, then stops the run it wrote.
           on: { DELETE: { actions: 'addDeleter' }, INTERRUPT: { actions: 'noteInterruption' } },
-          invoke: {
-            src: 'admitTurn',
-            input: ({ context }) => ({ requestId: context.queued!.requestId, submission: context.queued!.submission, closing: context.queued!.closing }),
-            onDone: [
-              {
-                guard: 'deletionRequested',
-                target: 'settling',
-                actions: [
-                  { type: 'announceRun', params: ({ event }) => event.output },
-                  { type: 'startRun', params: ({ event }) => event.output },
-                  'abortRun',
-                  'recordDeletedBeforeStreaming',
+          initial: 'reading',
+          states: {
+            // Reads configuration, budget, balance and the running runs, and packs the history; writes nothing.
+            reading: {
+              invoke: {
+                src: 'readTurn',
+                input: ({ context }) => ({ requestId: context.queued!.requestId, submission: context.queued!.submission, closing: context.queued!.closing }),
+                onDone: { target: 'deciding', actions: [{ type: 'noteTurnFacts', params: ({ event }) => event.output }] },
+                onError: [
+                  { guard: 'deletionRequested', target: '#chat.deleting', actions: ['rejectSubmissionAsDeleted', 'forgetSubmission', 'forgetInterruption'] },
+                  {
+                    target: '#chat.ready',
+                    actions: [
+                      { type: 'rejectSubmission', params: ({ event }: { event: { error: unknown } }) => event.error },
+                      'forgetSubmission',
+                      'forgetInterruption',
+                    ],
+                  },
                 ],
               },
-              {
-                guard: 'interruptionRequested',
-                target: 'settling',
-                actions: [
-                  { type: 'announceRun', params: ({ event }) => event.output },
-                  { type: 'startRun', params: ({ event }) => event.output },
-                  'abortRun',
-                  'recordInterruptedBeforeStreaming',
+            },
+            // The turn rules (TURN_RULES), over what was read: the 402 and context_too_large among them.
+            deciding: { always: decideTurn },
+            // The one transaction: tombstones, input, the run, the idempotency key (the cap and the key asked again).
+            writing: {
+              invoke: {
+                src: 'writeTurn',
+                input: ({ context }) => ({
+                  requestId: context.queued!.requestId,
+                  submission: context.queued!.submission,
+                  closing: context.queued!.closing,
+                  turn: context.queued!.turn!,
+                }),
+                onDone: [
+                  {
+                    guard: 'deletionRequested',
+                    target: '#chat.running.settling',
+                    actions: [
+                      { type: 'announceRun', params: ({ event }: { event: { output: ChatAdmission } }) => event.output },
+                      { type: 'startRun', params: ({ event }: { event: { output: ChatAdmission } }) => event.output },
+                      'abortRun',
+                      'recordDeletedBeforeStreaming',
+                    ],
+                  },
+                  {
+                    guard: 'interruptionRequested',
+                    target: '#chat.running.settling',
+                    actions: [
+                      { type: 'announceRun', params: ({ event }: { event: { output: ChatAdmission } }) => event.output },
+                      { type: 'startRun', params: ({ event }: { event: { output: ChatAdmission } }) => event.output },
+                      'abortRun',
+                      'recordInterruptedBeforeStreaming',
+                    ],
+                  },
+                  {
+                    guard: { type: 'needsCompaction', params: ({ event }: { event: { output: ChatAdmission } }) => event.output },
+                    target: '#chat.running.compacting',
+                    actions: [{ type: 'announceRun', params: ({ event }: { event: { output: ChatAdmission } }) => event.output }, { type: 'startRun', params: ({ event }: { event: { output: ChatAdmission } }) => event.output }],
+                  },
+                  {
+                    target: '#chat.running.streaming',
+                    actions: [{ type: 'announceRun', params: ({ event }: { event: { output: ChatAdmission } }) => event.output }, { type: 'startRun', params: ({ event }: { event: { output: ChatAdmission } }) => event.output }],
+                  },
+                ],
+                onError: [
+                  { guard: 'deletionRequested', target: '#chat.deleting', actions: ['rejectSubmissionAsDeleted', 'forgetSubmission', 'forgetInterruption'] },
+                  {
+                    target: '#chat.ready',
+                    actions: [
+                      { type: 'rejectSubmission', params: ({ event }: { event: { error: unknown } }) => event.error },
+                      'forgetSubmission',
+                      'forgetInterruption',
+                    ],
+                  },
                 ],
               },
-              {
-                guard: { type: 'needsCompaction', params: ({ event }) => event.output },
-                target: 'compacting',
-                actions: [{ type: 'announceRun', params: ({ event }) => event.output }, { type: 'startRun', params: ({ event }) => event.output }],
-              },
-              {
-                target: 'streaming',
-                actions: [{ type: 'announceRun', params: ({ event }) => event.output }, { type: 'startRun', params: ({ event }) => event.output }],
-              },
-            ],
-            onError: [
-              { guard: 'deletionRequested', target: '#chat.deleting', actions: ['rejectSubmissionAsDeleted', 'forgetSubmission', 'forgetInterruption'] },
-              {
-                target: '#chat.ready',
-                actions: [
-                  { type: 'rejectSubmission', params: ({ event }: { event: { error: unknown } }) => event.error },
-                  'forgetSubmission',
-                  'forgetInterruption',
-                ],
-              },
-            ],
+            },
           },
         },
         // The run is admitted and its stream open; it waits while the oldest history is summarised.

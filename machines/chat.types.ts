@@ -5,6 +5,7 @@ import type { RunOutcome } from '../src/domain/runs/run-outcome.ts'
 import type { Submission } from '../src/domain/turns/submission.ts'
 import type { PendingCall } from '../src/domain/turns/close-pending-calls.ts'
 import type { CallClosing, ChatFacts, LatestRun, LedgerFacts } from '../src/domain/turns/decide-admission.ts'
+import type { TurnFacts } from '../src/domain/turns/admission-rules.ts'
 import type { ForkLedgerView } from '../src/domain/chats/fork-cut.ts'
 
 /**
@@ -46,10 +47,11 @@ export type ChatContext = {
   pendingCalls: PendingCall[]
   latestCustomerRun: LatestRun | null
   /**
-   * The submission being admitted, with the way back to its caller, what the ledger said of it when
-   * it came, and how it closes the pending calls (decided when it came, written by admission).
+   * The submission being admitted, named by its request id, with what the ledger said of it when it
+   * came, how it closes the pending calls (decided when it came, written by admission) and, once
+   * readTurn has read it, the facts the turn rules decide on (src/domain/turns/admission-rules.ts).
    */
-  queued: { requestId: string; submission: Submission; at: string; ledger: LedgerView | undefined; closing: CallClosing } | null
+  queued: { requestId: string; submission: Submission; at: string; ledger: LedgerView | undefined; closing: CallClosing; turn: TurnFacts | null } | null
   /** The run this chat is running, once admitted. */
   admission: ChatAdmission | null
   result: RunOutcome | null
@@ -139,8 +141,10 @@ export type ChatEmitted =
 
 /** Settles an orphan whose lease expired; resolves with what the chat knows afterwards, read from the ledger. */
 export type ReapRunInput = { chatId: string; run: RunLease }
-/** The submission the machine admitted, and how it closes the pending calls: admission packs and writes it. */
-export type AdmitTurnInput = { requestId: string; submission: Submission; closing: CallClosing }
+/** The submission the machine let through its submission rules, and how it closes the pending calls: readTurn reads and packs it. */
+export type ReadTurnInput = { requestId: string; submission: Submission; closing: CallClosing }
+/** The submission, and the facts readTurn read that passed the machine's turn rules: writeTurn writes it. */
+export type WriteTurnInput = { requestId: string; submission: Submission; closing: CallClosing; turn: TurnFacts }
 export type StreamRunInput = { chatId: string; admission: ChatAdmission }
 /** The admitted run and the blocks to summarise; resolves with the run re-packed over the summaries. */
 export type CompactHistoryInput = { chatId: string; admission: ChatAdmission }

@@ -4,15 +4,13 @@ import { addSegment, type ContextManifest } from '../domain/context/context-mani
 import { estimatePartTokens } from '../domain/context/estimate-part-tokens.ts'
 import { IdempotencyKeyReusedError, RunInProgressError, RunningRunsLimitError } from '../domain/errors.ts'
 import type { PartBody } from '../domain/parts.ts'
-import { coerceReasoningEffort, type TranslationWarning } from '../domain/turns/coerce-reasoning-effort.ts'
+import type { TurnFacts } from '../domain/turns/admission-rules.ts'
+import { coerceReasoningEffort } from '../domain/turns/coerce-reasoning-effort.ts'
 import type { CallClosing } from '../domain/turns/decide-admission.ts'
-import { convertToProviderPrompt } from '../providers/convert-to-provider-prompt.ts'
-import { mapReasoningEffort, type VendorReasoning } from '../providers/map-reasoning-effort.ts'
-import { vendorTranslationWarnings } from '../providers/vendor-fidelity.ts'
 import type { NewPart } from '../store/parts.ts'
 import type { ResolvedConfiguration } from '../store/config-resolution.ts'
 import { DEFAULT_MAX_RUNNING_RUNS_PER_ORG } from '../settings.ts'
-import { affordableMaxTokens, type MaxTokensFit } from './affordable-max-tokens.ts'
+import { assembleTurn, budgetFactsOf, type TurnFrame } from './assemble-turn.ts'
 import type { RunChannel } from './run-channel.ts'
 import type { RunDeps } from './run-deps.ts'
 import { openRun } from './run-lifecycle.ts'
@@ -21,46 +19,46 @@ import type { Compactor } from './compactor.ts'
 import type { Admission, CompactionReport, PreparedPart, Submission } from './turn-types.ts'
 
 /**
- * Admits a turn the chat machine let through its rules (machines/chat.machine.ts: retry,
- * idempotency, tool ids, and how the pending calls close): packs it (configuration, budget, the
- * packed context), has the pure `decideMaxTokens` decide the 402 and max_tokens (docs/guide/billing-and-usage.md
- * Balance, which needs the packed size), and writes it: tombstones for unanswered calls, the input
- * parts, the run and the idempotency key, in one transaction, committed before it resolves, so before
- * any byte is streamed. Rejects with the domain error that refuses it; a refusal writes nothing.
- * `channel` is the submission's event log (src/actors/run-channel.ts), the run's from admission on.
+ * What readTurn read and packed for a submission, kept by the chat's runtime (src/actors/chat-runtime.ts)
+ * under its request id until the machine's turn rules let writeTurn write it: not data (the packed
+ * parts hold the attachments' bytes), so it never enters the machine.
  */
-export async function admitTurn(
-  deps: RunDeps,
-  compactor: Compactor,
-  submission: Submission,
-  closing: CallClosing,
-  channel: RunChannel,
-): Promise<Admission> {
+export type ReadTurn = {
+  frame: TurnFrame
+  /** null when nothing was packed: over the running-run cap, or the fixed parts did not fit. */
+  packed: PackedTurn | null
+  /** The parts the turn writes: tombstones for unanswered calls, then the submission's input. */
+  newBodies: { body: PartBody; media: PreparedPart['media']; tokens: number }[]
+  /** The service clock's time of the reading: the run's creation, the idempotency key's use. */
+  now: Date
+}
+
+/**
+ * The read half of admission (the chat machine's invoked `readTurn`), for a turn the machine let
+ * through its submission rules (retry, idempotency, tool ids; how the pending calls close): reads the
+ * organisation's running runs (decision 033: first, before anything is spent on packing), the
+ * configuration and budget in force (a retry uses current configuration too), the balance, and
+ * packs the history (docs/guide/context.md). Writes nothing. The machine gets the facts its turn rules
+ * (src/domain/turns/admission-rules.ts TURN_RULES) decide on, as data; the packed turn is the runtime's.
+ */
+export function readTurn(deps: RunDeps, submission: Submission, closing: CallClosing): { facts: TurnFacts; read: ReadTurn } {
   const { store } = deps
   const { request, model, orgId } = submission
   const now = deps.now()
-  const { closures } = closing
-  const userMetadata = request.user_metadata ?? {}
-  const tombstones: PartBody[] = closing.tombstones
+  const cap = deps.maxRunningRunsPerOrg ?? DEFAULT_MAX_RUNNING_RUNS_PER_ORG
+  const runningRuns = { count: store.runs.runningCustomerRunsOfOrg(orgId, cap), cap }
   const retryOf = request.retry_of ?? null
-  // The organisation's cap on running runs (decision 033), first before anything is spent on packing;
-  // the transaction below asks again where the run is written, so concurrent turns cannot both pass.
-  const runningCap = deps.maxRunningRunsPerOrg ?? DEFAULT_MAX_RUNNING_RUNS_PER_ORG
-  refuseOverRunningCap(deps, orgId, runningCap)
 
-  // Configuration and budget in force now (a retry uses current configuration too).
   const config = deps.resolver.resolveConfig(orgId, submission.namespace, request.tools ?? null)
   const budget = deps.resolver.resolveBudget(orgId, submission.namespace, model.id)
-  const tools = providerToolsOf(config)
   // Our estimate as this model's vendor counts it (docs/decisions/027-model-limits.md): packing and max_tokens use it.
   const correction = store.tokenCorrections.correctionFor(model.id)
 
-  // Packing (docs/guide/context.md): the fixed parts whole, then as much history as the budget and the
-  // retention rules allow. The current exchange: what this submission writes, the run it retries,
-  // and the run whose calls it closes (its calls stay with their results).
+  // The current exchange: what this submission writes, the run it retries, and the run whose calls
+  // it closes (its calls stay with their results).
   const currentRuns = [...(retryOf ? [retryOf] : []), ...(closing.closesCallsOf ? [closing.closesCallsOf] : [])]
   const newBodies = [
-    ...tombstones.map((body) => ({ body, media: [] as PreparedPart['media'], tokens: estimatePartTokens(body) })),
+    ...closing.tombstones.map((body) => ({ body: body as PartBody, media: [] as PreparedPart['media'], tokens: estimatePartTokens(body) })),
     ...submission.input,
   ]
   const packRequest: PackRequest = {
@@ -73,45 +71,61 @@ export async function admitTurn(
     model,
     tokenCorrection: correction.correction,
   }
-  const packed = deps.history.pack(submission.chatId, packRequest)
-  // Summaries still to make: the prompt is built once they are (src/actors/compact-for-turn.ts).
-  const prompt = packed.needed.length > 0 ? [] : convertToProviderPrompt(config.instructions, packed.parts, packed.bytesOf, { cacheBreakpointsAfter: packed.stablePrefixEnds, provider: model.provider })
-  const estimatedInputTokens = packed.estimatedTokens
-  const configWarnings = [...config.warnings, ...budget.warnings, ...packed.warnings.config]
-
-  const effort = coerceReasoningEffort(request.reasoning_effort, model)
-  const translationWarnings: TranslationWarning[] = [...effort.warnings, ...packed.warnings.translation]
   const markupPercent = store.organisations.get(orgId)?.markup_percent ?? PLATFORM_MARKUP_PERCENT
-  const fit = affordableMaxTokens(deps, submission, estimatedInputTokens, markupPercent, translationWarnings, correction.correction)
-  const maxTokens = fit.maxTokens
-  const vendorReasoning = mapReasoningEffort(model, effort.value, maxTokens)
-  translationWarnings.push(...vendorReasoning.warnings)
-  // What the vendor will not keep: strict, is_error (decision 017).
-  translationWarnings.push(...vendorTranslationWarnings(model.provider, packed.parts, tools))
+  const frame: TurnFrame = {
+    submission,
+    request: packRequest,
+    instructions: config.instructions,
+    configVersions: config.versions,
+    budget,
+    baseConfigWarnings: [...config.warnings, ...budget.warnings],
+    effort: coerceReasoningEffort(request.reasoning_effort, model),
+    correction,
+    markupPercent,
+    tools: providerToolsOf(config),
+  }
+  const read = (packed: PackedTurn | null): ReadTurn => ({ frame, packed, newBodies, now })
+  if (runningRuns.count >= cap) return { facts: { runningRuns, overflow: null, budget: null }, read: read(null) }
 
-  const runId = submission.runId
-  const manifestOf = (context: ContextManifest, estimated: number, sent: MaxTokensFit, reasoning: { value: VendorReasoning }, warnings: { config: unknown[]; translation: unknown[] }) => ({
-    model: model.name,
-    model_id: model.id,
-    vendor_model_id: model.vendor_model_id,
-    config_versions: config.versions,
-    budget: { ...budget, input_budget: context.input_budget },
-    context,
-    estimated_input_tokens: estimated,
-    // The estimate as the vendor is expected to count it, and the correction learned for this model.
-    token_estimate: { estimated, correction: correction.correction, corrected: sent.correctedInputTokens, runs: correction.runs },
-    max_tokens: sent.maxTokens,
-    // What the request had to fit (docs/decisions/027-model-limits.md).
-    limits: { window: sent.window.window, input_limit: model.max_input_tokens ?? null, long_context: sent.window.longContext },
-    reasoning_effort: effort.value,
-    vendor_reasoning: reasoning.value.providerOptions,
-    markup_percent: markupPercent,
-    retry_of: request.retry_of ?? null,
-    warnings,
+  const packing = deps.history.packOrOverflow(submission.chatId, packRequest)
+  if (packing.kind === 'too-large') return { facts: { runningRuns, overflow: packing.overflow, budget: null }, read: read(null) }
+  const packed = packing.turn
+  const balance = store.balance.balanceOf(orgId)
+  return { facts: { runningRuns, overflow: null, budget: budgetFactsOf(frame, packed.estimatedTokens, balance) }, read: read(packed) }
+}
+
+/**
+ * The write half of admission (the chat machine's invoked `writeTurn`), for a turn the machine's turn
+ * rules passed: assembles it (src/actors/assemble-turn.ts, max_tokens by decideMaxTokens over the
+ * facts the rules read) and writes it: tombstones for unanswered calls, the input parts, the run and
+ * the idempotency key, in one transaction, committed before it resolves, so before any byte is
+ * streamed. The running-run cap and the idempotency key are asked again there: another chat's turn
+ * may have taken the last place or the key since. Rejects with the domain error that refuses it; a
+ * refusal writes nothing. `channel` is the submission's event log (src/actors/run-channel.ts), the
+ * run's from admission on.
+ */
+export async function writeTurn(
+  deps: RunDeps,
+  compactor: Compactor,
+  read: ReadTurn,
+  facts: TurnFacts,
+  closing: CallClosing,
+  channel: RunChannel,
+): Promise<Admission> {
+  const { store } = deps
+  const { frame, packed, newBodies, now } = read
+  const { submission } = frame
+  const { request, model, orgId } = submission
+  if (!packed || !facts.budget) throw new Error(`the turn of run ${submission.runId} was not packed: the machine's turn rules refuse it`)
+  const userMetadata = request.user_metadata ?? {}
+  const turn = assembleTurn(frame, packed, facts.budget, () => {
+    throw new Error(`the turn of run ${submission.runId} cannot be paid for: the machine's cannotAffordTurn guard refuses it`)
   })
+  const runId = submission.runId
+  const cap = facts.runningRuns.cap
   await store.writes.write(() => {
     // In the transaction that inserts the run: another chat's turn may have taken the last place since.
-    refuseOverRunningCap(deps, orgId, runningCap)
+    refuseOverRunningCap(deps, orgId, cap)
     // Checked again where it is written: another chat's turn may have taken the key since.
     if (request.idempotency_key) {
       const earlier = store.idempotencyKeys.runOf(orgId, request.idempotency_key, now)
@@ -121,7 +135,6 @@ export async function admitTurn(
       submission.chatId,
       newBodies.map((p): NewPart => ({ body: p.body, runId, userMetadata, tokens: p.tokens, media: p.media })),
     )
-    const createdAt = now.toISOString()
     insertRun(deps, submission.chatId, {
       id: runId,
       org_id: orgId,
@@ -132,11 +145,8 @@ export async function admitTurn(
       namespace: submission.namespace,
       api_key_id: submission.apiKeyId,
       retry_of: request.retry_of ?? null,
-      created_at: createdAt,
-      manifest: manifestOf(withWrittenParts(packed.context, packed, written.map((row) => row.ordinal)), estimatedInputTokens, fit, vendorReasoning, {
-        config: configWarnings,
-        translation: translationWarnings,
-      }),
+      created_at: now.toISOString(),
+      manifest: turn.manifest(withWrittenParts(packed.context, packed, written.map((row) => row.ordinal))),
     })
     if (request.idempotency_key) store.idempotencyKeys.record(orgId, request.idempotency_key, runId, now)
   })
@@ -150,19 +160,19 @@ export async function admitTurn(
     model,
     // The submission's event log: the run's stream once the machine announces the admission.
     channel,
-    closedToolCalls: closures.map((c) => c.tool_use_id),
-    configWarnings,
-    translationWarnings,
-    prompt,
-    tools,
-    maxTokens,
-    window: fit.window,
-    reasoningEffort: effort.value,
-    vendorReasoning: vendorReasoning.value,
-    estimatedInputTokens,
+    closedToolCalls: closing.closures.map((c) => c.tool_use_id),
+    configWarnings: turn.configWarnings,
+    translationWarnings: turn.translationWarnings,
+    prompt: turn.prompt,
+    tools: frame.tools,
+    maxTokens: turn.maxTokens,
+    window: turn.window,
+    reasoningEffort: frame.effort.value,
+    vendorReasoning: turn.vendorReasoning,
+    estimatedInputTokens: turn.estimatedInputTokens,
     isRetry: Boolean(request.retry_of),
     userMetadata,
-    markupPercent,
+    markupPercent: frame.markupPercent,
     startedAtMs: Date.now(),
     createdAt: now.toISOString(),
     compaction:
@@ -172,14 +182,7 @@ export async function admitTurn(
     compactionReport: compactionReport(packed.context, []),
     // What compaction needs to pack the turn again over its new summaries: the turn's parts are in
     // the ledger by then, as parts of this run.
-    repack: {
-      request: { ...packRequest, newParts: [], currentRuns: [...currentRuns, runId] },
-      instructions: config.instructions,
-      baseConfigWarnings: [...config.warnings, ...budget.warnings],
-      effortWarnings: effort.warnings,
-      submission,
-      manifestOf,
-    },
+    repack: { ...frame, request: { ...frame.request, newParts: [], currentRuns: [...frame.request.currentRuns, runId] } },
   }
 }
 

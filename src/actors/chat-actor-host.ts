@@ -4,7 +4,7 @@ import type { ChatInput } from '../../machines/chat.types.ts'
 import { DomainError, RunInProgressError, UnavailableError } from '../domain/errors.ts'
 import type { PartBody } from '../domain/parts.ts'
 import { ALWAYS_PRIMARY, type ReplicationRoleSource } from '../store/replication-role.ts'
-import { admitTurn } from './admit-turn.ts'
+import { readTurn, writeTurn } from './admit-turn.ts'
 import { readSubmissionFacts } from './read-submission-facts.ts'
 import { compactForTurn } from './compact-for-turn.ts'
 import { createCompactor } from './compactor.ts'
@@ -66,11 +66,20 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
   const compactor = createCompactor(deps)
   const machine = chatMachine.provide({
     actors: {
-      admitTurn: fromPromise(async ({ input }) => {
+      // Admission in two invoked actors around the machine's turn rules: the reading (the packed turn
+      // stays in the runtime, the machine gets the facts) and the writing.
+      readTurn: fromPromise(async ({ input }) => {
+        const runtime = runtimeOf(input.submission.chatId)
+        const { facts, read } = readTurn(deps, input.submission, input.closing)
+        runtime.holdRead(input.requestId, read)
+        return facts
+      }),
+      writeTurn: fromPromise(async ({ input }) => {
         const runtime = runtimeOf(input.submission.chatId)
         const log = runtime.submissionLog(input.requestId)
         if (!log) throw new Error(`submission ${input.requestId} has no event log`)
-        return runtime.holdAdmission(input.requestId, await admitTurn(deps, compactor, input.submission, input.closing, log))
+        const read = runtime.takeRead(input.requestId)
+        return runtime.holdAdmission(input.requestId, await writeTurn(deps, compactor, read, input.turn, input.closing, log))
       }),
       compactHistory: fromPromise(async ({ input }) => {
         const runtime = runtimeOf(input.chatId)

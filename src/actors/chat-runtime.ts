@@ -2,6 +2,7 @@ import type { Actor } from 'xstate'
 import { relinquishedFrame, type chatMachine } from '../../machines/chat.machine.ts'
 import type { DeleteOutcome, ForkOutcome, RunAdmission } from '../../machines/chat.types.ts'
 import { openingFrames, RunChannel } from './run-channel.ts'
+import type { ReadTurn } from './admit-turn.ts'
 import type { Admission } from './turn-types.ts'
 
 /** A request that waits for the machine's answer (DELETE, FORK): settled by the host when the machine emits it. */
@@ -22,7 +23,9 @@ type Waiter<T> = { resolve: (outcome: T) => void }
 export class ChatRuntime {
   /** Submissions sent to the machine and not yet admitted or rejected, by request id. */
   private readonly submissions = new Map<string, RunChannel>()
-  /** Admissions written by admitTurn, waiting for the machine to announce them, by request id. */
+  /** Turns readTurn read and packed, waiting for the machine's turn rules and writeTurn, by request id. */
+  private readonly reads = new Map<string, ReadTurn>()
+  /** Admissions written by writeTurn, waiting for the machine to announce them, by request id. */
   private readonly admitted = new Map<string, Admission>()
   private readonly runs = new Map<string, { admission: Admission; abort: AbortController }>()
   readonly deletes = new Map<string, Waiter<DeleteOutcome>>()
@@ -52,7 +55,20 @@ export class ChatRuntime {
     return this.submissions.get(requestId)
   }
 
-  /** admitTurn wrote the run: kept until the machine says it is this chat's run. */
+  /** readTurn read and packed the turn: kept for writeTurn; the machine gets the facts only. */
+  holdRead(requestId: string, read: ReadTurn): void {
+    this.reads.set(requestId, read)
+  }
+
+  /** The turn readTurn read, for writeTurn to write. */
+  takeRead(requestId: string): ReadTurn {
+    const read = this.reads.get(requestId)
+    this.reads.delete(requestId)
+    if (!read) throw new Error(`submission ${requestId} of chat ${this.chatId} was not read`)
+    return read
+  }
+
+  /** writeTurn wrote the run: kept until the machine says it is this chat's run. */
   holdAdmission(requestId: string, admission: Admission): RunAdmission {
     this.admitted.set(requestId, admission)
     return dataOf(admission)
@@ -72,6 +88,7 @@ export class ChatRuntime {
   reject(requestId: string, error: unknown): void {
     const channel = this.submissions.get(requestId)
     this.submissions.delete(requestId)
+    this.reads.delete(requestId)
     this.admitted.delete(requestId)
     channel?.reject(error)
   }

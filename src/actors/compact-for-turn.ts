@@ -1,10 +1,6 @@
 import { blockKey } from '../domain/context/cut-blocks.ts'
-import { correctedTokens, windowInForce } from '../domain/context/model-limits.ts'
-import { InsufficientBalanceError } from '../domain/errors.ts'
-import { convertToProviderPrompt } from '../providers/convert-to-provider-prompt.ts'
-import { mapReasoningEffort } from '../providers/map-reasoning-effort.ts'
-import { vendorTranslationWarnings } from '../providers/vendor-fidelity.ts'
-import { affordableMaxTokens, type MaxTokensFit } from './affordable-max-tokens.ts'
+import { windowInForce } from '../domain/context/model-limits.ts'
+import { assembleTurn, budgetFactsOf } from './assemble-turn.ts'
 import { compactionReport } from './admit-turn.ts'
 import type { Compactor } from './compactor.ts'
 import type { RunDeps } from './run-deps.ts'
@@ -42,38 +38,27 @@ export async function compactForTurn(deps: RunDeps, compactor: Compactor, admiss
     for (const block of packed.needed) unavailable.add(blockKey(block))
     packed = deps.history.pack(admission.chatId, { ...repack.request, compaction: { unavailable, madeNow } })
   }
-  const prompt = convertToProviderPrompt(repack.instructions, packed.parts, packed.bytesOf, { cacheBreakpointsAfter: packed.stablePrefixEnds, provider: admission.model.provider })
-  const configWarnings = [...repack.baseConfigWarnings, ...packed.warnings.config]
-  const translationWarnings = [...repack.effortWarnings, ...packed.warnings.translation]
-  const correction = repack.request.tokenCorrection ?? 1
-  let sent: MaxTokensFit
-  try {
-    sent = affordableMaxTokens(deps, repack.submission, packed.estimatedTokens, admission.markupPercent, translationWarnings, correction)
-  } catch (error) {
-    if (!(error instanceof InsufficientBalanceError)) throw error
+  // The one assembly (src/actors/assemble-turn.ts), over the balance read now.
+  const turn = assembleTurn(repack, packed, budgetFactsOf(repack, packed.estimatedTokens, deps.store.balance.balanceOf(admission.orgId)), ({ correctedInputTokens }) => {
     // The turn was admitted and its summaries are paid for: it keeps the max_tokens it was admitted
     // with, within what the window leaves after the input packed now.
-    const correctedInputTokens = correctedTokens(packed.estimatedTokens, correction)
     const window = windowInForce(admission.model, correctedInputTokens)
-    sent = { maxTokens: Math.max(1, Math.min(admission.maxTokens, window.window - correctedInputTokens)), window, correctedInputTokens }
-  }
-  const maxTokens = sent.maxTokens
-  const vendorReasoning = mapReasoningEffort(admission.model, admission.reasoningEffort, maxTokens)
-  translationWarnings.push(...vendorReasoning.warnings)
-  translationWarnings.push(...vendorTranslationWarnings(admission.model.provider, packed.parts, admission.tools))
-  const manifest = repack.manifestOf(packed.context, packed.estimatedTokens, sent, vendorReasoning, { config: configWarnings, translation: translationWarnings })
+    return { maxTokens: Math.max(1, Math.min(admission.maxTokens, window.window - correctedInputTokens)), window, correctedInputTokens }
+  }, false)
+  const { configWarnings } = turn
+  const manifest = turn.manifest(packed.context)
   await deps.store.writes.write(() => deps.store.runs.setManifest(admission.runId, manifest))
   // docs/guide/sandbox.md: config_warnings may repeat after compaction, when they changed.
   if (JSON.stringify(configWarnings) !== JSON.stringify(admission.configWarnings)) admission.channel.push('config_warnings', { warnings: configWarnings })
   return {
     ...admission,
-    prompt,
+    prompt: turn.prompt,
     configWarnings,
-    translationWarnings,
-    maxTokens,
-    window: sent.window,
-    vendorReasoning: vendorReasoning.value,
-    estimatedInputTokens: packed.estimatedTokens,
+    translationWarnings: turn.translationWarnings,
+    maxTokens: turn.maxTokens,
+    window: turn.window,
+    vendorReasoning: turn.vendorReasoning,
+    estimatedInputTokens: turn.estimatedInputTokens,
     compaction: { ...request, elsewhere: outcome.elsewhere },
     compactionReport: compactionReport(packed.context, outcome.elsewhere),
   }

@@ -1,5 +1,6 @@
 import type { MediaRef } from '../domain/context/context-types.ts'
-import { packContext, type PackedContext, type PackInput, type PackResult } from '../domain/context/pack-context.ts'
+import { packContextOrOverflow, type PackedContext, type PackInput, type PackOverflow, type PackResult } from '../domain/context/pack-context.ts'
+import { contextTooLargeError } from '../domain/context/context-overflow.ts'
 import { PackingHistory, type HistoryEntry } from '../domain/context/packing-history.ts'
 import { BlockIndex, blockKey } from '../domain/context/cut-blocks.ts'
 import type { BlockToSummarise } from '../domain/context/block-to-summarise.ts'
@@ -240,71 +241,15 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs' | 'summ
      * not fit.
      */
     pack(chatId: string, request: PackRequest): PackedTurn {
-      const chat = refresh(chatId)
-      try {
-        // The budget packing measures against: a new correction moves the previous turn's start too.
-        const window = estimateBudget(vendorInputBudget(request.model, request.budget), request.tokenCorrection ?? 1)
-        const previous = chat.previous?.window === window && chat.previous.budget === request.budget ? chat.previous : null
-        const sizes = compactionSizes(Math.min(window, request.budget.max_history_tokens ?? Number.POSITIVE_INFINITY))
-        const input: PackInput = {
-          ...request,
-          history: chat.history,
-          compaction: {
-            blocks: chat.blocks,
-            cut: { blockTokens: sizes.blockTokens, summarisedUntil: (ordinal) => chat.summarisedUntil.get(ordinal) },
-            summaryOf: (block) => chat.summaries.get(blockKey(block)) ?? null,
-            merged: chat.merged,
-            mergedBound: summaryBound(sizes.mergedMaxTokens),
-            mergeInputTokens: sizes.mergeInputTokens,
-            unavailable: request.compaction?.unavailable ?? new Set(),
-            madeNow: request.compaction?.madeNow ?? new Set(),
-            // Eager planning looks ahead: it does not move the turns' boundary.
-            previousStart: request.fillFraction === undefined ? previous?.start ?? null : null,
-            previousFirstSummary: request.fillFraction === undefined ? previous?.firstSummary ?? null : null,
-            estimate: unmadeSummaryEstimate(chat.recent, sizes.summaryMaxTokens),
-          },
-        }
-        let result = packContext(input)
-        while (result.kind === 'needs-bodies') {
-          const missing = chat.history.entries[result.before - 1]
-          restoreBodies(chatId, chat, result.before)
-          // The ledger no longer has the part (the chat is being deleted): nothing to pack from.
-          if (missing && missing.body === null) throw new Error(`part ${missing.ordinal} of chat ${chatId} is no longer in the ledger`)
-          result = packContext(input)
-        }
-        const packed = result.value
-        // Eager planning looks at less history than a turn does: what a turn did not reach goes.
-        if (request.fillFraction === undefined) {
-          releaseBodies(chat, packed.oldestVisited, request.rules.anchor_parts ?? 0)
-          chat.previous = { start: packed.verbatimStart, firstSummary: packed.firstSummary, window, budget: request.budget }
-        }
-        const entries = chat.history.entries
-        const needed = packed.needed.map(({ of, ...block }): BlockToSummarise =>
-          of
-            ? { ...block, kind: 'merge', of, maxTokens: sizes.mergedMaxTokens }
-            : { ...block, kind: 'block', ordinals: entries.slice(block.start, block.end).map((e) => e.ordinal), maxTokens: sizes.summaryMaxTokens },
-        )
-
-        const newBytes = new Map(request.newParts.flatMap((p) => p.media.map((m) => [m.mediaId, m.bytes] as const)))
-        const sent: string[] = []
-        for (const part of packed.parts) {
-          const content = part.content
-          if (content === null || (content.type !== 'prompt' && content.type !== 'tool_result') || content.attachments.length === 0) continue
-          for (const a of content.attachments) if (a.kind === 'file' && !newBytes.has(a.media.mediaId)) sent.push(a.media.mediaId)
-        }
-        const missing = sent.filter((id) => !chat.media.has(id))
-        const read = store.parts.mediaBytes(missing)
-        const media = new Map<string, Buffer>()
-        for (const id of sent) media.set(id, chat.media.get(id) ?? read.get(id)!)
-        const held = (m: Map<string, Buffer>) => [...m.values()].reduce((n, b) => n + b.length, 0)
-        chat.bytes += held(media) - held(chat.media)
-        chat.media = media
-        const bytesOf = (id: string) => newBytes.get(id) ?? media.get(id)!
-        return { ...packed, needed, warnings: result.warnings, bytesOf }
-      } finally {
-        keep(chatId, chat)
-      }
+      const result = packOrOverflow(chatId, request)
+      if (result.kind === 'too-large') throw contextTooLargeError(result.overflow)
+      return result.turn
     },
+    /**
+     * pack, answering a context too large (the fixed parts do not fit) as a value: the sizes the chat
+     * machine's `contextIsTooLarge` guard decides the 422 on (src/actors/read-turn.ts).
+     */
+    packOrOverflow,
     /** A summary just made (and committed): later turns of the chat send it. */
     addSummary(chatId: string, summary: BlockSummary): void {
       const chat = chats.get(chatId)
@@ -314,6 +259,74 @@ export function createContextHistory(store: Pick<Store, 'parts' | 'runs' | 'summ
       totalBytes += summaryBytes(summary)
     },
     forget: drop,
+  }
+
+  function packOrOverflow(chatId: string, request: PackRequest): { kind: 'packed'; turn: PackedTurn } | PackOverflow {
+    const chat = refresh(chatId)
+    try {
+      // The budget packing measures against: a new correction moves the previous turn's start too.
+      const window = estimateBudget(vendorInputBudget(request.model, request.budget), request.tokenCorrection ?? 1)
+      const previous = chat.previous?.window === window && chat.previous.budget === request.budget ? chat.previous : null
+      const sizes = compactionSizes(Math.min(window, request.budget.max_history_tokens ?? Number.POSITIVE_INFINITY))
+      const input: PackInput = {
+        ...request,
+        history: chat.history,
+        compaction: {
+          blocks: chat.blocks,
+          cut: { blockTokens: sizes.blockTokens, summarisedUntil: (ordinal) => chat.summarisedUntil.get(ordinal) },
+          summaryOf: (block) => chat.summaries.get(blockKey(block)) ?? null,
+          merged: chat.merged,
+          mergedBound: summaryBound(sizes.mergedMaxTokens),
+          mergeInputTokens: sizes.mergeInputTokens,
+          unavailable: request.compaction?.unavailable ?? new Set(),
+          madeNow: request.compaction?.madeNow ?? new Set(),
+          // Eager planning looks ahead: it does not move the turns' boundary.
+          previousStart: request.fillFraction === undefined ? previous?.start ?? null : null,
+          previousFirstSummary: request.fillFraction === undefined ? previous?.firstSummary ?? null : null,
+          estimate: unmadeSummaryEstimate(chat.recent, sizes.summaryMaxTokens),
+        },
+      }
+      let result = packContextOrOverflow(input)
+      while (result.kind === 'needs-bodies') {
+        const missing = chat.history.entries[result.before - 1]
+        restoreBodies(chatId, chat, result.before)
+        // The ledger no longer has the part (the chat is being deleted): nothing to pack from.
+        if (missing && missing.body === null) throw new Error(`part ${missing.ordinal} of chat ${chatId} is no longer in the ledger`)
+        result = packContextOrOverflow(input)
+      }
+      if (result.kind === 'too-large') return result
+      const packed = result.value
+      // Eager planning looks at less history than a turn does: what a turn did not reach goes.
+      if (request.fillFraction === undefined) {
+        releaseBodies(chat, packed.oldestVisited, request.rules.anchor_parts ?? 0)
+        chat.previous = { start: packed.verbatimStart, firstSummary: packed.firstSummary, window, budget: request.budget }
+      }
+      const entries = chat.history.entries
+      const needed = packed.needed.map(({ of, ...block }): BlockToSummarise =>
+        of
+          ? { ...block, kind: 'merge', of, maxTokens: sizes.mergedMaxTokens }
+          : { ...block, kind: 'block', ordinals: entries.slice(block.start, block.end).map((e) => e.ordinal), maxTokens: sizes.summaryMaxTokens },
+      )
+
+      const newBytes = new Map(request.newParts.flatMap((p) => p.media.map((m) => [m.mediaId, m.bytes] as const)))
+      const sent: string[] = []
+      for (const part of packed.parts) {
+        const content = part.content
+        if (content === null || (content.type !== 'prompt' && content.type !== 'tool_result') || content.attachments.length === 0) continue
+        for (const a of content.attachments) if (a.kind === 'file' && !newBytes.has(a.media.mediaId)) sent.push(a.media.mediaId)
+      }
+      const missing = sent.filter((id) => !chat.media.has(id))
+      const read = store.parts.mediaBytes(missing)
+      const media = new Map<string, Buffer>()
+      for (const id of sent) media.set(id, chat.media.get(id) ?? read.get(id)!)
+      const held = (m: Map<string, Buffer>) => [...m.values()].reduce((n, b) => n + b.length, 0)
+      chat.bytes += held(media) - held(chat.media)
+      chat.media = media
+      const bytesOf = (id: string) => newBytes.get(id) ?? media.get(id)!
+      return { kind: 'packed', turn: { ...packed, needed, warnings: result.warnings, bytesOf } }
+    } finally {
+      keep(chatId, chat)
+    }
   }
 }
 

@@ -6,10 +6,8 @@ import type { ReasoningEffort, Submission } from '../domain/turns/submission.ts'
 import type { VendorReasoning } from '../providers/map-reasoning-effort.ts'
 import type { RunChannel } from './run-channel.ts'
 import type { BlockToSummarise } from '../domain/context/block-to-summarise.ts'
-import type { PackRequest } from './context-history.ts'
-import type { ContextManifest } from '../domain/context/context-manifest.ts'
 import type { WindowInForce } from '../domain/context/model-limits.ts'
-import type { MaxTokensFit } from './affordable-max-tokens.ts'
+import type { TurnFrame } from './assemble-turn.ts'
 
 // What the HTTP layer hands the chat actor lives in src/domain (the machine imports it from there).
 export type { PreparedPart, Submission } from '../domain/turns/submission.ts'
@@ -54,18 +52,5 @@ export type Admission = {
 export type CompactionRequest = { blocks: BlockToSummarise[]; inProgressElsewhere: number; elsewhere: string[] }
 export type CompactionReport = { blocks_generated: number; blocks_reused: number; in_progress_elsewhere: number }
 
-export type Repack = {
-  request: PackRequest
-  instructions: string | null
-  baseConfigWarnings: ConfigWarning[]
-  effortWarnings: TranslationWarning[]
-  submission: Submission
-  manifestOf: (
-    context: ContextManifest,
-    estimatedInputTokens: number,
-    sent: MaxTokensFit,
-    vendorReasoning: { value: VendorReasoning },
-    warnings: { config: unknown[]; translation: unknown[] },
-  ) => unknown
-}
-
+/** What packing the turn again after compaction needs: the turn's frame, packed with no new parts and the run among the current ones. */
+export type Repack = TurnFrame

@@ -11,7 +11,8 @@ import { createConfigResolver } from '../../src/store/config-resolution.ts'
 import { openDatabase } from '../../src/store/database.ts'
 import { migrations } from '../../src/store/migrations/index.ts'
 import { chatMachine, ledgerVerdict } from '../../machines/chat.machine.ts'
-import type { AdmitTurnInput, LedgerView, ReapRunInput, RunAdmission } from '../../machines/chat.types.ts'
+import type { LedgerView, ReadTurnInput, ReapRunInput } from '../../machines/chat.types.ts'
+import type { TurnFacts } from '../../src/domain/turns/admission-rules.ts'
 import { openTempStore } from '../helpers/temp-store.ts'
 import { deferred, insertRun, prepareTurn, sandboxCatalogue, usageEntries, withFakes } from '../helpers/turns.ts'
 import { admitted } from '../helpers/admitted.ts'
@@ -273,13 +274,13 @@ describe('the chat machine: the rule over the ledger’s view', () => {
   })
 
   it('held: rejected at rest, nothing invoked; orphaned: reaping, then packing with the facts read afterwards', async () => {
-    const admits: AdmitTurnInput[] = []
+    const admits: ReadTurnInput[] = []
     const reaps: { input: ReapRunInput; d: ReturnType<typeof deferred<ChatFacts>> }[] = []
     const machine = chatMachine.provide({
       actors: {
-        admitTurn: fromPromise<RunAdmission, AdmitTurnInput>(({ input }) => {
+        readTurn: fromPromise<TurnFacts, ReadTurnInput>(({ input }) => {
           admits.push(input)
-          return new Promise<RunAdmission>(() => {})
+          return new Promise<TurnFacts>(() => {})
         }),
         reapRun: fromPromise<ChatFacts, ReapRunInput>(({ input }) => {
           const d = deferred<ChatFacts>()
@@ -313,7 +314,7 @@ describe('the chat machine: the rule over the ledger’s view', () => {
       latestCustomerRun: { id: 'orphan', status: 'failed' },
     }
     reaps[0]!.d.resolve(facts)
-    await vi.waitFor(() => expect(actor.getSnapshot().value).toEqual({ running: 'packing' }))
+    await vi.waitFor(() => expect(actor.getSnapshot().value).toEqual({ running: { packing: 'reading' } }))
     // Decided on the facts as the ledger has them after the reaping: the orphan's call closes `cancelled`.
     expect(admits[0]!.closing).toMatchObject({ closures: [{ tool_use_id: 'call_x', tombstone: 'cancelled' }], closesCallsOf: 'orphan' })
     expect(actor.getSnapshot().context.orphan).toBeNull()

@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createActor, fromPromise, waitFor, type Actor } from 'xstate'
 import { CHAT_DELETED, chatMachine, SETTLE_RETRIES } from '../../machines/chat.machine.ts'
 import type {
-  AdmitTurnInput,
+  ReadTurnInput,
+  WriteTurnInput,
   ChatInput,
   CompactHistoryInput,
   DeleteChatInput,
@@ -26,8 +27,10 @@ import type { Admission, Submission } from '../../src/actors/turn-types.ts'
 import type { RunOutcome } from '../../src/domain/runs/run-outcome.ts'
 import { blockKey } from '../../src/domain/context/cut-blocks.ts'
 import {
+  ContextTooLargeError,
   IdempotencyKeyReusedError,
   InsufficientBalanceError,
+  RunningRunsLimitError,
   NotFoundError,
   RetryNotAllowedError,
   RunInProgressError,
@@ -36,6 +39,8 @@ import {
 import { ZERO_USAGE } from '../../src/domain/pricing/usage.ts'
 import type { PendingCall } from '../../src/domain/turns/close-pending-calls.ts'
 import type { ChatFacts } from '../../src/domain/turns/decide-admission.ts'
+import { SUBMISSION_RULES, TURN_RULES, type TurnFacts } from '../../src/domain/turns/admission-rules.ts'
+import { echo } from '../helpers/turns.ts'
 
 /** A promise the test settles by hand, so each invoked actor stays in flight as long as needed. */
 function deferred<T>() {
@@ -64,6 +69,13 @@ const submission = (text = 'hello'): Submission =>
 
 /** How a submission's caller learns its fate: the host turns the submission's event log into this. */
 type SubmitOutcome = { kind: 'admitted'; admission: Admission } | { kind: 'rejected'; error: unknown }
+
+/** What readTurn read of a turn that passes every turn rule: under the cap, its fixed parts fit, and the balance pays. */
+const PASSING_TURN: TurnFacts = {
+  runningRuns: { count: 0, cap: 10 },
+  overflow: null,
+  budget: { balance: '100', model: echo(), markupPercent: '0', inputTokens: 5, correctedInputTokens: 5, requestedMaxTokens: null },
+}
 
 /** An admitted run: a real RunChannel, so the frames the machine has the host push can be read back. */
 const admission = (runId: string): Admission =>
@@ -150,15 +162,17 @@ const result = (status: RunOutcome['status'], pendingToolCalls: RunOutcome['pend
  */
 type WithRun<I> = Omit<I, 'admission'> & { admission: Admission; signal: AbortSignal }
 
-function harness(options: Partial<ChatInput> & { now?: () => Date } = {}, overrides: Parameters<typeof chatMachine.provide>[0] = {}) {
-  const { now = () => new Date(), ...input } = options
+function harness(options: Partial<ChatInput> & { now?: () => Date; turn?: TurnFacts } = {}, overrides: Parameters<typeof chatMachine.provide>[0] = {}) {
+  const { now = () => new Date(), turn = PASSING_TURN, ...input } = options
   // The host's part: the runtime that keeps what is not data, following what the machine emits.
   const runtime = new ChatRuntime(CHAT_ID)
   const withRun = <I extends { admission: RunAdmission }>(i: I): WithRun<I> => {
     const { admission: full, abort } = runtime.run(i.admission.runId)
     return { ...i, admission: full, signal: abort.signal }
   }
-  const admits: { input: AdmitTurnInput; d: ReturnType<typeof deferred<Admission>> }[] = []
+  /** readTurn answers at once with the facts the test names (by default, a turn every turn rule passes). */
+  const reads: ReadTurnInput[] = []
+  const admits: { input: WriteTurnInput; d: ReturnType<typeof deferred<Admission>> }[] = []
   const streams: { input: WithRun<StreamRunInput>; d: ReturnType<typeof deferred<RunOutcome>> }[] = []
   /** `settle` ends settlement with no eager work unless the test names some. */
   const settles: {
@@ -195,10 +209,14 @@ function harness(options: Partial<ChatInput> & { now?: () => Date } = {}, overri
         compacts.push({ input: withRun(input), d })
         return d.promise.then((repacked) => runtime.replaceAdmission(repacked))
       }),
-      admitTurn: fromPromise<RunAdmission, AdmitTurnInput>(({ input }) => {
+      readTurn: fromPromise<TurnFacts, ReadTurnInput>(async ({ input }) => {
+        reads.push(input)
+        return turn
+      }),
+      writeTurn: fromPromise<RunAdmission, WriteTurnInput>(({ input }) => {
         const d = deferred<Admission>()
         admits.push({ input, d })
-        // The run's stream is the submission's event log, as the host's admitTurn makes it.
+        // The run's stream is the submission's event log, as the host's writeTurn makes it.
         return d.promise.then((admitted) => runtime.holdAdmission(input.requestId, Object.assign(admitted, { channel: runtime.submissionLog(input.requestId) ?? admitted.channel })))
       }),
       streamRun: fromPromise<RunOutcome, StreamRunInput>(({ input }) => {
@@ -270,14 +288,14 @@ function harness(options: Partial<ChatInput> & { now?: () => Date } = {}, overri
     actor.send({ type: 'FORK', requestId, upToOrdinal, ledger })
     return respond
   }
-  return { actor, runtime, fork, admits, streams, settles, compacts, eagers, releases, deletes, reaps, submit, remove, state, context, at, errors, eagerChild, eagerRunning, eagerDone }
+  return { actor, runtime, fork, reads, admits, streams, settles, compacts, eagers, releases, deletes, reaps, submit, remove, state, context, at, errors, eagerChild, eagerRunning, eagerDone }
 }
 
 /** Drives a fresh harness to running.streaming for run `runId`. */
 async function streaming(runId = 'run-1', input: Partial<ChatInput> = {}) {
   const h = harness(input)
   const respond = h.submit()
-  await h.at({ running: 'packing' })
+  await h.at({ running: { packing: 'writing' } })
   h.admits[0]!.d.resolve(admission(runId))
   await h.at({ running: { streaming: 'live' } })
   return { ...h, respond }
@@ -318,8 +336,8 @@ describe('chat machine: packing', () => {
     const h = harness({ latestCustomerRun: latest })
     const s = submission('hi')
     h.submit(s)
-    expect(h.state()).toEqual({ running: 'packing' })
-    await h.at({ running: 'packing' })
+    expect(h.actor.getSnapshot().matches({ running: 'packing' })).toBe(true)
+    await h.at({ running: { packing: 'writing' } })
     expect(h.admits).toHaveLength(1)
     expect(h.admits[0]!.input.submission).toBe(s)
     expect(h.admits[0]!.input.closing).toEqual({ closures: [], tombstones: [], closesCallsOf: null })
@@ -329,7 +347,7 @@ describe('chat machine: packing', () => {
     const calls = [pending('call_a')]
     const h = harness({ pendingCalls: calls, latestCustomerRun: { id: 'run-0', status: 'succeeded' } })
     h.submit()
-    expect(h.state()).toEqual({ running: 'packing' })
+    expect(h.actor.getSnapshot().matches({ running: 'packing' })).toBe(true)
     await vi.waitFor(() => expect(h.admits).toHaveLength(1))
     expect(h.admits[0]!.input.closing.closures).toEqual([{ tool_use_id: 'call_a', tool_name: 'lookup', tombstone: 'abandoned' }])
     expect(h.admits[0]!.input.closing.closesCallsOf).toBe('run-0')
@@ -340,7 +358,7 @@ describe('chat machine: packing', () => {
   it('packing → streaming when admitted: respond gets the admission, streamRun gets it with a live signal', async () => {
     const h = harness({ pendingCalls: [pending('call_a')] })
     const respond = h.submit()
-    await h.at({ running: 'packing' })
+    await h.at({ running: { packing: 'writing' } })
     expect(respond).not.toHaveBeenCalled()
     const a = admission('run-1')
     h.admits[0]!.d.resolve(a)
@@ -360,7 +378,7 @@ describe('chat machine: packing', () => {
     const latest = { id: 'run-0', status: 'succeeded' as const }
     const h = harness({ latestCustomerRun: latest })
     const respond = h.submit()
-    await h.at({ running: 'packing' })
+    await h.at({ running: { packing: 'writing' } })
     const error = new Error('refused')
     h.admits[0]!.d.reject(error)
     await h.at('idle')
@@ -374,7 +392,7 @@ describe('chat machine: packing', () => {
     const calls = [pending('call_a')]
     const h = harness({ pendingCalls: calls })
     const respond = h.submit()
-    await h.at({ running: 'packing' })
+    await h.at({ running: { packing: 'writing' } })
     const error = new InsufficientBalanceError('the balance cannot pay', {})
     h.admits[0]!.d.reject(error)
     await h.at('awaitingToolResults')
@@ -382,7 +400,88 @@ describe('chat machine: packing', () => {
     expect(h.context().pendingCalls).toEqual(calls)
     // The chat takes the next submission normally.
     h.submit()
-    expect(h.state()).toEqual({ running: 'packing' })
+    expect(h.actor.getSnapshot().matches({ running: 'packing' })).toBe(true)
+  })
+})
+
+describe('chat machine: the turn rules (src/domain/turns/admission-rules.ts TURN_RULES), on what readTurn read', () => {
+  const refusalOf = (respond: ReturnType<ReturnType<typeof harness>['submit']>) => {
+    const outcome = respond.mock.calls[0]![0]
+    if (outcome.kind !== 'rejected') throw new Error(`expected a refusal, got ${outcome.kind}`)
+    return outcome.error as { code: string; message: string; details?: unknown; hint?: string }
+  }
+  const overflow = { inputBudget: 100, fixedTokens: 150, tokens: { instructions: 10, tools: 20, anchors: 30, current: 90 } }
+  const broke = { ...PASSING_TURN.budget!, balance: '-1' }
+
+  it('cannotAffordTurn: the balance cannot pay the input and one output token: 402 insufficient_balance, and writeTurn is never invoked', async () => {
+    const calls = [pending('call_a')]
+    const h = harness({ pendingCalls: calls, latestCustomerRun: { id: 'run-0', status: 'succeeded' }, turn: { ...PASSING_TURN, budget: broke } })
+    const respond = h.submit()
+    await h.at('awaitingToolResults')
+    expect(h.reads).toHaveLength(1)
+    expect(h.admits).toHaveLength(0)
+    const error = refusalOf(respond)
+    expect(error).toBeInstanceOf(InsufficientBalanceError)
+    expect(error).toMatchObject({
+      code: 'insufficient_balance',
+      message: "the balance of -1.00 USD cannot pay for this turn's input (about 5 tokens) and one output token",
+      details: { balance: '-1', estimated_input_tokens: 5 },
+      hint: 'add credit to the organisation',
+    })
+    // Nothing was written: the calls stay pending, the chat takes the next submission.
+    expect(h.context()).toMatchObject({ pendingCalls: calls, queued: null, admission: null })
+    // The guard decides: provided otherwise, the machine writes the turn.
+    const k = harness({ turn: { ...PASSING_TURN, budget: broke } }, { guards: { cannotAffordTurn: () => false } })
+    k.submit()
+    await k.at({ running: { packing: 'writing' } })
+    expect(k.admits[0]!.input.turn).toEqual({ ...PASSING_TURN, budget: broke })
+  })
+
+  it('contextIsTooLarge: the fixed parts alone pass the input budget: 422 context_too_large with their sizes, and writeTurn is never invoked', async () => {
+    const h = harness({ turn: { ...PASSING_TURN, overflow, budget: null } })
+    const respond = h.submit()
+    await h.at('idle')
+    expect(h.admits).toHaveLength(0)
+    const error = refusalOf(respond)
+    expect(error).toBeInstanceOf(ContextTooLargeError)
+    expect(error).toMatchObject({
+      code: 'context_too_large',
+      message: "the fixed parts need 150 tokens but the model's input budget is 100: instructions 10, tools 20, anchor parts 30, the current exchange 90",
+      details: { input_budget: 100, estimated_tokens: 150, fixed_tokens: { instructions: 10, tools: 20, anchors: 30, current: 90 } },
+    })
+    expect(h.context()).toMatchObject({ queued: null, admission: null })
+    const k = harness({ turn: { ...PASSING_TURN, overflow, budget: null } }, { guards: { contextIsTooLarge: () => false } })
+    k.submit()
+    await k.at({ running: { packing: 'writing' } })
+  })
+
+  it('in the table\'s order: the running-run cap (429) before context_too_large (422) before the 402', async () => {
+    const all = harness({ turn: { runningRuns: { count: 3, cap: 3 }, overflow, budget: broke } })
+    const capped = all.submit()
+    await all.at('idle')
+    expect(refusalOf(capped)).toBeInstanceOf(RunningRunsLimitError)
+    expect(refusalOf(capped)).toMatchObject({ code: 'rate_limited', details: { reason: 'running_runs', limit: 3 } })
+    const both = harness({ turn: { ...PASSING_TURN, overflow, budget: broke } })
+    const large = both.submit()
+    await both.at('idle')
+    expect(refusalOf(large)).toBeInstanceOf(ContextTooLargeError)
+    expect(all.admits).toHaveLength(0)
+    expect(both.admits).toHaveLength(0)
+  })
+
+  it('a DELETE while the turn was read: a refused turn finds the chat gone (404), and the chat is deleted', async () => {
+    const h = harness({ turn: { ...PASSING_TURN, budget: broke } })
+    const respond = h.submit()
+    h.remove()
+    await h.at('deleting')
+    expect(refusalOf(respond)).toBeInstanceOf(NotFoundError)
+    expect(h.admits).toHaveLength(0)
+  })
+
+  it('every rule of both tables is a guard of the machine, under its name', () => {
+    const guards = Object.keys(chatMachine.implementations.guards)
+    for (const rule of [...SUBMISSION_RULES, ...TURN_RULES]) expect(guards).toContain(rule.name)
+    expect(TURN_RULES.map((r) => r.name)).toEqual(['exceedsRunningRunCap', 'contextIsTooLarge', 'cannotAffordTurn'])
   })
 })
 
@@ -390,7 +489,7 @@ describe('chat machine: one running run', () => {
   it('a SUBMIT while packing is rejected with run_in_progress and changes nothing', async () => {
     const h = harness()
     const first = h.submit()
-    await h.at({ running: 'packing' })
+    await h.at({ running: { packing: 'writing' } })
     const second = h.submit(submission('second'))
     expect(second).toHaveBeenCalledTimes(1)
     const outcome = second.mock.calls[0]![0]
@@ -398,7 +497,7 @@ describe('chat machine: one running run', () => {
     const error = (outcome as { error: unknown }).error
     expect(error).toBeInstanceOf(RunInProgressError)
     expect((error as RunInProgressError).code).toBe('run_in_progress')
-    expect(h.state()).toEqual({ running: 'packing' })
+    expect(h.actor.getSnapshot().matches({ running: 'packing' })).toBe(true)
     expect(h.admits).toHaveLength(1)
     // Still the first submission's (the host numbers a chat's requests from 1).
     expect(h.context().queued?.requestId).toBe(`${CHAT_ID}#1`)
@@ -462,9 +561,9 @@ describe('chat machine: cancel', () => {
     h.actor.send({ type: 'CANCEL', runId: 'run-1' })
     expect(h.state()).toBe('idle')
     h.submit()
-    await h.at({ running: 'packing' })
+    await h.at({ running: { packing: 'writing' } })
     h.actor.send({ type: 'CANCEL', runId: 'run-1' })
-    expect(h.state()).toEqual({ running: 'packing' })
+    expect(h.actor.getSnapshot().matches({ running: 'packing' })).toBe(true)
     expect(h.context().admission).toBeNull()
   })
 })
@@ -563,7 +662,7 @@ describe('chat machine: settling', () => {
     await h.at('idle')
     expect(h.context().latestCustomerRun).toEqual({ id: 'run-1', status: 'failed' })
     const next = h.submit()
-    expect(h.state()).toEqual({ running: 'packing' })
+    expect(h.actor.getSnapshot().matches({ running: 'packing' })).toBe(true)
     expect(next).not.toHaveBeenCalled()
   })
 
@@ -574,7 +673,7 @@ describe('chat machine: settling', () => {
     h.settles[0]!.settle({ cost: '0' })
     await h.at('idle')
     const respond = h.submit()
-    await h.at({ running: 'packing' })
+    await h.at({ running: { packing: 'writing' } })
     const second = admission('run-2')
     h.admits[1]!.d.resolve(second)
     await h.at({ running: { streaming: 'live' } })
@@ -589,7 +688,7 @@ describe('chat machine: compacting', () => {
   async function compacting(runId = 'run-c', blocks = 2, elsewhere = 0) {
     const h = harness()
     const respond = h.submit()
-    await h.at({ running: 'packing' })
+    await h.at({ running: { packing: 'writing' } })
     const admitted = needing(runId, blocks, elsewhere)
     h.admits[0]!.d.resolve(admitted)
     await h.at({ running: 'compacting' })
@@ -626,7 +725,7 @@ describe('chat machine: compacting', () => {
   ])('packing → streaming when compaction asks for %s: no compacting frame, compactHistory not called', async (_, make) => {
     const h = harness()
     h.submit()
-    await h.at({ running: 'packing' })
+    await h.at({ running: { packing: 'writing' } })
     const a = make(admission('run-0'))
     h.admits[0]!.d.resolve(a)
     await h.at({ running: { streaming: 'live' } })
@@ -701,7 +800,7 @@ describe('chat machine: compacting', () => {
     h.settles[0]!.settle()
     await h.at('idle')
     const respond = h.submit()
-    await h.at({ running: 'packing' })
+    await h.at({ running: { packing: 'writing' } })
     expect(h.admits[1]!.input.closing.closures).toEqual([])
     const next = admission('run-d')
     h.admits[1]!.d.resolve(next)
@@ -758,7 +857,7 @@ describe('chat machine: compacting', () => {
 /** Runs one turn to settlement on `h` and leaves settleRun pending. */
 async function runToSettling(h: ReturnType<typeof harness>, runId: string) {
   const respond = h.submit()
-  await h.at({ running: 'packing' })
+  await h.at({ running: { packing: 'writing' } })
   h.admits.at(-1)!.d.resolve(admission(runId))
   await h.at({ running: { streaming: 'live' } })
   h.streams.at(-1)!.d.resolve(result('succeeded'))
@@ -871,9 +970,9 @@ describe('chat machine: a turn during eager compaction', () => {
   it('a SUBMIT is admitted, waits in compacting for the blocks made elsewhere, and the eager child outlives its CANCEL and settlement', async () => {
     const h = await eagerRunning()
     const respond = h.submit()
-    expect(h.state()).toEqual({ running: 'packing' })
+    expect(h.actor.getSnapshot().matches({ running: 'packing' })).toBe(true)
     expect(respond).not.toHaveBeenCalled()
-    await h.at({ running: 'packing' })
+    await h.at({ running: { packing: 'writing' } })
     // Every block this turn needs is the one eager work is making.
     const a = needing('run-2', 1, 1)
     h.admits[1]!.d.resolve(a)
@@ -910,7 +1009,7 @@ describe('chat machine: a turn during eager compaction', () => {
   it('a turn needing blocks of its own and blocks made elsewhere streams once compactHistory returns, the eager child still running', async () => {
     const h = await eagerRunning()
     h.submit()
-    await h.at({ running: 'packing' })
+    await h.at({ running: { packing: 'writing' } })
     const a = needing('run-2', 3, 1)
     h.admits[1]!.d.resolve(a)
     await h.at({ running: 'compacting' })
@@ -934,7 +1033,7 @@ describe('chat machine: a turn during eager compaction', () => {
   it('the eager child finishing while a turn compacts frees the chat for the next eager work, the turn unaffected', async () => {
     const h = await eagerRunning()
     h.submit()
-    await h.at({ running: 'packing' })
+    await h.at({ running: { packing: 'writing' } })
     const a = needing('run-2', 1, 1)
     h.admits[1]!.d.resolve(a)
     await h.at({ running: 'compacting' })
@@ -1050,7 +1149,7 @@ describe('chat machine: delete (decision 020)', () => {
     await h.at('idle')
     const eagerSignal = h.eagers[0]!.signal
     h.submit()
-    await h.at({ running: 'packing' })
+    await h.at({ running: { packing: 'writing' } })
     const a = needing('run-1', 2, 1)
     h.admits[1]!.d.resolve(a)
     await h.at({ running: 'compacting' })
@@ -1077,9 +1176,9 @@ describe('chat machine: delete (decision 020)', () => {
   it('DELETE while packing: the run admission wrote is announced, then settled with chat_deleted without streaming', async () => {
     const h = harness()
     const turn = h.submit()
-    await h.at({ running: 'packing' })
+    await h.at({ running: { packing: 'writing' } })
     h.remove()
-    expect(h.state()).toEqual({ running: 'packing' })
+    expect(h.actor.getSnapshot().matches({ running: 'packing' })).toBe(true)
     const a = admission('run-1')
     h.admits[0]!.d.resolve(a)
     await h.at({ running: 'settling' })
@@ -1093,7 +1192,7 @@ describe('chat machine: delete (decision 020)', () => {
   it('DELETE while packing, admission refusing: the turn finds the chat gone (404), the chat is deleted', async () => {
     const h = harness()
     const turn = h.submit()
-    await h.at({ running: 'packing' })
+    await h.at({ running: { packing: 'writing' } })
     h.remove()
     h.admits[0]!.d.reject(new Error('FOREIGN KEY constraint failed'))
     await h.at('deleting')
@@ -1183,7 +1282,7 @@ describe('chat machine: settlement cannot be lost (decision 020)', () => {
     expect(h.reaps[0]!.input).toEqual({ chatId: CHAT_ID, run: lapsed })
     const closed: PendingCall[] = [{ tool_name: 'weather', tool_use_id: 'call_1', created_at: '2030-01-02T03:04:05.000Z', run_status: 'failed' }]
     h.reaps[0]!.d.resolve({ pendingCalls: closed, latestCustomerRun: { id: 'run-1', status: 'failed' } })
-    await h.at({ running: 'packing' })
+    await h.at({ running: { packing: 'writing' } })
     expect(h.context().outstanding).toBeNull()
     // Decided again on the reaped facts: the failed run's call is tombstoned `cancelled`.
     expect(h.admits[1]!.input.closing).toMatchObject({ closures: [{ tool_use_id: 'call_1', tombstone: 'cancelled' }], closesCallsOf: 'run-1' })
@@ -1221,7 +1320,7 @@ describe('chat machine: hydrated with a running run in the ledger (decision 020)
     expect(h.state()).toEqual({ running: 'reaping' })
     expect(h.reaps[0]!.input.run.id).toBe('run-x')
     h.reaps[0]!.d.resolve({ pendingCalls: [], latestCustomerRun: { id: 'run-x', status: 'failed' } })
-    await h.at({ running: 'packing' })
+    await h.at({ running: { packing: 'writing' } })
 
     const g = harness({ outstanding: held() })
     const respond = g.submit(submission(), { runningRun: null, at: new Date().toISOString() })
@@ -1306,7 +1405,7 @@ describe('chat machine: the rules of decisions §4 it holds, by name', () => {
     const closing = vi.fn()
     const h = harness({ pendingCalls: calls }, { actions: { closePendingCalls: closing } })
     h.submit()
-    await h.at({ running: 'packing' })
+    await h.at({ running: { packing: 'writing' } })
     expect(closing).toHaveBeenCalledTimes(1)
     expect(h.admits[0]!.input.closing.closures).toEqual([])
   })
@@ -1322,7 +1421,7 @@ describe('chat machine: the rules of decisions §4 it holds, by name', () => {
 
     // The next turn closes them (a failed run's call: tombstoned `cancelled`) and ends without calls: idle again.
     h.submit()
-    await h.at({ running: 'packing' })
+    await h.at({ running: { packing: 'writing' } })
     expect(h.admits[1]!.input.closing).toMatchObject({ closures: [{ tool_use_id: 'c9', tombstone: 'cancelled' }], closesCallsOf: 'run-1' })
     h.admits[1]!.d.resolve(admission('run-2'))
     await h.at({ running: { streaming: 'live' } })
@@ -1336,7 +1435,7 @@ describe('chat machine: the rules of decisions §4 it holds, by name', () => {
   it('without holdCallsOfEndedRun a run\'s calls are not held: none is pending after it', async () => {
     const h = harness({}, { actions: { holdCallsOfEndedRun: () => {} } })
     h.submit()
-    await h.at({ running: 'packing' })
+    await h.at({ running: { packing: 'writing' } })
     h.admits[0]!.d.resolve(admission('run-1'))
     await h.at({ running: { streaming: 'live' } })
     h.streams[0]!.d.resolve(result('succeeded', [{ tool_name: 'lookup', tool_use_id: 'c1', created_at: NOW_ISO }]))
@@ -1366,7 +1465,7 @@ describe('chat machine: one clock, the service\'s, read by the host and carried 
   it('a run left to the sweep is outstanding with its lease lapsed: at its creation, an instant already past', async () => {
     const h = harness({ now: at(T) })
     h.submit()
-    await h.at({ running: 'packing' })
+    await h.at({ running: { packing: 'writing' } })
     h.admits[0]!.d.resolve(admission('run-1'))
     await h.at({ running: { streaming: 'live' } })
     h.streams[0]!.d.resolve(result('succeeded'))
@@ -1418,7 +1517,7 @@ describe('chat machine: the rules of a submission (decisions §4), as named guar
     })
     expect(h.state()).toBe('idle')
     const admitted = send(h, { retryOf: 'run-9', retried: { id: 'run-9', chatId: CHAT_ID } })
-    expect(h.state()).toEqual({ running: 'packing' })
+    expect(h.actor.getSnapshot().matches({ running: 'packing' })).toBe(true)
     await vi.waitFor(() => expect(h.admits).toHaveLength(1))
     expect(h.admits[0]!.input.submission.request.retry_of).toBe('run-9')
     expect(admitted).not.toHaveBeenCalled()
@@ -1427,9 +1526,9 @@ describe('chat machine: the rules of a submission (decisions §4), as named guar
     const g = harness({ latestCustomerRun: { id: 'run-9', status: 'succeeded' } })
     expect(refusal(send(g, { retryOf: 'run-9', retried: { id: 'run-9', chatId: CHAT_ID } }))).toBeInstanceOf(RetryNotAllowedError)
     // The guard decides: provided otherwise, the machine admits it.
-    const k = harness({ latestCustomerRun: { id: 'run-9', status: 'succeeded' } }, { guards: { isRetryOfLatestFailedRun: () => true } })
+    const k = harness({ latestCustomerRun: { id: 'run-9', status: 'succeeded' } }, { guards: { retriesOtherThanLatestFailedRun: () => false } })
     send(k, { retryOf: 'run-9', retried: { id: 'run-9', chatId: CHAT_ID } })
-    expect(k.state()).toEqual({ running: 'packing' })
+    expect(k.actor.getSnapshot().matches({ running: 'packing' })).toBe(true)
   })
 
   it('a retry of an orphan is decided after the reaping, on what the ledger then says: the orphan failed, so it may be retried', async () => {
@@ -1439,7 +1538,7 @@ describe('chat machine: the rules of a submission (decisions §4), as named guar
     const respond = h.submit(s, { runningRun: orphan, at: NOW_ISO, retried: { id: 'run-o', chatId: CHAT_ID }, keyUsedBy: null })
     expect(h.state()).toEqual({ running: 'reaping' })
     h.reaps[0]!.d.resolve({ pendingCalls: [], latestCustomerRun: { id: 'run-o', status: 'failed' } })
-    await h.at({ running: 'packing' })
+    await h.at({ running: { packing: 'writing' } })
     expect(h.admits[0]!.input.submission).toBe(s)
     expect(respond).not.toHaveBeenCalled()
   })
@@ -1453,7 +1552,7 @@ describe('chat machine: the rules of a submission (decisions §4), as named guar
     expect(h.admits).toHaveLength(0)
     const k = harness({}, { guards: { reusesIdempotencyKey: () => false } })
     send(k, { keyUsedBy: 'run-first' })
-    expect(k.state()).toEqual({ running: 'packing' })
+    expect(k.actor.getSnapshot().matches({ running: 'packing' })).toBe(true)
   })
 
   it('answersOnlyPendingCalls: a tool_result for an id not pending is 422 naming it and the pending ones; the calls stay pending', () => {
@@ -1550,7 +1649,7 @@ describe('chat machine: shutdown (INTERRUPT)', () => {
   it('a run being admitted is interrupted once written, before it streams', async () => {
     const h = harness()
     const respond = h.submit()
-    await h.at({ running: 'packing' })
+    await h.at({ running: { packing: 'writing' } })
     h.actor.send({ type: 'INTERRUPT', message: 'bye' })
     h.admits[0]!.d.resolve(admission('run-1'))
     await h.at({ running: 'settling' })
@@ -1562,7 +1661,7 @@ describe('chat machine: shutdown (INTERRUPT)', () => {
   it('an interruption of a refused admission is forgotten: the next run streams normally', async () => {
     const h = harness()
     h.submit()
-    await h.at({ running: 'packing' })
+    await h.at({ running: { packing: 'writing' } })
     h.actor.send({ type: 'INTERRUPT', message: 'bye' })
     h.admits[0]!.d.reject(new Error('refused'))
     await h.at('idle')
@@ -1593,7 +1692,7 @@ describe('chat machine: demotion (RELINQUISH)', () => {
   it('a submission being admitted and a waiting DELETE are refused with 503', async () => {
     const h = harness()
     const respond = h.submit()
-    await h.at({ running: 'packing' })
+    await h.at({ running: { packing: 'writing' } })
     const deleted = h.remove()
     h.actor.send({ type: 'RELINQUISH', message: 'demoted' })
     expect(respond.mock.calls[0]![0]).toMatchObject({ kind: 'rejected', error: { code: 'unavailable' } })

@@ -3,6 +3,7 @@ import { createActor, fromPromise, type Actor } from 'xstate'
 import { chatMachine } from '../../machines/chat.machine.ts'
 import type { ChatEmitted, ChatInput, RunAdmission, SettleRunOutput, StreamRunInput } from '../../machines/chat.types.ts'
 import type { Submission } from '../../src/domain/turns/submission.ts'
+import type { TurnFacts } from '../../src/domain/turns/admission-rules.ts'
 import { runOutcomeFixture } from '../helpers/run-outcome-fixture.ts'
 
 /**
@@ -29,7 +30,8 @@ function host() {
   const ends: Array<(status: 'succeeded' | 'cancelled') => void> = []
   const machine = chatMachine.provide({
     actors: {
-      admitTurn: fromPromise(async ({ input }) => data(input.submission.runId)),
+      readTurn: fromPromise(async (): Promise<TurnFacts> => ({ runningRuns: { count: 0, cap: 10 }, overflow: null, budget: null })),
+      writeTurn: fromPromise(async ({ input }) => data(input.submission.runId)),
       streamRun: fromPromise(({ input }) => {
         streams.push(input)
         return new Promise((resolve) => ends.push((status) => resolve(runOutcomeFixture(status))))

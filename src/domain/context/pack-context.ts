@@ -1,6 +1,6 @@
 import type { CatalogueEntry } from '../catalogue/catalogue-entry.ts'
 import type { ConfigWarning, ContextBudget, HistoryMode, RetentionRules } from '../config/config-types.ts'
-import { ContextTooLargeError } from '../errors.ts'
+import { contextTooLargeError, fixedPartsFit, type ContextOverflow } from './context-overflow.ts'
 import type { PartBody, PartKind } from '../parts.ts'
 import { saturatingAdd } from '../tokens/estimate-tokens.ts'
 import type { TranslationWarning } from '../turns/coerce-reasoning-effort.ts'
@@ -94,6 +94,10 @@ export type PackResult =
   /** The walk reached entries whose bodies the keeper let go: read them (entries before `before`) and pack again. */
   | { kind: 'needs-bodies'; before: number }
 
+/** What packContextOrOverflow answers besides PackResult: the fixed parts do not fit the input budget. */
+export type PackOverflow = { kind: 'too-large'; overflow: ContextOverflow }
+
+
 const sumOf = (items: readonly PackItem[]) => {
   let total = 0
   for (const item of items) total += item.rendering.tokens
@@ -108,6 +112,13 @@ const sumOf = (items: readonly PackItem[]) => {
  * and a turn renders only the parts whose choices changed (decision 012).
  */
 export function packContext(input: PackInput): PackResult {
+  const result = packContextOrOverflow(input)
+  if (result.kind === 'too-large') throw contextTooLargeError(result.overflow)
+  return result
+}
+
+/** packContext, answering a context too large as a value (the fixed parts' sizes) instead of a throw. */
+export function packContextOrOverflow(input: PackInput): PackResult | PackOverflow {
   const { history, rules, budget, model } = input
   const entries = history.entries
   const n = history.length
@@ -185,7 +196,7 @@ export function packContext(input: PackInput): PackResult {
   const window = estimateBudget(vendorInputBudget(model, budget), input.tokenCorrection ?? 1)
   const fixed = saturatingAdd(tokens.instructions, tokens.tools, tokens.anchors, tokens.current)
   let allowance = historyBudget(window, fixed, budget)
-  if (window - fixed < 0) throw contextTooLarge(window, tokens, fixed)
+  if (!fixedPartsFit({ inputBudget: window, fixedTokens: fixed })) return { kind: 'too-large', overflow: { inputBudget: window, fixedTokens: fixed, tokens } }
   if (input.fillFraction !== undefined) allowance = floorTimes(allowance, input.fillFraction)
 
   // Recency (docs/guide/context.md): the estimates of the history parts newer than a part, against the budget.
@@ -269,7 +280,9 @@ export function packContext(input: PackInput): PackResult {
     // Markers for attachments over the limit can cost more than the files they replace (a tiny text file),
     // in the fixed parts too: the history gets what they leave, and they may no longer fit at all.
     const fixedSent = saturatingAdd(tokens.instructions, tokens.tools, sumOf(anchors), sumOf(current))
-    if (window - fixedSent < 0) throw contextTooLarge(window, { ...tokens, anchors: sumOf(anchors), current: sumOf(current) }, fixedSent)
+    if (!fixedPartsFit({ inputBudget: window, fixedTokens: fixedSent })) {
+      return { kind: 'too-large', overflow: { inputBudget: window, fixedTokens: fixedSent, tokens: { ...tokens, anchors: sumOf(anchors), current: sumOf(current) } } }
+    }
     allowance = Math.min(allowance, historyBudget(window, fixedSent, budget))
     while (kept.length > 0 && sumOf(kept) > allowance) {
       let cutAt = kept[0]!.index + 1
@@ -478,13 +491,4 @@ function historyDropped(dropped: NonNullable<ContextManifest['dropped']>, mode: 
     ? `summaries replace the oldest history; these parts were dropped because ${[...reasons].map((r) => DROP_REASONS[r]).join('; ')}`
     : 'the oldest history was dropped as under drop_oldest: summaries are not made here'
   return { ...warning, history_mode: 'summarize', message }
-}
-
-function contextTooLarge(window: number, tokens: { instructions: number; tools: number; anchors: number; current: number }, fixed: number) {
-  return new ContextTooLargeError(
-    `the fixed parts need ${fixed} tokens but the model's input budget is ${window}: instructions ${tokens.instructions}, ` +
-      `tools ${tokens.tools}, anchor parts ${tokens.anchors}, the current exchange ${tokens.current}`,
-    { input_budget: window, estimated_tokens: fixed, fixed_tokens: { ...tokens } },
-    'shorten the input or the instructions, publish fewer anchor_parts or a budget with less headroom, or use a model with a larger context window',
-  )
 }

@@ -4,9 +4,11 @@ import {
   InsufficientBalanceError,
   NotFoundError,
   RetryNotAllowedError,
+  RunningRunsLimitError,
   UnknownToolUseIdError,
   type DomainError,
 } from '../errors.ts'
+import { contextTooLargeError, type ContextOverflow } from '../context/context-overflow.ts'
 import { windowInForce, type ModelLimits, type WindowInForce } from '../context/model-limits.ts'
 import { Money } from '../money.ts'
 import type { PartBody } from '../parts.ts'
@@ -61,11 +63,14 @@ export type AdmissionRejection =
   | { rule: 'idempotency_key_reused'; runId: string }
   | { rule: 'unknown_tool_use_id'; unknownIds: string[]; pendingIds: string[] }
   | { rule: 'insufficient_balance'; balance: string; estimatedInputTokens: number }
+  | { rule: 'context_too_large'; overflow: ContextOverflow }
+  | { rule: 'running_runs_limit'; cap: number }
 
 export type Decision<T> = { value: T; warnings: TranslationWarning[] }
 
 export type TombstoneBody = Extract<PartBody, { type: 'tool_result' }>
 
+/** What a submission that passes the rules is admitted with: how it closes the pending calls, the run it retries. */
 export type AdmissionVerdict =
   | ({ kind: 'admit'; retryOf: string | null } & CallClosing)
   | { kind: 'reject'; rejection: AdmissionRejection }
@@ -112,30 +117,6 @@ export function tombstoneUnanswered(closures: readonly Closure[]): TombstoneBody
       ? []
       : [{ type: 'tool_result' as const, text: '', is_error: true, tool_name: c.tool_name, tool_use_id: c.tool_use_id, trust: 'trusted' as const, tombstone_reason: c.tombstone }],
   )
-}
-
-/**
- * docs/guide/tool-calls.md, in the order the rules are checked: retry, idempotency, unknown tool ids; then every
- * pending call is closed, by result or tombstone (`expired` past 24 h by `now`, `cancelled` for a
- * cancelled or failed run's call, `abandoned` otherwise).
- */
-export function decideAdmission(facts: AdmissionFacts, submission: SubmissionForAdmission, now: Date): Decision<AdmissionVerdict> {
-  const reject = (rejection: AdmissionRejection): Decision<AdmissionVerdict> => ({ value: { kind: 'reject', rejection }, warnings: [] })
-  const retryOf = submission.request.retry_of ?? null
-  if (retriesMissingRun(facts, submission)) return reject({ rule: 'retry_of_not_found', retryOf: retryOf! })
-  if (retryOf !== null && !isRetryOfLatestFailedRun(facts, submission.chatId)) {
-    return reject({ rule: 'retry_not_allowed', retryOf, latest: facts.latestCustomerRun })
-  }
-  if (!keyIsUnused(facts)) return reject({ rule: 'idempotency_key_reused', runId: facts.keyUsedBy! })
-  const answered = answeredIds(submission)
-  if (!answersOnlyPendingCalls(facts.pendingCalls, answered)) {
-    return reject({
-      rule: 'unknown_tool_use_id',
-      unknownIds: unknownToolUseIds(facts.pendingCalls, answered),
-      pendingIds: facts.pendingCalls.map((c) => c.tool_use_id),
-    })
-  }
-  return { value: { kind: 'admit', ...closeCalls(facts, submission, now), retryOf }, warnings: [] }
 }
 
 /** How an admitted submission closes the chat's pending calls (docs/guide/tool-calls.md). */
@@ -248,6 +229,10 @@ export function rejectionError(rejection: AdmissionRejection): DomainError {
         'add credit to the organisation',
       )
     }
+    case 'context_too_large':
+      return contextTooLargeError(rejection.overflow)
+    case 'running_runs_limit':
+      return new RunningRunsLimitError(rejection.cap)
     default: {
       const unknown: never = rejection
       throw new Error(`unknown rejection ${JSON.stringify(unknown)}`)

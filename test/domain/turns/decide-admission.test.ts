@@ -12,7 +12,6 @@ import type { PartBody } from '../../../src/domain/parts.ts'
 import { TOOL_CALL_TTL_MS, type PendingCall } from '../../../src/domain/turns/close-pending-calls.ts'
 import {
   answersOnlyPendingCalls,
-  decideAdmission,
   decideMaxTokens,
   isRetryOfLatestFailedRun,
   keyIsUnused,
@@ -24,6 +23,7 @@ import {
   type RunStatus,
   type SubmissionForAdmission,
 } from '../../../src/domain/turns/decide-admission.ts'
+import { decideAdmission } from '../../../src/domain/turns/admission-rules.ts'
 import { loadCatalogue } from '../../../src/providers/catalogue/load-catalogue.ts'
 
 const CHAT = 'chat-1'
