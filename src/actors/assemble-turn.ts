@@ -9,9 +9,16 @@ import { convertToProviderPrompt } from '../providers/convert-to-provider-prompt
 import { mapReasoningEffort, type VendorReasoning } from '../providers/map-reasoning-effort.ts'
 import { vendorTranslationWarnings } from '../providers/vendor-fidelity.ts'
 import type { ResolvedConfiguration } from '../store/config-resolution.ts'
-import type { MaxTokensFit } from './affordable-max-tokens.ts'
 import type { PackedTurn, PackRequest } from './context-history.ts'
 import type { Submission } from './turn-types.ts'
+
+/** The max_tokens a turn is sent with, and the window it fits (docs/decisions/027-model-limits.md). */
+export type MaxTokensFit = {
+  maxTokens: number
+  window: WindowInForce
+  /** The input as the vendor is expected to count it: the estimate times the model's correction. */
+  correctedInputTokens: number
+}
 
 /**
  * What a turn is assembled from besides its packed context: read once by readTurn (src/actors/admit-turn.ts)
