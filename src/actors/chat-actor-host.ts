@@ -63,7 +63,7 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
   let draining = false
   const report = options.onError ?? ((what: string, error: unknown) => console.error(`chat actor host: ${what}:`, error))
 
-  const compactor = createCompactor(deps)
+  const compactor = createCompactor(deps, (chatId) => runtimeOf(chatId).compactions)
   const machine = chatMachine.provide({
     actors: {
       // Admission in two invoked actors around the machine's turn rules: the reading (the packed turn

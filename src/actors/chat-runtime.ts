@@ -4,6 +4,7 @@ import type { DeleteOutcome, ForkOutcome, RunAdmission } from '../../machines/ch
 import { openingFrames, RunChannel } from './run-channel.ts'
 import type { ReadTurn } from './admit-turn.ts'
 import type { Admission } from './turn-types.ts'
+import type { CompactionsInFlight } from './compactor.ts'
 
 /** A request that waits for the machine's answer (DELETE, FORK): settled by the host when the machine emits it. */
 type Waiter<T> = { resolve: (outcome: T) => void }
@@ -16,7 +17,8 @@ type Waiter<T> = { resolve: (outcome: T) => void }
  * - each running run's full admission (the prompt, the tools, the manifest's inputs) and the
  *   AbortController that stops its provider call, keyed by run id;
  * - the DELETE and FORK requests waiting for the machine's answer;
- * - the runs whose leases this node released (never renewed again).
+ * - the runs whose leases this node released (never renewed again);
+ * - the chat's blocks being summarised now.
  * The chat's kept history (src/actors/context-history.ts) goes with the actor too: the host forgets
  * it whenever it drops the actor.
  */
@@ -35,6 +37,8 @@ export class ChatRuntime {
    * and are never renewed here, even if the release could not be written; the sweep settles them.
    */
   readonly released = new Set<string>()
+  /** The chat's blocks being summarised now (src/actors/compactor.ts), so a turn waits for them rather than making them twice. */
+  readonly compactions: CompactionsInFlight = new Map()
   private nextRequest = 1
 
   constructor(readonly chatId: string) {}

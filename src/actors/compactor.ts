@@ -18,14 +18,17 @@ export type CompactionOutcome = {
 /** How many compaction runs one request keeps going at once. */
 const PARALLEL_RUNS = 2
 
+/** The blocks of one chat being summarised now, by block key: kept by the chat's runtime (src/actors/chat-runtime.ts). */
+export type CompactionsInFlight = Map<string, Promise<BlockSummary | null>>
+
 /**
- * Compaction work of this node, by chat and block. A block being summarised is claimed before its
- * run starts; a request that needs it meanwhile (a turn arriving during eager compaction) waits for
- * that work instead of doing it twice (docs/guide/context.md `in_progress_elsewhere`).
+ * Compaction work of this node. A block being summarised is claimed, in its chat's map
+ * (`inFlightOf`, the chat's runtime owns it: issue 25), before its run starts; a request that needs
+ * it meanwhile (a turn arriving during eager compaction) waits for that work instead of doing it
+ * twice (docs/guide/context.md `in_progress_elsewhere`).
  */
-export function createCompactor(deps: RunDeps) {
-  const inFlight = new Map<string, Promise<BlockSummary | null>>()
-  const keyOf = (chatId: string, block: BlockToSummarise) => `${chatId}:${blockKey(block)}`
+export function createCompactor(deps: RunDeps, inFlightOf: (chatId: string) => CompactionsInFlight) {
+  const keyOf = (block: BlockToSummarise) => blockKey(block)
 
   const untilAborted = <T>(promise: Promise<T>, signal: AbortSignal, fallback: T) =>
     signal.aborted
@@ -39,13 +42,13 @@ export function createCompactor(deps: RunDeps) {
   return {
     /** How many of `blocks` other work of this node is summarising now. */
     inProgress(chatId: string, blocks: readonly BlockToSummarise[]): number {
-      return blocks.filter((b) => inFlight.has(keyOf(chatId, b))).length
+      const inFlight = inFlightOf(chatId)
+      return blocks.filter((b) => inFlight.has(keyOf(b))).length
     },
 
     /** Whether any compaction of the chat is running on this node. */
     busy(chatId: string): boolean {
-      for (const key of inFlight.keys()) if (key.startsWith(`${chatId}:`)) return true
-      return false
+      return inFlightOf(chatId).size > 0
     },
 
     /**
@@ -56,9 +59,10 @@ export function createCompactor(deps: RunDeps) {
     async summarise(job: CompactionJob, blocks: readonly BlockToSummarise[], signal: AbortSignal): Promise<CompactionOutcome> {
       const waits: { block: BlockToSummarise; result: Promise<BlockSummary | null> }[] = []
       const mine: { block: BlockToSummarise; resolve: (s: BlockSummary | null) => void; result: Promise<BlockSummary | null> }[] = []
+      const inFlight = inFlightOf(job.chatId)
       // Blocks first: a merge reads the summaries of the blocks it merges.
       for (const block of [...blocks.filter((b) => b.kind === 'block'), ...blocks.filter((b) => b.kind === 'merge')]) {
-        const key = keyOf(job.chatId, block)
+        const key = keyOf(block)
         // Made by other work since the turn was packed (eager compaction that finished meanwhile):
         // taken as it is, never made and billed twice.
         const stored = deps.store.summaries.ofRange(job.chatId, block.firstOrdinal, block.lastOrdinal)
