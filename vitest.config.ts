@@ -25,9 +25,9 @@ export default defineConfig({
     testTimeout: machineCeiling(30_000),
     hookTimeout: machineCeiling(60_000),
     pool: 'forks',
-    // Three files at a time on 2 cores: much of the suite's wall time is end-to-end files waiting on
+    // Four files at a time on 2 cores: much of the suite's wall time is end-to-end files waiting on
     // server processes, leases and deadlines, which overlap with the in-process files (decision 019).
-    maxWorkers: 3,
+    maxWorkers: 4,
     projects: [
       { extends: true, test: { name: 'domain', include: [DOMAIN], exclude: [...configDefaults.exclude, ...DOMAIN_MOCKING], isolate: false } },
       { extends: true, test: { name: 'domain-mocking', include: DOMAIN_MOCKING } },
