@@ -182,6 +182,21 @@ const turnRuleBreaks = (name: TurnRuleName, context: ChatContext): boolean => {
   return queued?.turn != null && rule.breaks(queued.turn, queued.submission, new Date(queued.at))
 }
 
+/** A turn that could not be read or written is refused; a chat being deleted answers it 404 and goes. */
+const refuseQueuedTurn = [
+  { guard: 'deletionRequested', target: '#chat.deleting', actions: ['rejectSubmissionAsDeleted', 'forgetSubmission', 'forgetInterruption'] },
+  {
+    target: '#chat.ready',
+    actions: [{ type: 'rejectSubmission', params: ({ event }: { event: { error: unknown } }) => event.error }, 'forgetSubmission', 'forgetInterruption'],
+  },
+] as const
+
+/** The written run is announced to its caller and becomes the chat's run. */
+const startAdmittedRun = [
+  { type: 'announceRun', params: ({ event }: { event: { output: ChatAdmission } }) => event.output },
+  { type: 'startRun', params: ({ event }: { event: { output: ChatAdmission } }) => event.output },
+] as const
+
 const mustBeProvided = (name: string) => async (): Promise<never> => {
   throw new Error(`chat machine: the actor "${name}" must be provided (src/actors/chat-actor-host.ts)`)
 }
@@ -593,17 +608,7 @@ export const chatMachine = setup({
                 src: 'readTurn',
                 input: ({ context }) => ({ requestId: context.queued!.requestId, submission: context.queued!.submission, closing: context.queued!.closing }),
                 onDone: { target: 'deciding', actions: [{ type: 'noteTurnFacts', params: ({ event }) => event.output }] },
-                onError: [
-                  { guard: 'deletionRequested', target: '#chat.deleting', actions: ['rejectSubmissionAsDeleted', 'forgetSubmission', 'forgetInterruption'] },
-                  {
-                    target: '#chat.ready',
-                    actions: [
-                      { type: 'rejectSubmission', params: ({ event }: { event: { error: unknown } }) => event.error },
-                      'forgetSubmission',
-                      'forgetInterruption',
-                    ],
-                  },
-                ],
+                onError: refuseQueuedTurn,
               },
             },
             // The turn rules (TURN_RULES), over what was read: the 402 and context_too_large among them.
@@ -623,8 +628,7 @@ export const chatMachine = setup({
                     guard: 'deletionRequested',
                     target: '#chat.running.settling',
                     actions: [
-                      { type: 'announceRun', params: ({ event }: { event: { output: ChatAdmission } }) => event.output },
-                      { type: 'startRun', params: ({ event }: { event: { output: ChatAdmission } }) => event.output },
+                      ...startAdmittedRun,
                       'abortRun',
                       'recordDeletedBeforeStreaming',
                     ],
@@ -633,8 +637,7 @@ export const chatMachine = setup({
                     guard: 'interruptionRequested',
                     target: '#chat.running.settling',
                     actions: [
-                      { type: 'announceRun', params: ({ event }: { event: { output: ChatAdmission } }) => event.output },
-                      { type: 'startRun', params: ({ event }: { event: { output: ChatAdmission } }) => event.output },
+                      ...startAdmittedRun,
                       'abortRun',
                       'recordInterruptedBeforeStreaming',
                     ],
@@ -642,24 +645,14 @@ export const chatMachine = setup({
                   {
                     guard: { type: 'needsCompaction', params: ({ event }: { event: { output: ChatAdmission } }) => event.output },
                     target: '#chat.running.compacting',
-                    actions: [{ type: 'announceRun', params: ({ event }: { event: { output: ChatAdmission } }) => event.output }, { type: 'startRun', params: ({ event }: { event: { output: ChatAdmission } }) => event.output }],
+                    actions: [...startAdmittedRun],
                   },
                   {
                     target: '#chat.running.streaming',
-                    actions: [{ type: 'announceRun', params: ({ event }: { event: { output: ChatAdmission } }) => event.output }, { type: 'startRun', params: ({ event }: { event: { output: ChatAdmission } }) => event.output }],
+                    actions: [...startAdmittedRun],
                   },
                 ],
-                onError: [
-                  { guard: 'deletionRequested', target: '#chat.deleting', actions: ['rejectSubmissionAsDeleted', 'forgetSubmission', 'forgetInterruption'] },
-                  {
-                    target: '#chat.ready',
-                    actions: [
-                      { type: 'rejectSubmission', params: ({ event }: { event: { error: unknown } }) => event.error },
-                      'forgetSubmission',
-                      'forgetInterruption',
-                    ],
-                  },
-                ],
+                onError: refuseQueuedTurn,
               },
             },
           },
