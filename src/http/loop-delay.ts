@@ -19,9 +19,16 @@ export function watchLoopDelay(sampleMs = 100): LoopDelay {
   const histogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS })
   histogram.enable()
   let ms = 0
+  let lastTick = performance.now()
   const timer = setInterval(() => {
-    // The histogram holds each period between the sampling timer's runs, in ns.
-    ms = histogram.count === 0 ? 0 : Math.max(0, histogram.mean / 1e6 - RESOLUTION_MS)
+    const now = performance.now()
+    // The histogram holds each period between its own timer's runs, in ns. When this timer runs
+    // before the histogram's after a long block, the reset drops the late period; how late this
+    // timer itself ran still shows it.
+    const histogramLate = histogram.count === 0 ? 0 : histogram.mean / 1e6 - RESOLUTION_MS
+    const ownLate = now - lastTick - sampleMs
+    ms = Math.max(0, histogramLate, ownLate)
+    lastTick = now
     histogram.reset()
   }, sampleMs)
   timer.unref()
