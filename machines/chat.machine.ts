@@ -12,6 +12,7 @@ import {
   type TurnFacts,
   type TurnRuleName,
 } from '../src/domain/turns/admission-rules.ts'
+import { runSettlementMachine, type RunSettlementOutput } from './run-settlement.machine.ts'
 import type {
   ChatAdmission,
   ChatContext,
@@ -25,10 +26,7 @@ import type {
   RunAdmission,
   ReadTurnInput,
   ReapRunInput,
-  ReleaseRunInput,
   WriteTurnInput,
-  SettleRunInput,
-  SettleRunOutput,
   StreamRunInput,
 } from './chat.types.ts'
 
@@ -72,13 +70,6 @@ export const relinquishedFrame = (runId: string, message: string) => ({
   details: { run_id: runId },
   hint: 'GET /api/v1/runs/{run_id} shows how it was settled; send input: [] with retry_of set to this run to try again',
 })
-
-/**
- * decision 020: a settlement that throws is tried again, after 200 ms, 800 ms and 3.2 s; if the
- * fourth attempt fails too, the run is left to the sweep (its lease released, no longer renewed).
- */
-export const SETTLE_RETRIES = 3
-export const SETTLE_RETRY_BASE_MS = 200
 
 /** A streamRun that threw (it is written never to): failed, and billed for its packed input. */
 const brokenRun = (admission: RunAdmission | null) =>
@@ -219,14 +210,10 @@ export const chatMachine = setup({
     compactHistory: fromPromise<ChatAdmission, CompactHistoryInput>(mustBeProvided('compactHistory')),
     compactEagerly: fromPromise<void, EagerCompaction>(mustBeProvided('compactEagerly')),
     streamRun: fromPromise<RunOutcome, StreamRunInput>(mustBeProvided('streamRun')),
-    settleRun: fromPromise<SettleRunOutput, SettleRunInput>(mustBeProvided('settleRun')),
+    // decision 020: written, tried again, or left to the sweep (machines/run-settlement.machine.ts).
+    settleRun: runSettlementMachine,
     reapRun: fromPromise<ChatFacts, ReapRunInput>(mustBeProvided('reapRun')),
-    releaseRun: fromPromise<void, ReleaseRunInput>(mustBeProvided('releaseRun')),
     deleteChat: fromPromise<void, DeleteChatInput>(mustBeProvided('deleteChat')),
-  },
-  delays: {
-    /** Before settlement attempt n + 1 (n ≥ 1 failed so far): 200 ms × 4^(n−1). */
-    settleRetry: ({ context }) => SETTLE_RETRY_BASE_MS * 4 ** Math.max(0, context.settleAttempts - 1),
   },
   guards: {
     /** docs/guide/tool-calls.md: the latest customer run left tool calls no submission has closed; the next one closes them. */
@@ -246,7 +233,10 @@ export const chatMachine = setup({
     leftToolCalls: ({ context }) => (context.result?.pendingToolCalls.length ?? 0) > 0,
     needsCompaction: (_, admission: ChatAdmission) => (admission.compaction?.blocks ?? 0) > 0,
     /** docs/guide/context.md at_fill: the settled run left the history past its fill mark, and no eager work runs yet. */
-    fillsEagerThreshold: ({ context }, output: SettleRunOutput) => (output.eager?.blocks.length ?? 0) > 0 && context.eagerCompaction === null,
+    fillsEagerThreshold: ({ context }, output: RunSettlementOutput) =>
+      output.kind === 'settled' && (output.eager?.blocks.length ?? 0) > 0 && context.eagerCompaction === null,
+    /** decision 020: every settlement attempt failed; the run was left to the sweep. */
+    wasLeftToSweep: (_, output: RunSettlementOutput) => output.kind === 'leftToSweep',
     cancelsThisRun: ({ context, event }) => event.type === 'CANCEL' && context.admission?.runId === event.runId,
     /** The ledger holds a running run of this chat under a live lease, whoever owns it. */
     ledgerRunIsLive: ({ context, event }) => verdictOf(context, event) === 'held',
@@ -260,8 +250,6 @@ export const chatMachine = setup({
     interruptionRequested: ({ context }) => context.interruption !== null,
     /** docs/decisions/037-fork.md: the fork's cut lies within the ledger's settled parts (absent: all of them). */
     forkCutIsSettled: ({ event }) => event.type === 'FORK' && forkCutIsSettled(event.upToOrdinal, event.ledger),
-    /** The settlement that just failed may be tried again. */
-    maySettleAgain: ({ context }) => context.settleAttempts < SETTLE_RETRIES,
   },
   actions: {
     queueSubmission: assign({
@@ -343,7 +331,6 @@ export const chatMachine = setup({
     startRun: assign({
       admission: (_, admission: ChatAdmission) => admission,
       result: () => null,
-      settleAttempts: () => 0,
       queued: () => null,
       pendingCalls: () => [],
     }),
@@ -369,7 +356,6 @@ export const chatMachine = setup({
     /** The run's result once its chat's deletion stopped it. */
     markDeleted: assign({ result: ({ context }) => (context.result ? deletedRun(context.result) : null) }),
     recordDeletedBeforeStreaming: assign({ result: ({ context }) => endedWithoutResult(context.admission, 'cancelled', { ...CHAT_DELETED }) }),
-    countSettleAttempt: assign({ settleAttempts: ({ context }) => context.settleAttempts + 1 }),
     /**
      * Settlement kept failing: the run is left `running` in the ledger, its lease released, for the
      * sweep (decision 020). The chat knows it is outstanding and admits no turn past it.
@@ -384,7 +370,6 @@ export const chatMachine = setup({
         pendingCalls: [],
         admission: null,
         result: null,
-        settleAttempts: 0,
         interruption: null,
       }
     }),
@@ -440,7 +425,7 @@ export const chatMachine = setup({
       if (!context.admission || !request) return
       enqueue.emit({ type: 'compacting', runId: context.admission.runId, blocks: request.blocks - request.inProgressElsewhere, inProgressElsewhere: request.inProgressElsewhere })
     }),
-    recordEagerCompaction: assign({ eagerCompaction: (_, output: SettleRunOutput) => output.eager }),
+    recordEagerCompaction: assign({ eagerCompaction: (_, output: RunSettlementOutput) => (output.kind === 'settled' ? output.eager : null) }),
     startEagerCompaction: spawnChild('compactEagerly', { id: 'eagerCompaction', input: ({ context }) => context.eagerCompaction! }),
     forgetEagerCompaction: assign({ eagerCompaction: () => null }),
     // A finished child stays among the children until stopped: its input (the blocks) goes with it.
@@ -471,7 +456,6 @@ export const chatMachine = setup({
         latestCustomerRun: { id: admission.runId, status: result.status },
         admission: null,
         result: null,
-        settleAttempts: 0,
         interruption: null,
       }
     }),
@@ -488,7 +472,6 @@ export const chatMachine = setup({
     eagerCompaction: null,
     orphan: null,
     outstanding: input.outstanding ?? null,
-    settleAttempts: 0,
     deleters: [],
     interruption: null,
   }),
@@ -710,12 +693,16 @@ export const chatMachine = setup({
             cancelling: {},
           },
         },
+        // decision 020: a settlement is never lost. The child machine writes it, tries again after a
+        // backoff, and failing that leaves the run to the sweep (machines/run-settlement.machine.ts).
         settling: {
           on: { DELETE: { actions: 'addDeleter' } },
           invoke: {
+            id: 'settlement',
             src: 'settleRun',
-            input: ({ context }) => ({ chatId: context.chatId, admission: context.admission!, result: context.result! }),
+            input: ({ context }) => ({ chatId: context.chatId, runId: context.admission!.runId, outcome: context.result! }),
             onDone: [
+              { guard: { type: 'wasLeftToSweep', params: ({ event }) => event.output }, target: 'leftToSweep', actions: 'leaveRunToSweep' },
               // No eager work for a chat about to go.
               { guard: 'deletionRequested', target: '#chat.deleting', actions: ['holdCallsOfEndedRun', 'closeRun'] },
               {
@@ -727,33 +714,11 @@ export const chatMachine = setup({
               { guard: 'leftToolCalls', target: '#chat.awaitingToolResults', actions: ['holdCallsOfEndedRun', 'closeRun'] },
               { target: '#chat.idle', actions: 'closeRun' },
             ],
-            // decision 020: a settlement is never lost. It is tried again; failing that, left to the sweep.
-            onError: [
-              { guard: 'maySettleAgain', target: 'settlingAgain', actions: 'countSettleAttempt' },
-              { target: 'leavingToSweep' },
-            ],
           },
         },
-        // Waiting out the backoff before the next attempt; the run is still this node's, its lease renewed.
-        settlingAgain: {
-          on: { DELETE: { actions: 'addDeleter' } },
-          after: { settleRetry: 'settling' },
-        },
-        // Settlement failed every time: the lease is released (no longer renewed) and the stream ends.
-        leavingToSweep: {
-          on: { DELETE: { actions: 'addDeleter' } },
-          invoke: {
-            src: 'releaseRun',
-            input: ({ context }) => ({ chatId: context.chatId, admission: context.admission!, result: context.result! }),
-            onDone: [
-              { guard: 'deletionRequested', target: '#chat.deleting', actions: 'leaveRunToSweep' },
-              { target: '#chat.ready', actions: 'leaveRunToSweep' },
-            ],
-            onError: [
-              { guard: 'deletionRequested', target: '#chat.deleting', actions: 'leaveRunToSweep' },
-              { target: '#chat.ready', actions: 'leaveRunToSweep' },
-            ],
-          },
+        // The run is outstanding in the ledger, its lease released: the chat goes on (or goes) without it.
+        leftToSweep: {
+          always: [{ guard: 'deletionRequested', target: '#chat.deleting' }, { target: '#chat.ready' }],
         },
       },
     },

@@ -65,8 +65,6 @@ export type ChatContext = {
    * lease has lapsed the sweep, or the next turn, settles it as `interrupted`.
    */
   outstanding: RunLease | null
-  /** Settlements of the current run that failed so far; each is retried after a backoff. */
-  settleAttempts: number
   /** The DELETE requests waiting for this chat's deletion, first one first; empty when none came. */
   deleters: string[]
   /** Why the running run is being stopped when this node shuts down (INTERRUPT), for the inspector; null otherwise. */
@@ -148,14 +146,7 @@ export type WriteTurnInput = { requestId: string; submission: Submission; closin
 export type StreamRunInput = { chatId: string; admission: ChatAdmission }
 /** The admitted run and the blocks to summarise; resolves with the run re-packed over the summaries. */
 export type CompactHistoryInput = { chatId: string; admission: ChatAdmission }
-export type SettleRunInput = { chatId: string; admission: ChatAdmission; result: RunOutcome }
-/**
- * A run whose settlement kept failing is left to the sweep: its lease is released and no longer
- * renewed, and its stream ends with an `error` frame (decision 020).
- */
-export type ReleaseRunInput = { chatId: string; admission: ChatAdmission; result: RunOutcome }
 /** Deletes the chat's rows in one transaction, settling first a run left outstanding whose lease lapsed. */
 export type DeleteChatInput = { chatId: string; outstanding: RunLease | null }
 /** Blocks to summarise in the background after a run settled (docs/guide/context.md at_fill), and for whom. */
 export type EagerCompaction = { job: CompactionJob; blocks: BlockToSummarise[] }
-export type SettleRunOutput = { cost: string | null; eager: EagerCompaction | null }

@@ -11,6 +11,8 @@
  * The chat machine's `settleRun` actor is a customer run's step 3 (with its retries) and its
  * `releaseRun` step 4.
  */
+import { createActor, fromPromise, toPromise } from 'xstate'
+import { runSettlementMachine, type RunSettlementOutput, type SettledRun } from '../../machines/run-settlement.machine.ts'
 import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
 import { moneyToUnits } from '../domain/money.ts'
 import { sampleRatio } from '../domain/context/token-correction.ts'
@@ -142,4 +144,28 @@ export function commitSettlement(deps: RunDeps, s: Settlement, alongside?: () =>
  */
 export async function leaveToSweep(deps: RunDeps, runId: string): Promise<void> {
   await deps.store.writes.write(() => deps.store.runs.releaseLease(runId, deps.now().toISOString()))
+}
+
+/**
+ * Steps 3 and 4 for a run no chat machine settles in `running.settling` (a compaction run): the same
+ * settlement machine (machines/run-settlement.machine.ts), tried again after a backoff, then left to
+ * the sweep. `alongside` is written in the settlement's transaction (a summary); `onRelease` hears
+ * of a run left to the sweep before its lease is released, so nothing renews it even when the
+ * release cannot be written.
+ */
+export function settleOrLeaveToSweep(
+  deps: RunDeps,
+  s: Settlement,
+  options: { alongside?: () => void; onRelease?: (runId: string) => void } = {},
+): Promise<RunSettlementOutput> {
+  const machine = runSettlementMachine.provide({
+    actors: {
+      settle: fromPromise(async (): Promise<SettledRun> => ({ cost: await commitSettlement(deps, s, options.alongside), eager: null })),
+      release: fromPromise(async () => {
+        options.onRelease?.(s.runId)
+        await leaveToSweep(deps, s.runId)
+      }),
+    },
+  })
+  return toPromise(createActor(machine, { input: { chatId: s.chatId, runId: s.runId, outcome: s.outcome } }).start())
 }

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { createActor, fromPromise, waitFor, type Actor } from 'xstate'
-import { CHAT_DELETED, chatMachine, SETTLE_RETRIES } from '../../machines/chat.machine.ts'
+import { createActor, fromPromise, waitFor, type Actor, type ActorRefFrom } from 'xstate'
+import { CHAT_DELETED, chatMachine } from '../../machines/chat.machine.ts'
+import { runSettlementMachine, SETTLE_RETRIES, type RunSettlementInput, type SettledRun } from '../../machines/run-settlement.machine.ts'
 import type {
   ReadTurnInput,
   WriteTurnInput,
@@ -9,9 +10,6 @@ import type {
   DeleteChatInput,
   EagerCompaction,
   ReapRunInput,
-  ReleaseRunInput,
-  SettleRunInput,
-  SettleRunOutput,
   StreamRunInput,
   DeleteOutcome,
   ForkOutcome,
@@ -161,6 +159,7 @@ const result = (status: RunOutcome['status'], pendingToolCalls: RunOutcome['pend
  * machine itself passes only the data (`RunAdmission`).
  */
 type WithRun<I> = Omit<I, 'admission'> & { admission: Admission; signal: AbortSignal }
+type SettlementCall = { chatId: string; admission: Admission; signal: AbortSignal; result: RunOutcome }
 
 function harness(options: Partial<ChatInput> & { now?: () => Date; turn?: TurnFacts } = {}, overrides: Parameters<typeof chatMachine.provide>[0] = {}) {
   const { now = () => new Date(), turn = PASSING_TURN, ...input } = options
@@ -170,34 +169,29 @@ function harness(options: Partial<ChatInput> & { now?: () => Date; turn?: TurnFa
     const { admission: full, abort } = runtime.run(i.admission.runId)
     return { ...i, admission: full, signal: abort.signal }
   }
+  /** A settlement's input as the host's actors see it: the run's full admission and its outcome. */
+  const settlementCall = (i: RunSettlementInput): SettlementCall => ({ chatId: i.chatId, ...withRun({ admission: { runId: i.runId } as RunAdmission }), result: i.outcome })
   /** readTurn answers at once with the facts the test names (by default, a turn every turn rule passes). */
   const reads: ReadTurnInput[] = []
   const admits: { input: WriteTurnInput; d: ReturnType<typeof deferred<Admission>> }[] = []
   const streams: { input: WithRun<StreamRunInput>; d: ReturnType<typeof deferred<RunOutcome>> }[] = []
   /** `settle` ends settlement with no eager work unless the test names some. */
   const settles: {
-    input: WithRun<SettleRunInput>
-    d: ReturnType<typeof deferred<SettleRunOutput>>
-    settle: (output?: Partial<SettleRunOutput>) => void
+    input: SettlementCall
+    d: ReturnType<typeof deferred<SettledRun>>
+    settle: (output?: Partial<SettledRun>) => void
   }[] = []
   const compacts: { input: WithRun<CompactHistoryInput>; d: ReturnType<typeof deferred<Admission>> }[] = []
   const eagers: { input: EagerCompaction; d: ReturnType<typeof deferred<void>>; signal: AbortSignal }[] = []
-  const releases: { input: WithRun<ReleaseRunInput>; d: ReturnType<typeof deferred<void>> }[] = []
+  const releases: { input: SettlementCall; d: ReturnType<typeof deferred<void>> }[] = []
   const deletes: { input: DeleteChatInput; d: ReturnType<typeof deferred<void>> }[] = []
   const reaps: { input: ReapRunInput; d: ReturnType<typeof deferred<ChatFacts>> }[] = []
   const machine = chatMachine.provide({
-    // Settlement retries wait 5 ms here (200 ms × 4^n in production).
-    delays: { settleRetry: 5 },
     actors: {
       reapRun: fromPromise<ChatFacts, ReapRunInput>(({ input }) => {
         const d = deferred<ChatFacts>()
         reaps.push({ input, d })
         return d.promise
-      }),
-      releaseRun: fromPromise<void, ReleaseRunInput>(({ input }) => {
-        const d = deferred<void>()
-        releases.push({ input: withRun(input), d })
-        return d.promise.finally(() => runtime.forgetRun(input.admission.runId))
       }),
       deleteChat: fromPromise<void, DeleteChatInput>(({ input }) => {
         const d = deferred<void>()
@@ -224,13 +218,24 @@ function harness(options: Partial<ChatInput> & { now?: () => Date; turn?: TurnFa
         streams.push({ input: withRun(input), d })
         return d.promise
       }),
-      settleRun: fromPromise<SettleRunOutput, SettleRunInput>(({ input }) => {
-        const d = deferred<SettleRunOutput>()
-        settles.push({ input: withRun(input), d, settle: (output = {}) => d.resolve({ cost: '0', eager: null, ...output }) })
-        return d.promise.then((output) => {
-          runtime.forgetRun(input.admission.runId)
-          return output
-        })
+      settleRun: runSettlementMachine.provide({
+        // Settlement retries wait 5 ms here (200 ms × 4^n in production).
+        delays: { retryDelay: 5 },
+        actors: {
+          settle: fromPromise<SettledRun, RunSettlementInput>(({ input }) => {
+            const d = deferred<SettledRun>()
+            settles.push({ input: settlementCall(input), d, settle: (output = {}) => d.resolve({ cost: '0', eager: null, ...output }) })
+            return d.promise.then((output) => {
+              runtime.forgetRun(input.runId)
+              return output
+            })
+          }),
+          release: fromPromise<void, RunSettlementInput>(({ input }) => {
+            const d = deferred<void>()
+            releases.push({ input: settlementCall(input), d })
+            return d.promise.finally(() => runtime.forgetRun(input.runId))
+          }),
+        },
       }),
       compactEagerly: fromPromise<void, EagerCompaction>(({ input, signal }) => {
         const d = deferred<void>()
@@ -263,6 +268,19 @@ function harness(options: Partial<ChatInput> & { now?: () => Date; turn?: TurnFa
   const state = () => actor.getSnapshot().value
   const context = () => actor.getSnapshot().context
   const at = (value: Parameters<ReturnType<typeof actor.getSnapshot>['matches']>[0]) => waitFor(actor, (s) => s.matches(value), { timeout: 2_000 })
+  /** The settlement child machine (machines/run-settlement.machine.ts) of the run being settled. */
+  const settlement = () => actor.getSnapshot().children.settlement as ActorRefFrom<typeof runSettlementMachine> | undefined
+  /** Until the run is settling and its settlement machine is in `value`. */
+  /** Until the run's settlement was tried `n` times (polled, as the child retries on its own). */
+  const settleAttempts = (n: number) => vi.waitFor(() => expect(settles).toHaveLength(n), { timeout: 2_000, interval: 1 })
+  // Polled: the chat's snapshot does not change while its child moves.
+  const settlementAt = (value: 'settling' | 'waiting' | 'leavingToSweep') =>
+    vi.waitFor(
+      () => {
+        if (!actor.getSnapshot().matches({ running: 'settling' }) || settlement()?.getSnapshot().value !== value) throw new Error(`settlement not ${value}`)
+      },
+      { timeout: 2_000, interval: 1 },
+    )
   /** The eager compaction child, while the chat has one. */
   const eagerChild = () => actor.getSnapshot().children.eagerCompaction
   /**
@@ -288,7 +306,7 @@ function harness(options: Partial<ChatInput> & { now?: () => Date; turn?: TurnFa
     actor.send({ type: 'FORK', requestId, upToOrdinal, ledger })
     return respond
   }
-  return { actor, runtime, fork, reads, admits, streams, settles, compacts, eagers, releases, deletes, reaps, submit, remove, state, context, at, errors, eagerChild, eagerRunning, eagerDone }
+  return { actor, runtime, fork, reads, admits, streams, settles, compacts, eagers, releases, deletes, reaps, submit, remove, state, context, at, settlement, settlementAt, settleAttempts, errors, eagerChild, eagerRunning, eagerDone }
 }
 
 /** Drives a fresh harness to running.streaming for run `runId`. */
@@ -637,13 +655,13 @@ describe('chat machine: settling', () => {
     h.streams[0]!.d.resolve(result('succeeded'))
     await h.at({ running: 'settling' })
     h.settles[0]!.d.reject(new Error('disk full'))
-    await h.at({ running: 'settlingAgain' })
-    expect(h.context().settleAttempts).toBe(1)
-    await waitFor(h.actor, () => h.settles.length === 2, { timeout: 2_000 })
+    await h.settlementAt('waiting')
+    expect(h.settlement()!.getSnapshot().context.attempts).toBe(1)
+    await h.settleAttempts(2)
     expect(h.settles[1]!.input).toEqual(h.settles[0]!.input)
     h.settles[1]!.settle()
     await h.at('idle')
-    expect(h.context()).toMatchObject({ latestCustomerRun: { id: 'run-1', status: 'succeeded' }, settleAttempts: 0, outstanding: null })
+    expect(h.context()).toMatchObject({ latestCustomerRun: { id: 'run-1', status: 'succeeded' }, outstanding: null })
     expect(h.releases).toHaveLength(0)
     expect(h.errors).toEqual([])
   })
@@ -944,10 +962,10 @@ describe('chat machine: eager compaction', () => {
     const h = harness()
     await runToSettling(h, 'run-1')
     for (let i = 0; i < 4; i++) {
-      await waitFor(h.actor, () => h.settles.length === i + 1, { timeout: 2_000 })
+      await h.settleAttempts(i + 1)
       h.settles[i]!.d.reject(new Error('disk full'))
     }
-    await h.at({ running: 'leavingToSweep' })
+    await h.settlementAt('leavingToSweep')
     h.releases[0]!.d.resolve()
     await h.at('outstanding')
     expect(h.eagers).toHaveLength(0)
@@ -1214,9 +1232,9 @@ describe('chat machine: delete (decision 020)', () => {
     h.streams[0]!.d.resolve(result('succeeded'))
     await h.at({ running: 'settling' })
     h.settles[0]!.d.reject(new Error('disk I/O error'))
-    await h.at({ running: 'settlingAgain' })
+    await h.settlementAt('waiting')
     h.remove()
-    await waitFor(h.actor, () => h.settles.length === 2, { timeout: 2_000 })
+    await h.settleAttempts(2)
     h.settles[1]!.settle()
     await h.at('deleting')
   })
@@ -1224,18 +1242,18 @@ describe('chat machine: delete (decision 020)', () => {
 
 describe('chat machine: settlement cannot be lost (decision 020)', () => {
   it(`retries ${SETTLE_RETRIES} times at 200 ms × 4^n; the next failure leaves the run to the sweep, outstanding, its stream ended by releaseRun`, async () => {
-    const delay = chatMachine.implementations.delays.settleRetry as (args: { context: { settleAttempts: number } }) => number
-    expect([1, 2, 3].map((n) => delay({ context: { settleAttempts: n } }))).toEqual([200, 800, 3_200])
+    const delay = runSettlementMachine.implementations.delays.retryDelay as (args: { context: { attempts: number } }) => number
+    expect([1, 2, 3].map((n) => delay({ context: { attempts: n } }))).toEqual([200, 800, 3_200])
 
     const h = await streaming('run-1')
     const res = result('succeeded', [{ tool_name: 'weather', tool_use_id: 'call_1', created_at: NOW_ISO }])
     h.streams[0]!.d.resolve(res)
     for (let i = 0; i <= SETTLE_RETRIES; i++) {
-      await waitFor(h.actor, () => h.settles.length === i + 1, { timeout: 2_000 })
+      await h.settleAttempts(i + 1)
       expect(h.state()).toEqual({ running: 'settling' })
       h.settles[i]!.d.reject(new Error('SQLITE_FULL: database or disk is full'))
     }
-    await h.at({ running: 'leavingToSweep' })
+    await h.settlementAt('leavingToSweep')
     expect(h.settles).toHaveLength(SETTLE_RETRIES + 1)
     expect(h.releases).toHaveLength(1)
     expect(h.releases[0]!.input.admission.runId).toBe('run-1')
@@ -1248,7 +1266,6 @@ describe('chat machine: settlement cannot be lost (decision 020)', () => {
     expect(h.context()).toMatchObject({
       admission: null,
       result: null,
-      settleAttempts: 0,
       pendingCalls: [],
       latestCustomerRun: { id: 'run-1', status: 'running' },
       outstanding: { id: 'run-1', leaseOwner: null },
@@ -1260,10 +1277,10 @@ describe('chat machine: settlement cannot be lost (decision 020)', () => {
     const h = await streaming('run-1')
     h.streams[0]!.d.resolve(result('succeeded'))
     for (let i = 0; i <= SETTLE_RETRIES; i++) {
-      await waitFor(h.actor, () => h.settles.length === i + 1, { timeout: 2_000 })
+      await h.settleAttempts(i + 1)
       h.settles[i]!.d.reject(new Error('disk full'))
     }
-    await h.at({ running: 'leavingToSweep' })
+    await h.settlementAt('leavingToSweep')
     // A release that could not be written changes nothing for the chat.
     h.releases[0]!.d.reject(new Error('disk full'))
     await h.at('outstanding')
@@ -1470,10 +1487,10 @@ describe('chat machine: one clock, the service\'s, read by the host and carried 
     await h.at({ running: { streaming: 'live' } })
     h.streams[0]!.d.resolve(result('succeeded'))
     for (let i = 0; i <= SETTLE_RETRIES; i++) {
-      await waitFor(h.actor, () => h.settles.length === i + 1, { timeout: 2_000 })
+      await h.settleAttempts(i + 1)
       h.settles[i]!.d.reject(new Error('disk full'))
     }
-    await h.at({ running: 'leavingToSweep' })
+    await h.settlementAt('leavingToSweep')
     h.releases[0]!.d.resolve()
     await h.at('outstanding')
     expect(h.context().outstanding).toEqual({ id: 'run-1', leaseOwner: null, leaseExpiresAt: '2030-01-02T03:04:05.000Z' })

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { createActor, fromPromise, type Actor } from 'xstate'
 import { chatMachine } from '../../machines/chat.machine.ts'
-import type { ChatEmitted, ChatInput, RunAdmission, SettleRunOutput, StreamRunInput } from '../../machines/chat.types.ts'
+import { runSettlementMachine, type SettledRun } from '../../machines/run-settlement.machine.ts'
+import type { ChatEmitted, ChatInput, RunAdmission, StreamRunInput } from '../../machines/chat.types.ts'
 import type { Submission } from '../../src/domain/turns/submission.ts'
 import type { TurnFacts } from '../../src/domain/turns/admission-rules.ts'
 import { runOutcomeFixture } from '../helpers/run-outcome-fixture.ts'
@@ -36,7 +37,7 @@ function host() {
         streams.push(input)
         return new Promise((resolve) => ends.push((status) => resolve(runOutcomeFixture(status))))
       }),
-      settleRun: fromPromise(async (): Promise<SettleRunOutput> => ({ cost: '0', eager: null })),
+      settleRun: runSettlementMachine.provide({ actors: { settle: fromPromise(async (): Promise<SettledRun> => ({ cost: '0', eager: null })) } }),
     },
   })
   return { machine, streams, ends }

@@ -1,0 +1,84 @@
+import { assign, fromPromise, setup } from 'xstate'
+import type { RunOutcome } from '../src/domain/runs/run-outcome.ts'
+import type { EagerCompaction } from './chat.types.ts'
+
+/**
+ * decision 020: a settlement that throws is tried again, after 200 ms, 800 ms and 3.2 s; if the
+ * fourth attempt fails too, the run is left to the sweep (its lease released, no longer renewed).
+ */
+export const SETTLE_RETRIES = 3
+export const SETTLE_RETRY_BASE_MS = 200
+
+/** Whose run is settled, and how it ended: the provided `settle` and `release` get it as their input. */
+export type RunSettlementInput = { chatId: string; runId: string; outcome: RunOutcome }
+/** What a settlement that was written answers: the cost charged (null when the run had ended elsewhere), and eager work it planned. */
+export type SettledRun = { cost: string | null; eager: EagerCompaction | null }
+export type RunSettlementOutput = ({ kind: 'settled' } & SettledRun) | { kind: 'leftToSweep' }
+
+type RunSettlementContext = RunSettlementInput & { attempts: number; settled: SettledRun | null }
+
+const mustBeProvided = (name: string) => async (): Promise<never> => {
+  throw new Error(`run settlement machine: the actor "${name}" must be provided (src/actors/chat-actor-host.ts, src/actors/summarise-block.ts)`)
+}
+
+/**
+ * The end of every streamed run, customer or compaction (src/actors/run-lifecycle.ts): its outcome is
+ * written (`settle`, with whatever must go in the same transaction), tried again after a backoff
+ * while the run is still this node's and its lease renewed, and when every attempt failed the run is
+ * left to the sweep (`release`), which settles it as `interrupted` for the usage known. A settlement
+ * is never lost and never written twice: settling is idempotent in the ledger (only the first ending counts).
+ */
+export const runSettlementMachine = setup({
+  types: {
+    context: {} as RunSettlementContext,
+    input: {} as RunSettlementInput,
+    output: {} as RunSettlementOutput,
+  },
+  actors: {
+    settle: fromPromise<SettledRun, RunSettlementInput>(mustBeProvided('settle')),
+    release: fromPromise<void, RunSettlementInput>(mustBeProvided('release')),
+  },
+  delays: {
+    /** Before attempt n + 1 (n ≥ 1 failed so far): 200 ms × 4^(n−1). */
+    retryDelay: ({ context }) => SETTLE_RETRY_BASE_MS * 4 ** Math.max(0, context.attempts - 1),
+  },
+  guards: {
+    /** The settlement that just failed may be tried again. */
+    maySettleAgain: ({ context }) => context.attempts < SETTLE_RETRIES,
+  },
+  actions: {
+    countAttempt: assign({ attempts: ({ context }) => context.attempts + 1 }),
+    recordSettled: assign({ settled: (_, output: SettledRun) => output }),
+  },
+}).createMachine({
+  id: 'runSettlement',
+  context: ({ input }) => ({ ...input, attempts: 0, settled: null }),
+  initial: 'settling',
+  states: {
+    settling: {
+      invoke: {
+        src: 'settle',
+        input: ({ context }) => ({ chatId: context.chatId, runId: context.runId, outcome: context.outcome }),
+        onDone: { target: 'settled', actions: [{ type: 'recordSettled', params: ({ event }) => event.output }] },
+        onError: [{ guard: 'maySettleAgain', target: 'waiting', actions: 'countAttempt' }, { target: 'leavingToSweep' }],
+      },
+    },
+    // Waiting out the backoff; the run is still this node's, its lease renewed.
+    waiting: { after: { retryDelay: 'settling' } },
+    // Every attempt failed: the lease is released (no longer renewed) so the sweep settles the run.
+    // A release that cannot be written changes nothing: nobody renews the lease, so it lapses all the same.
+    leavingToSweep: {
+      invoke: {
+        src: 'release',
+        input: ({ context }) => ({ chatId: context.chatId, runId: context.runId, outcome: context.outcome }),
+        onDone: 'leftToSweep',
+        onError: 'leftToSweep',
+      },
+    },
+    settled: { type: 'final' },
+    leftToSweep: { type: 'final' },
+  },
+  output: ({ context }) => (context.settled ? { kind: 'settled', ...context.settled } : { kind: 'leftToSweep' }),
+})
+
+export type RunSettlementMachine = typeof runSettlementMachine
