@@ -2,7 +2,9 @@
  * One lifecycle for every run, customer, compaction or swept (docs/guide/runs.md, decision 020):
  *
  * 1. `openRun` writes the run `running` under this node's lease (the host renews it while the run streams);
- * 2. the run streams (executeRun for a customer, summariseBlock for a summary; a swept run streams no more);
+ * 2. the run streams through one step (`streamRun`, src/actors/stream-run.ts): executeRun's sink relays a
+ *    customer's frames and writes its blocks to the ledger, summariseBlock's keeps a summary's text
+ *    (a swept run streams no more);
  * 3. `settleInLedger` writes its RunOutcome, in the caller's transaction or one of its own, and
  *    `commitSettlement` does so group-committed with the turn path's other writes;
  * 4. `leaveToSweep` releases the lease of a run whose settlement could not be written, so the sweep

@@ -1,20 +1,14 @@
-import { readFinish } from '../providers/read-finish.ts'
-import { describeVendorError } from '../providers/describe-vendor-error.ts'
-import { newVendorCallRecord, withVendorCallRecord } from '../providers/vendor-call-record.ts'
-import type { LanguageModelV3StreamPart } from '@ai-sdk/provider'
 import { summaryTokens, type BlockSummary } from '../domain/context/render-summary.ts'
 import { newId } from '../domain/new-id.ts'
 import type { PartBody } from '../domain/parts.ts'
-import type { Usage } from '../domain/pricing/usage.ts'
 import { compactionPrompt, mergePrompt } from '../providers/compaction-prompt.ts'
 import { estimatePromptTokens } from '../providers/estimate-prompt-tokens.ts'
 import type { BlockToSummarise } from '../domain/context/block-to-summarise.ts'
 import type { CompactionJob } from '../domain/context/compaction-job.ts'
-import { usageFrom } from './run-stream/order-blocks.ts'
-import { mapStopReason } from './map-stop-reason.ts'
 import type { RunDeps } from './run-deps.ts'
-import { runOutcome, type StopReason, usageKnownSoFar } from '../domain/runs/run-outcome.ts'
+import { runOutcome } from '../domain/runs/run-outcome.ts'
 import { commitSettlement, leaveToSweep, openRun, type Settlement } from './run-lifecycle.ts'
+import { streamRun } from './stream-run.ts'
 
 /** What a compaction run sends: a block's parts, or the summaries a merge reads (all stored, oldest first). */
 function promptFor(deps: RunDeps, chatId: string, block: BlockToSummarise) {
@@ -45,10 +39,12 @@ function promptFor(deps: RunDeps, chatId: string, block: BlockToSummarise) {
 
 /**
  * One compaction run (docs/guide/context.md): `origin: compaction`, the chat's model, our instruction and
- * the block's parts, or the summaries it merges (decisions §5.3). Written `running` before the provider is called; settled, billed as a
- * `compaction` entry and its summary stored in one transaction, so a crash leaves either a settled
- * run with its summary or a running run the sweep fails, never half a summary. Resolves with the
- * summary, or null when the run did not make one (failed or cancelled).
+ * the block's parts, or the summaries it merges (decisions §5.3), streamed by the step customer runs
+ * use too (./stream-run.ts), its text blocks kept as the summary. Written `running` before the
+ * provider is called; settled, billed as a `compaction` entry and its summary stored in one
+ * transaction, so a crash leaves either a settled run with its summary or a running run the sweep
+ * fails, never half a summary. Resolves with the summary, or null when the run did not make one
+ * (failed or cancelled).
  */
 export async function summariseBlock(deps: RunDeps, job: CompactionJob, block: BlockToSummarise, signal: AbortSignal): Promise<BlockSummary | null> {
   const { store } = deps
@@ -56,7 +52,6 @@ export async function summariseBlock(deps: RunDeps, job: CompactionJob, block: B
   const inputTokens = estimatePromptTokens(prompt)
   const runId = newId()
   const now = deps.now()
-  const startedAt = Date.now()
   await store.writes.write(() =>
     openRun(deps, {
       id: runId,
@@ -83,59 +78,43 @@ export async function summariseBlock(deps: RunDeps, job: CompactionJob, block: B
     }),
   )
 
-  let text = ''
-  let usage: Usage | null = null
-  let stopReason: StopReason | null = null
-  let providerResponseId: string | null = null
-  let firstDeltaMs: number | null = null
-  let reached = false
-  let finished = false
-  let error: string | null = null
-  const vendorCall = newVendorCallRecord()
-  try {
-    const call = await withVendorCallRecord(vendorCall, () =>
-      deps.languageModelFor(job.model).doStream({
-        prompt,
-        maxOutputTokens: block.maxTokens,
-        abortSignal: signal,
-        providerOptions: {
-          // Parley keeps the history: OpenAI keeps nothing of a summary call either (decision 026).
-          openai: { store: false },
-          sandbox: { compaction: { firstOrdinal: block.firstOrdinal, lastOrdinal: block.lastOrdinal } },
-        },
-      }),
-    )
-    reached = true
-    const reader = (call.stream as ReadableStream<LanguageModelV3StreamPart>).getReader()
-    for (;;) {
-      const { done, value } = await reader.read()
-      if (done) break
-      if (value.type === 'text-delta') {
-        if (firstDeltaMs === null) firstDeltaMs = Date.now() - startedAt
-        text += value.delta
-      } else if (value.type === 'response-metadata') providerResponseId = value.id ?? providerResponseId
-      else if (value.type === 'finish') {
-        const finish = readFinish(value)
-        finished = finish.saysHowItEnded
-        if (finished) stopReason = mapStopReason(value.finishReason)
-        if (finish.usageReported) usage = usageFrom(value.usage)
-      } else if (value.type === 'error') {
-        error = `the provider failed mid-stream: ${describeVendorError(value.error)}`
-        break
-      }
-    }
-  } catch (e) {
-    if (!signal.aborted) error = `the provider failed${reached ? '' : ' before answering'}: ${describeVendorError(e)}`
-  }
-  const status = signal.aborted ? 'cancelled' : error === null && finished && text.trim() !== '' ? 'succeeded' : 'failed'
-  if (status === 'failed' && error === null) error = finished ? 'the summary came back empty' : 'the provider stream ended without finishing'
+  /** The text blocks, in order: the summary. Reasoning is not part of it; frames go nowhere (no SSE stream). */
+  const texts: string[] = []
+  const streamed = await streamRun(deps, {
+    runId,
+    model: job.model,
+    estimatedInputTokens: inputTokens,
+    signal,
+    sink: {
+      frame: () => undefined,
+      keep: async (body) => {
+        if (body.type === 'message') texts.push(body.text)
+        return null
+      },
+      opened: () => undefined,
+      failedBeforeStream: () => undefined,
+    },
+    options: {
+      prompt,
+      maxOutputTokens: block.maxTokens,
+      providerOptions: {
+        // Parley keeps the history: OpenAI keeps nothing of a summary call either (decision 026).
+        openai: { store: false },
+        sandbox: { compaction: { firstOrdinal: block.firstOrdinal, lastOrdinal: block.lastOrdinal } },
+      },
+    },
+  })
+  const text = texts.join('').trim()
+  // A finished answer with nothing to store is no summary: the run failed, its usage billed as it stands.
+  const outcome =
+    streamed.status === 'succeeded' && text === '' ? runOutcome({ ...streamed, status: 'failed', error: { code: 'upstream_error', message: 'the summary came back empty' } }) : streamed
   const summary: BlockSummary | null =
-    status === 'succeeded'
+    outcome.status === 'succeeded'
       ? {
           firstOrdinal: block.firstOrdinal,
           lastOrdinal: block.lastOrdinal,
-          text: text.trim(),
-          tokens: summaryTokens(block.firstOrdinal, block.lastOrdinal, text.trim()),
+          text,
+          tokens: summaryTokens(block.firstOrdinal, block.lastOrdinal, text),
           runId,
           ...(block.kind === 'merge' ? { merged: true } : {}),
         }
@@ -152,18 +131,7 @@ export async function summariseBlock(deps: RunDeps, job: CompactionJob, block: B
     entryType: 'compaction',
     startedAt: now.toISOString(),
     estimatedInputTokens: inputTokens,
-    outcome: runOutcome({
-      status,
-      stopReason,
-      error: error === null ? null : { code: 'upstream_error', message: error },
-      usage: usage ?? usageKnownSoFar(inputTokens, text, reached),
-      usageLost: usage === null,
-      providerResponseId,
-      latencyMs: Date.now() - startedAt,
-      firstDeltaMs,
-      streamOpened: reached,
-      vendorRequests: vendorCall.requests,
-    }),
+    outcome,
   }
   try {
     // Settled, billed and its summary stored in one transaction.

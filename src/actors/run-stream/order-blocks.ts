@@ -11,9 +11,10 @@ import type { StopReason } from '../../domain/runs/run-outcome.ts'
 
 /**
  * The pure half of a run's stream (issue 12): the provider's stream parts in, what to do about each
- * out. It lives beside executeRun, not in src/domain, because it reads the AI SDK's stream parts
- * (@ai-sdk/provider) and the vendor packages' finish quirks (src/providers/read-finish.ts); it does
- * no I/O, so it is tested from recorded part sequences without a ledger or a clock.
+ * out. It lives beside streamRun (../stream-run.ts, every run's streaming step), not in src/domain,
+ * because it reads the AI SDK's stream parts (@ai-sdk/provider) and the vendor packages' finish
+ * quirks (src/providers/read-finish.ts); it does no I/O, so it is tested from recorded part
+ * sequences without a ledger or a clock.
  *
  * The wire carries one block at a time, but a provider may overlap its blocks (DeepSeek starts its
  * text before it ends its reasoning; parallel tool calls). Blocks go out in the order they started:
@@ -149,7 +150,7 @@ export function step(state: RunStreamState, part: LanguageModelV3StreamPart): St
       }
     }
     case 'raw': {
-      // Only the providers whose usage is read from raw chunks are asked for them (executeRun).
+      // Only the providers whose usage is read from raw chunks are asked for them (streamRun).
       const reading = readReportedUsage(state.provider, part.rawValue)
       const next = reading.value === null ? state : { ...state, reportedUsage: mergeReportedUsage(state.reportedUsage, reading.value) }
       // Into the manifest only: a frame after content would break the stream's grammar.

@@ -7,7 +7,7 @@ export type PendingToolCall = { tool_name: string; tool_use_id: string; created_
 export type StopReason = 'end_turn' | 'max_tokens' | 'tool_use' | 'stop_sequence' | 'refusal'
 
 /**
- * How a run ended: one type from the provider stream (executeRun, summariseBlock) or the sweep to
+ * How a run ended: one type from the provider stream (streamRun, for executeRun and summariseBlock) or the sweep to
  * the store (src/actors/run-lifecycle.ts settleInLedger writes it as the run's row, its balance
  * entry and its uptime sample). Made only by `runOutcome` below.
  */
