@@ -64,7 +64,7 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
   let draining = false
   const report = options.onError ?? ((what: string, error: unknown) => console.error(`chat actor host: ${what}:`, error))
 
-  const compactor = createCompactor(deps, (chatId) => runtimeOf(chatId).compactions)
+  const compactor = createCompactor(deps, runtimeOf)
   const machine = chatMachine.provide({
     actors: {
       // Admission in two invoked actors around the machine's turn rules: the reading (the packed turn

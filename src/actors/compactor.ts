@@ -21,13 +21,17 @@ const PARALLEL_RUNS = 2
 /** The blocks of one chat being summarised now, by block key: kept by the chat's runtime (src/actors/chat-runtime.ts). */
 export type CompactionsInFlight = Map<string, Promise<BlockSummary | null>>
 
+/** What the compactor keeps of a chat, in the chat's runtime (src/actors/chat-runtime.ts). */
+export type CompactionMemory = { compactions: CompactionsInFlight; released: Set<string> }
+
 /**
  * Compaction work of this node. A block being summarised is claimed, in its chat's map
- * (`inFlightOf`, the chat's runtime owns it: issue 25), before its run starts; a request that needs
+ * (`memoryOf`, the chat's runtime owns it: issue 25), before its run starts; a request that needs
  * it meanwhile (a turn arriving during eager compaction) waits for that work instead of doing it
  * twice (docs/guide/context.md `in_progress_elsewhere`).
  */
-export function createCompactor(deps: RunDeps, inFlightOf: (chatId: string) => CompactionsInFlight) {
+export function createCompactor(deps: RunDeps, memoryOf: (chatId: string) => CompactionMemory) {
+  const inFlightOf = (chatId: string) => memoryOf(chatId).compactions
   const keyOf = (block: BlockToSummarise) => blockKey(block)
 
   const untilAborted = <T>(promise: Promise<T>, signal: AbortSignal, fallback: T) =>
@@ -91,7 +95,8 @@ export function createCompactor(deps: RunDeps, inFlightOf: (chatId: string) => C
               const blocksOf = mine.filter((m) => m.block.kind === 'block').map((m) => m.result)
               await Promise.all([...blocksOf, ...waits.map((w) => untilAborted(w.result, signal, null))])
             }
-            const summary = await summariseBlock(deps, job, claim.block, signal)
+            // A run left to the sweep is never renewed here again, like a customer run (decision 020).
+            const summary = await summariseBlock(deps, job, claim.block, signal, (runId) => memoryOf(job.chatId).released.add(runId))
             if (summary) deps.history.addSummary(job.chatId, summary)
             claim.resolve(summary)
           } catch {

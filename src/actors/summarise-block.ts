@@ -7,7 +7,7 @@ import type { BlockToSummarise } from '../domain/context/block-to-summarise.ts'
 import type { CompactionJob } from '../domain/context/compaction-job.ts'
 import type { RunDeps } from './run-deps.ts'
 import { runOutcome } from '../domain/runs/run-outcome.ts'
-import { commitSettlement, leaveToSweep, openRun, type Settlement } from './run-lifecycle.ts'
+import { openRun, settleOrLeaveToSweep, type Settlement } from './run-lifecycle.ts'
 import { streamRun } from './stream-run.ts'
 
 /** What a compaction run sends: a block's parts, or the summaries a merge reads (all stored, oldest first). */
@@ -44,9 +44,15 @@ function promptFor(deps: RunDeps, chatId: string, block: BlockToSummarise) {
  * provider is called; settled, billed as a `compaction` entry and its summary stored in one
  * transaction, so a crash leaves either a settled run with its summary or a running run the sweep
  * fails, never half a summary. Resolves with the summary, or null when the run did not make one
- * (failed or cancelled).
+ * (failed or cancelled) or its settlement was left to the sweep (`onRelease` hears of it first).
  */
-export async function summariseBlock(deps: RunDeps, job: CompactionJob, block: BlockToSummarise, signal: AbortSignal): Promise<BlockSummary | null> {
+export async function summariseBlock(
+  deps: RunDeps,
+  job: CompactionJob,
+  block: BlockToSummarise,
+  signal: AbortSignal,
+  onRelease?: (runId: string) => void,
+): Promise<BlockSummary | null> {
   const { store } = deps
   const { prompt, described } = promptFor(deps, job.chatId, block)
   const inputTokens = estimatePromptTokens(prompt)
@@ -133,15 +139,14 @@ export async function summariseBlock(deps: RunDeps, job: CompactionJob, block: B
     estimatedInputTokens: inputTokens,
     outcome,
   }
-  try {
-    // Settled, billed and its summary stored in one transaction.
-    await commitSettlement(deps, settlement, () => {
+  // Settled, billed and its summary stored in one transaction; tried again, then left to the sweep
+  // (its lease released, never renewed), as a customer run is (decision 020).
+  const settled = await settleOrLeaveToSweep(deps, settlement, {
+    alongside: () => {
       if (summary) store.summaries.insert(job.chatId, summary, deps.now().toISOString())
-    })
-  } catch (e) {
-    // Not written: the run is left to the sweep (its lease released, never renewed), as a customer run is (decision 020).
-    await leaveToSweep(deps, runId).catch(() => undefined)
-    throw e
-  }
+    },
+    onRelease,
+  })
+  if (settled.kind === 'leftToSweep') return null
   return summary
 }

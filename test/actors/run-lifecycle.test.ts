@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { vi, afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createContextHistory } from '../../src/actors/context-history.ts'
 import type { RunDeps } from '../../src/actors/run-deps.ts'
 import { commitSettlement, leaveToSweep, openRun, type Settlement } from '../../src/actors/run-lifecycle.ts'
@@ -128,14 +128,62 @@ describe('a compaction run goes through the same lifecycle', () => {
     expect(usageEntries(temp.store, run.id).map((e) => e.entry_type)).toEqual(['compaction'])
   })
 
-  it('its settlement cannot be written: it is left to the sweep, which settles it as interrupted', async () => {
+  it('its settlement cannot be written: tried again at 200 ms × 4^n, then left to the sweep, which settles it as interrupted', async () => {
     const ordinal = part()
-    const failing: Store = { ...temp.store, summaries: { ...temp.store.summaries, insert: () => { throw new Error('disk full') } } }
-    await expect(summariseBlock(deps(failing), job(), block(ordinal), new AbortController().signal)).rejects.toThrow('disk full')
+    let attempts = 0
+    const failing: Store = {
+      ...temp.store,
+      summaries: {
+        ...temp.store.summaries,
+        insert: () => {
+          attempts++
+          throw new Error('disk full')
+        },
+      },
+    }
+    const released: string[] = []
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    try {
+      const summarised = summariseBlock(deps(failing), job(), block(ordinal), new AbortController().signal, (runId) => released.push(runId))
+      // The stream's own timers run first, a millisecond at a time, until the first attempt (its
+      // backoff counts from within that last millisecond: each window below allows for it).
+      for (let i = 0; i < 1_000 && attempts === 0; i++) await vi.advanceTimersByTimeAsync(1)
+      for (const [wait, attemptsAfter] of [[198, 1], [2, 2], [797, 2], [3, 3], [3_196, 3], [4, 4]] as const) {
+        await vi.advanceTimersByTimeAsync(wait)
+        expect(attempts).toBe(attemptsAfter)
+      }
+      expect(await summarised).toBeNull()
+    } finally {
+      vi.useRealTimers()
+    }
+    expect(attempts).toBe(4)
     const run = row(compactionRun().id)
+    expect(released).toEqual([run.id])
     expect(run).toMatchObject({ origin: 'compaction', status: 'running', lease_owner: null })
     expect(sweepAbandonedRuns(deps(), null).map((r) => r.id)).toEqual([run.id])
     expect(row(run.id)).toMatchObject({ status: 'failed', error: 'interrupted' })
+    expect(usageEntries(temp.store, run.id).map((e) => e.entry_type)).toEqual(['compaction'])
+  })
+
+  it('a settlement that fails once is tried again: the summary is stored and billed once', async () => {
+    const ordinal = part()
+    let attempts = 0
+    const flaky: Store = {
+      ...temp.store,
+      summaries: {
+        ...temp.store.summaries,
+        insert: (...args: Parameters<Store['summaries']['insert']>) => {
+          if (++attempts === 1) throw new Error('database is locked')
+          return temp.store.summaries.insert(...args)
+        },
+      },
+    }
+    const summary = await summariseBlock(deps(flaky), job(), block(ordinal), new AbortController().signal)
+    expect(attempts).toBe(2)
+    expect(summary).toMatchObject({ text: 'the summary', firstOrdinal: ordinal })
+    const run = row(compactionRun().id)
+    expect(run).toMatchObject({ origin: 'compaction', status: 'succeeded' })
+    expect(temp.store.summaries.ofRange(chatId, ordinal, ordinal)).toMatchObject({ text: 'the summary' })
     expect(usageEntries(temp.store, run.id).map((e) => e.entry_type)).toEqual(['compaction'])
   })
 })
