@@ -1,110 +1,172 @@
 import { Decimal } from 'decimal.js'
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { createChatActorHost, type ChatActorHost } from '../../src/actors/chat-actor-host.ts'
+import { createContextHistory } from '../../src/actors/context-history.ts'
+import { LEASE_TTL_MS } from '../../src/actors/run-deps.ts'
+import { framesOf, nextEvent, settledOf, type RunChannel } from '../../src/actors/run-channel.ts'
+import type { CatalogueEntry } from '../../src/domain/catalogue/catalogue-entry.ts'
 import { estimatePartTokens } from '../../src/domain/context/estimate-part-tokens.ts'
-import type { PartBody } from '../../src/domain/parts.ts'
-import { expectError, expectProblem } from '../helpers/http.ts'
-import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
 import {
-  echo,
-  fundedOrg,
-  getRun,
-  history,
-  newChat,
-  PNG_1X1,
-  postTurn,
-  prompt,
-  sandboxCatalogue,
-  snapshotRows,
-  turn,
-  variantOf,
-} from '../helpers/turns.ts'
+  ContextTooLargeError,
+  IdempotencyKeyReusedError,
+  InsufficientBalanceError,
+  NotFoundError,
+  RetryNotAllowedError,
+  UpstreamError,
+  type DomainError,
+} from '../../src/domain/errors.ts'
+import type { PartBody } from '../../src/domain/parts.ts'
+import type { TurnRequest } from '../../src/domain/turns/submission.ts'
+import { createConfigResolver } from '../../src/store/config-resolution.ts'
+import { createStore, type Store } from '../../src/store/index.ts'
+import { admitted } from '../helpers/admitted.ts'
+import { openTempStore } from '../helpers/temp-store.ts'
+import { echo, prepareTurn, prompt, sandboxCatalogue, snapshotRows, variantOf, withFakes } from '../helpers/turns.ts'
+
+/**
+ * The §4 admission rules as the chat actors apply them to the real store: each refusal is the
+ * domain error (class, code, details) and writes nothing; each admission records what the rules
+ * decided (max_tokens, reasoning effort, warnings) in its run's manifest and its stream's frames.
+ * The rules themselves, as pure functions, are in test/domain/turns/ (decide-admission,
+ * max-tokens-fit, coerce-reasoning-effort); what HTTP makes of these errors (status, envelope) is
+ * test/http/routes/turn-admission.test.ts.
+ */
 
 const HOUR = 3600 * 1000
 // Sandbox-answered entries with narrower capabilities, to see coercion.
 const NO_REASONING = variantOf('sandbox/plain', '9c1d2e3f-3333-4c3c-8d3d-000000000001', { supports_reasoning: false, max_reasoning_effort: null })
 const LOW_REASONING = variantOf('sandbox/low', '9c1d2e3f-3333-4c3c-8d3d-000000000002', { max_reasoning_effort: 'low' })
-const TEXT_ONLY = variantOf('sandbox/text-only', '9c1d2e3f-3333-4c3c-8d3d-000000000003', {
-  media: {
-    ...echo().media,
-    user: { mime_types: ['text/plain'], max_bytes_per_attachment: 1000, max_attachments_per_request: null },
-  },
-})
+const CATALOGUE = [...sandboxCatalogue(), NO_REASONING, LOW_REASONING]
+const ECHO_8K = CATALOGUE.find((m) => m.name === 'sandbox/echo-8k')!
 
-let ctx: TestContext
-let org: TestOrg
-let chatId: string
+let temp: ReturnType<typeof openTempStore>
+let store: Store
+let host: ChatActorHost
+let stopHost: () => void
 let offset = 0
+let orgId: string
+let chatId: string
+let orgs = 0
 
-const appOptions = () => ({
-  catalogue: [...sandboxCatalogue(), NO_REASONING, LOW_REASONING, TEXT_ONLY],
-  now: () => new Date(Date.now() + offset),
-})
+const clock = () => new Date(Date.now() + offset)
 
-// One app for the file (building one per test was most of its time): each test gets a fresh
-// organisation (its own balance and idempotency keys) and chat, and the clock's offset back at 0.
-// The rules it checks are organisation- or chat-scoped; "nothing is written" compares the whole
-// database before and after, which holds as well in a shared one. A test that counts rows absolutely
-// builds its own app.
-beforeAll(async () => {
-  ctx = await createTestApp(appOptions())
+// One store and host for the file, as the HTTP file had one app: each test gets a fresh organisation
+// (its own balance and idempotency keys) and chat, and the clock back at 0. "Nothing is written"
+// compares the whole database before and after, which holds as well in a shared one.
+beforeAll(() => {
+  temp = openTempStore()
+  store = createStore(temp.db, { now: clock })
+  host = createChatActorHost({
+    store,
+    resolver: createConfigResolver(store),
+    languageModelFor: withFakes({}),
+    modelById: (id) => CATALOGUE.find((m) => m.id === id),
+    now: clock,
+    nodeId: 'node-a',
+    leaseTtlMs: LEASE_TTL_MS,
+    history: createContextHistory(store),
+  })
+  stopHost = host.start()
 })
-afterAll(async () => {
-  await ctx.close()
+afterAll(() => {
+  stopHost()
+  host.stopAll()
+  temp.close()
 })
-beforeEach(async () => {
+beforeEach(() => {
   offset = 0
-  org = fundedOrg(ctx)
-  chatId = await newChat(ctx, org.auth)
+  orgId = newOrg()
+  chatId = newChat()
 })
 
-const submit = (body: Record<string, unknown>, chat = chatId, auth = org.auth) => postTurn(ctx, auth, chat, { model: 'sandbox/echo', ...body })
+function newOrg(credit = '10'): string {
+  const slug = `org-${++orgs}`
+  const id = store.organisations.create(slug, slug).id
+  if (credit !== '0') store.balance.add(id, 'topup', credit)
+  return id
+}
+const newChat = (org = orgId) => store.chats.create({ orgId: org, namespace: null, title: null, description: null, userMetadata: {} }).id
 
-/** Submits a turn that must be refused with `status`/`code` and must write nothing at all. */
-async function refused(body: Record<string, unknown>, status: number, code: string, chat = chatId) {
-  const before = snapshotRows(ctx.store)
-  const balance = ctx.store.balance.balanceOf(org.orgId)
-  const res = await submit(body, chat)
-  const error = expectError(res, status, code)
-  expect(snapshotRows(ctx.store)).toEqual(before)
-  expect(ctx.store.balance.balanceOf(org.orgId)).toBe(balance)
-  return { res, error }
+type Opts = { chat?: string; org?: string; model?: CatalogueEntry }
+const send = (request: Partial<TurnRequest>, { chat = chatId, org = orgId, model = echo() }: Opts = {}): RunChannel =>
+  host.submit(prepareTurn(org, chat, { model: model.name, ...request }, model))
+
+/** A turn that must be admitted; waits for its settlement. */
+async function run(request: Partial<TurnRequest>, opts: Opts = {}) {
+  const { runId, log } = await admitted(send(request, opts))
+  await settledOf(log)
+  const frames = framesOf(log)
+  const row = store.runs.getById(runId)!
+  return {
+    runId,
+    row,
+    manifest: JSON.parse(row.manifest) as Record<string, any>,
+    events: frames.map((f) => f.event),
+    of: (event: string) => frames.filter((f) => f.event === event).map((f) => f.data as any),
+  }
 }
 
-/** A failed run via the sandbox's /fail (HTTP 502). */
-async function failedRun(chat = chatId, text = '/fail\nx'): Promise<string> {
-  const res = await submit({ input: [prompt(text)] }, chat)
-  return (expectError(res, 502, 'upstream_error').details as { run_id: string }).run_id
+/** A turn that must be refused with `type` and `code`, and must write nothing at all. */
+async function refused<E extends DomainError>(request: Partial<TurnRequest>, type: new (...args: never[]) => E, code: string, opts: Opts = {}): Promise<E> {
+  const org = opts.org ?? orgId
+  const before = snapshotRows(store)
+  const balance = store.balance.balanceOf(org)
+  const error = await admitted(send(request, opts)).then(
+    ({ runId }) => {
+      throw new Error(`admitted as ${runId}`)
+    },
+    (e: unknown) => e,
+  )
+  expect(error).toBeInstanceOf(type)
+  expect((error as E).code).toBe(code)
+  expect(snapshotRows(store)).toEqual(before)
+  expect(store.balance.balanceOf(org)).toBe(balance)
+  return error as E
 }
+
+/** A run the sandbox fails before its stream opens (/fail, /flaky): the host's `failed_before_stream`. */
+async function failedRun(text = '/fail\nx', opts: Opts = {}, request: Partial<TurnRequest> = {}): Promise<string> {
+  const { runId, log } = await admitted(send({ input: [prompt(text) as never], ...request }, opts))
+  const { event } = await nextEvent(log, ['opened', 'failed_before_stream'])
+  expect(event.type).toBe('failed_before_stream')
+  expect((event as { error: unknown }).error).toBeInstanceOf(UpstreamError)
+  await settledOf(log)
+  expect(store.runs.getById(runId)!.status).toBe('failed')
+  return runId
+}
+
+const input = (text: string) => [prompt(text) as never]
+const partsOf = (chat: string): PartBody[] =>
+  (temp.db.prepare('SELECT body FROM parts WHERE chat_id = ? ORDER BY ordinal').all(chat) as { body: string }[]).map((r) => JSON.parse(r.body))
 
 describe('idempotency', () => {
-  it('reusing a key is 409 naming the first run in message and details.run_id; the stream is not replayed; nothing is written', async () => {
-    const first = await turn(ctx, org.auth, chatId, { input: [prompt('once')], idempotency_key: 'key-1' })
-    const { res, error } = await refused({ input: [prompt('once')], idempotency_key: 'key-1' }, 409, 'idempotency_key_reused')
+  it('reusing a key is IdempotencyKeyReusedError naming the first run in message and details.run_id; nothing is written', async () => {
+    const first = await run({ input: input('once'), idempotency_key: 'key-1' })
+    const error = await refused({ input: input('once'), idempotency_key: 'key-1' }, IdempotencyKeyReusedError, 'idempotency_key_reused')
     expect(error.details).toEqual({ run_id: first.runId })
     expect(error.message).toContain(first.runId)
-    expect(res.headers['content-type']).toMatch(/^application\/json/)
   })
 
   it('names the first run whatever its outcome (a failed run too)', async () => {
-    const res = await submit({ input: [prompt('/fail\nx')], idempotency_key: 'key-f' })
-    const failed = (expectError(res, 502, 'upstream_error').details as { run_id: string }).run_id
-    const { error } = await refused({ input: [prompt('again')], idempotency_key: 'key-f' }, 409, 'idempotency_key_reused')
+    const failed = await failedRun('/fail\nx', {}, { idempotency_key: 'key-f' })
+    const error = await refused({ input: input('again'), idempotency_key: 'key-f' }, IdempotencyKeyReusedError, 'idempotency_key_reused')
     expect(error.details).toEqual({ run_id: failed })
   })
 
-  it('submitted at once on several chats, one key admits exactly one turn; the others are 409 naming it, with nothing written', async () => {
-    const chats = [chatId, ...(await Promise.all(Array.from({ length: 5 }, () => newChat(ctx, org.auth))))]
-    const before = snapshotRows(ctx.store)
+  it('submitted at once on several chats, one key admits exactly one turn; the others are refused naming it, with nothing written', async () => {
+    const chats = [chatId, ...Array.from({ length: 5 }, () => newChat())]
+    const before = snapshotRows(store)
     // Sent together, so the admissions share one group commit: the key must still hold across them.
-    const answers = await Promise.all(chats.map((chat) => submit({ input: [prompt('same key')], idempotency_key: 'together' }, chat)))
-    const admitted = answers.filter((res) => res.statusCode === 200)
-    expect(admitted).toHaveLength(1)
-    const winner = /"run_id":"([^"]+)"/.exec(admitted[0]!.body)![1]
-    for (const res of answers.filter((r) => r.statusCode !== 200)) {
-      expect(expectError(res, 409, 'idempotency_key_reused').details).toEqual({ run_id: winner })
+    const answers = await Promise.allSettled(chats.map((chat) => admitted(send({ input: input('same key'), idempotency_key: 'together' }, { chat }))))
+    const won = answers.flatMap((a) => (a.status === 'fulfilled' ? [a.value] : []))
+    expect(won).toHaveLength(1)
+    for (const answer of answers.filter((a) => a.status === 'rejected')) {
+      expect(answer.reason).toBeInstanceOf(IdempotencyKeyReusedError)
+      expect(answer.reason.details).toEqual({ run_id: won[0]!.runId })
     }
-    const after = snapshotRows(ctx.store)
+    await won[0]!.channel.settled
+    const after = snapshotRows(store)
     expect(after.runs - before.runs).toBe(1)
     expect(after.idempotency_keys - before.idempotency_keys).toBe(1)
     // The winner's prompt and answer; no other chat got a part.
@@ -112,192 +174,164 @@ describe('idempotency', () => {
   })
 
   it('is organisation-scoped and spans chats', async () => {
-    const first = await turn(ctx, org.auth, chatId, { input: [prompt('a')], idempotency_key: 'shared' })
-    const otherChat = await newChat(ctx, org.auth)
-    const { error } = await refused({ input: [prompt('b')], idempotency_key: 'shared' }, 409, 'idempotency_key_reused', otherChat)
+    const first = await run({ input: input('a'), idempotency_key: 'shared' })
+    const otherChat = newChat()
+    const error = await refused({ input: input('b'), idempotency_key: 'shared' }, IdempotencyKeyReusedError, 'idempotency_key_reused', { chat: otherChat })
     expect(error.details).toEqual({ run_id: first.runId })
 
-    const other = fundedOrg(ctx)
-    const theirChat = await newChat(ctx, other.auth)
-    const theirs = await turn(ctx, other.auth, theirChat, { input: [prompt('c')], idempotency_key: 'shared' })
+    const other = newOrg()
+    const theirs = await run({ input: input('c'), idempotency_key: 'shared' }, { org: other, chat: newChat(other) })
     expect(theirs.events.at(-1)).toBe('done')
   })
 
   it('is honoured for 24 hours, then may be used again', async () => {
-    await turn(ctx, org.auth, chatId, { input: [prompt('a')], idempotency_key: 'daily' })
+    await run({ input: input('a'), idempotency_key: 'daily' })
     offset = 23 * HOUR
-    await refused({ input: [prompt('b')], idempotency_key: 'daily' }, 409, 'idempotency_key_reused')
+    await refused({ input: input('b'), idempotency_key: 'daily' }, IdempotencyKeyReusedError, 'idempotency_key_reused')
     offset = 24 * HOUR + 60_000
-    const later = await turn(ctx, org.auth, chatId, { input: [prompt('c')], idempotency_key: 'daily' })
+    const later = await run({ input: input('c'), idempotency_key: 'daily' })
     expect(later.events.at(-1)).toBe('done')
   })
 })
 
 describe('retry_of', () => {
-  it('of the latest failed run: 200, no new input, and /flaky succeeds on the retry', async () => {
-    const failed = await failedRun(chatId, '/flaky\nretry me')
-    const partsBefore = (await history(ctx, org.auth, chatId)).data.length
-    const t = await turn(ctx, org.auth, chatId, { input: [], retry_of: failed, idempotency_key: 'retry-1' })
+  it('of the latest failed run: admitted with no new input, and /flaky succeeds on the retry', async () => {
+    const failed = await failedRun('/flaky\nretry me')
+    const partsBefore = partsOf(chatId).length
+    const t = await run({ input: [], retry_of: failed, idempotency_key: 'retry-1' })
     expect(t.events.at(-1)).toBe('done')
-    const run = await getRun(ctx, org.auth, t.runId)
-    expect(run.status).toBe('succeeded')
-    const page = await history(ctx, org.auth, chatId)
-    expect(page.data).toHaveLength(partsBefore + 1)
-    expect(page.data.at(-1)!.part).toEqual({ type: 'message', text: 'echo: retry me' })
+    expect(t.row.status).toBe('succeeded')
+    const parts = partsOf(chatId)
+    expect(parts).toHaveLength(partsBefore + 1)
+    expect(parts.at(-1)).toEqual({ type: 'message', text: 'echo: retry me' })
   })
 
-  it('of a succeeded run: 409 retry_not_allowed, nothing written', async () => {
-    const ok = await turn(ctx, org.auth, chatId, { input: [prompt('fine')] })
-    await refused({ input: [], retry_of: ok.runId }, 409, 'retry_not_allowed')
+  it('of a succeeded run: RetryNotAllowedError, nothing written', async () => {
+    const ok = await run({ input: input('fine') })
+    await refused({ input: [], retry_of: ok.runId }, RetryNotAllowedError, 'retry_not_allowed')
   })
 
-  it('of a failed run that is no longer the latest: 409 retry_not_allowed', async () => {
+  it('of a failed run that is no longer the latest: retry_not_allowed', async () => {
     const failed = await failedRun()
-    await turn(ctx, org.auth, chatId, { input: [prompt('moved on')] })
-    await refused({ input: [], retry_of: failed }, 409, 'retry_not_allowed')
+    await run({ input: input('moved on') })
+    await refused({ input: [], retry_of: failed }, RetryNotAllowedError, 'retry_not_allowed')
   })
 
-  it('of a failed run already retried successfully: 409 retry_not_allowed', async () => {
-    const failed = await failedRun(chatId, '/flaky\nonce')
-    await turn(ctx, org.auth, chatId, { input: [], retry_of: failed })
-    await refused({ input: [], retry_of: failed }, 409, 'retry_not_allowed')
+  it('of a failed run already retried successfully: retry_not_allowed', async () => {
+    const failed = await failedRun('/flaky\nonce')
+    await run({ input: [], retry_of: failed })
+    await refused({ input: [], retry_of: failed }, RetryNotAllowedError, 'retry_not_allowed')
   })
 
-  it('of another chat’s failed run: 409 retry_not_allowed', async () => {
-    const otherChat = await newChat(ctx, org.auth)
-    const failed = await failedRun(otherChat)
-    await refused({ input: [], retry_of: failed }, 409, 'retry_not_allowed')
+  it('of another chat’s failed run: retry_not_allowed', async () => {
+    const failed = await failedRun('/fail\nx', { chat: newChat() })
+    await refused({ input: [], retry_of: failed }, RetryNotAllowedError, 'retry_not_allowed')
   })
 
-  it('of a missing run, or another organisation’s: 404', async () => {
-    await refused({ input: [], retry_of: randomUUID() }, 404, 'not_found')
-    const other = fundedOrg(ctx)
-    const theirChat = await newChat(ctx, other.auth)
-    const res = await postTurn(ctx, other.auth, theirChat, { model: 'sandbox/echo', input: [prompt('/fail')] })
-    const theirRun = (expectError(res, 502, 'upstream_error').details as { run_id: string }).run_id
-    await refused({ input: [], retry_of: theirRun }, 404, 'not_found')
-  })
-
-  it('with non-empty input: 422 at /input, nothing written', async () => {
-    const failed = await failedRun(chatId, '/flaky\nx')
-    const before = snapshotRows(ctx.store)
-    const res = await submit({ input: [prompt('extra')], retry_of: failed })
-    expectProblem(res, 'body', '/input')
-    expect(snapshotRows(ctx.store)).toEqual(before)
-    // The failed run is still retryable.
-    const t = await turn(ctx, org.auth, chatId, { input: [], retry_of: failed })
-    expect(t.frames[0]!.data.run_id).not.toBe(failed)
+  it('of a missing run, or another organisation’s: NotFoundError', async () => {
+    await refused({ input: [], retry_of: randomUUID() }, NotFoundError, 'not_found')
+    const other = newOrg()
+    const theirRun = await failedRun('/fail', { org: other, chat: newChat(other) })
+    await refused({ input: [], retry_of: theirRun }, NotFoundError, 'not_found')
   })
 })
 
 describe('balance', () => {
-  it('402 insufficient_balance when the organisation has nothing; nothing is written', async () => {
-    const broke = ctx.org()
-    const chat = await newChat(ctx, broke.auth)
-    const before = snapshotRows(ctx.store)
-    const res = await postTurn(ctx, broke.auth, chat, { model: 'sandbox/echo', input: [prompt('free lunch?')] })
-    expectError(res, 402, 'insufficient_balance')
-    expect(snapshotRows(ctx.store)).toEqual(before)
-    expect((await history(ctx, broke.auth, chat)).data).toEqual([])
+  it('InsufficientBalanceError when the organisation has nothing; nothing is written', async () => {
+    const broke = newOrg('0')
+    const chat = newChat(broke)
+    await refused({ input: input('free lunch?') }, InsufficientBalanceError, 'insufficient_balance', { org: broke, chat })
+    expect(partsOf(chat)).toEqual([])
   })
 
-  it('402 exactly when the balance cannot pay the estimated input plus one output token', async () => {
+  it('refused exactly when the balance cannot pay the estimated input plus one output token', async () => {
     // Learn the input estimate of this exact turn in an empty chat of a funded organisation.
-    const probe = await turn(ctx, org.auth, chatId, { input: [prompt('price me')], max_tokens: 1 })
-    const inputTokens = (await getRun(ctx, org.auth, probe.runId)).manifest.estimated_input_tokens as number
+    const probe = await run({ input: input('price me'), max_tokens: 1 })
+    const inputTokens = probe.manifest.estimated_input_tokens as number
     const oneToken = new Decimal(inputTokens).mul('1.00').plus('2.00').div(1_000_000).mul('1.05')
 
-    const justShort = ctx.org()
-    ctx.store.balance.add(justShort.orgId, 'topup', oneToken.minus('0.0000000001').toFixed())
-    const shortChat = await newChat(ctx, justShort.auth)
-    expectError(await postTurn(ctx, justShort.auth, shortChat, { model: 'sandbox/echo', input: [prompt('price me')] }), 402, 'insufficient_balance')
+    const justShort = newOrg(oneToken.minus('0.0000000001').toFixed())
+    await refused({ input: input('price me') }, InsufficientBalanceError, 'insufficient_balance', { org: justShort, chat: newChat(justShort) })
 
-    const exact = ctx.org()
-    ctx.store.balance.add(exact.orgId, 'topup', oneToken.toFixed())
-    const exactChat = await newChat(ctx, exact.auth)
-    const t = await turn(ctx, exact.auth, exactChat, { input: [prompt('price me')] })
-    expect((await getRun(ctx, exact.auth, t.runId)).manifest.max_tokens).toBe(1)
+    const exact = newOrg(oneToken.toFixed())
+    const t = await run({ input: input('price me') }, { org: exact, chat: newChat(exact) })
+    expect(t.manifest.max_tokens).toBe(1)
   })
 
   it('lowers max_tokens to what the balance pays for, with a max_tokens_lowered warning, and the run never overdraws', async () => {
-    const poor = ctx.org()
-    ctx.store.balance.add(poor.orgId, 'topup', '0.0001')
-    const chat = await newChat(ctx, poor.auth)
-    const t = await turn(ctx, poor.auth, chat, { input: [prompt('/long 500')], max_tokens: 1000 })
-    const run = await getRun(ctx, poor.auth, t.runId)
-    const inputCost = new Decimal(run.manifest.estimated_input_tokens).mul('1.00').div(1_000_000).mul('1.05')
+    const poor = newOrg('0.0001')
+    const t = await run({ input: input('/long 500'), max_tokens: 1000 }, { org: poor, chat: newChat(poor) })
+    const inputCost = new Decimal(t.manifest.estimated_input_tokens).mul('1.00').div(1_000_000).mul('1.05')
     const affordable = new Decimal('0.0001').minus(inputCost).mul(1_000_000).div('2.10').floor().toNumber()
     expect(affordable).toBeLessThan(1000)
-    expect(run.manifest.max_tokens).toBe(affordable)
+    expect(t.manifest.max_tokens).toBe(affordable)
 
-    const warnings = t.of('translation_warnings')[0]!.data.warnings
+    const warnings = t.of('translation_warnings')[0]!.warnings
     const lowered = warnings.find((w: { code: string }) => w.code === 'max_tokens_lowered')
     expect(lowered).toMatchObject({ code: 'max_tokens_lowered', message: expect.any(String), details: { requested: 1000, applied: affordable } })
-    expect(run.manifest.warnings.translation).toEqual(warnings)
+    expect(t.manifest.warnings.translation).toEqual(warnings)
 
-    expect(t.of('done')[0]!.data.stop_reason).toBe('max_tokens')
-    expect(new Decimal(ctx.store.balance.balanceOf(poor.orgId)).gte(0)).toBe(true)
+    expect(t.of('done')[0]!.stop_reason).toBe('max_tokens')
+    expect(new Decimal(store.balance.balanceOf(poor)).gte(0)).toBe(true)
   })
 
   it('lowers max_tokens to the model’s ceiling, with a warning', async () => {
-    const t = await turn(ctx, org.auth, chatId, { input: [prompt('big')], max_tokens: 100_000 })
-    const run = await getRun(ctx, org.auth, t.runId)
-    expect(run.manifest.max_tokens).toBe(echo().max_output_tokens)
-    expect(t.of('translation_warnings')[0]!.data.warnings).toEqual([
+    const t = await run({ input: input('big'), max_tokens: 100_000 })
+    expect(t.manifest.max_tokens).toBe(echo().max_output_tokens)
+    expect(t.of('translation_warnings')[0]!.warnings).toEqual([
       { code: 'max_tokens_lowered', message: expect.any(String), details: { requested: 100_000, applied: echo().max_output_tokens } },
     ])
   })
 
   it('never raises max_tokens and warns about nothing when it already fits', async () => {
-    const t = await turn(ctx, org.auth, chatId, { input: [prompt('small')], max_tokens: 64 })
-    expect((await getRun(ctx, org.auth, t.runId)).manifest.max_tokens).toBe(64)
-    expect(t.of('translation_warnings')[0]!.data.warnings).toEqual([])
+    const t = await run({ input: input('small'), max_tokens: 64 })
+    expect(t.manifest.max_tokens).toBe(64)
+    expect(t.of('translation_warnings')[0]!.warnings).toEqual([])
   })
 })
 
 describe('reasoning_effort', () => {
   it('is coerced to off with a warning on a model that does not reason', async () => {
-    const t = await turn(ctx, org.auth, chatId, { model: 'sandbox/plain', input: [prompt('think hard')], reasoning_effort: 'high' })
+    const t = await run({ input: input('think hard'), reasoning_effort: 'high' }, { model: NO_REASONING })
     expect(t.events.at(-1)).toBe('done')
-    const warnings = t.of('translation_warnings')[0]!.data.warnings
+    const warnings = t.of('translation_warnings')[0]!.warnings
     expect(warnings).toEqual([{ code: 'reasoning_effort_coerced', message: expect.any(String), details: { requested: 'high', applied: 'off' } }])
-    const run = await getRun(ctx, org.auth, t.runId)
-    expect(run.manifest.reasoning_effort).toBe('off')
-    expect(run.manifest.warnings.translation).toEqual(warnings)
+    expect(t.manifest.reasoning_effort).toBe('off')
+    expect(t.manifest.warnings.translation).toEqual(warnings)
   })
 
   it('is coerced down to the model’s maximum with a warning', async () => {
-    const t = await turn(ctx, org.auth, chatId, { model: 'sandbox/low', input: [prompt('think harder')], reasoning_effort: 'max' })
-    expect(t.of('translation_warnings')[0]!.data.warnings).toEqual([
+    const t = await run({ input: input('think harder'), reasoning_effort: 'max' }, { model: LOW_REASONING })
+    expect(t.of('translation_warnings')[0]!.warnings).toEqual([
       { code: 'reasoning_effort_coerced', message: expect.any(String), details: { requested: 'max', applied: 'low' } },
     ])
-    expect((await getRun(ctx, org.auth, t.runId)).manifest.reasoning_effort).toBe('low')
+    expect(t.manifest.reasoning_effort).toBe('low')
   })
 
   it('is kept, without a warning, when the model can honour it', async () => {
-    const low = await turn(ctx, org.auth, chatId, { model: 'sandbox/low', input: [prompt('a')], reasoning_effort: 'low' })
-    expect(low.of('translation_warnings')[0]!.data.warnings).toEqual([])
-    const off = await turn(ctx, org.auth, chatId, { model: 'sandbox/plain', input: [prompt('b')], reasoning_effort: 'off' })
-    expect(off.of('translation_warnings')[0]!.data.warnings).toEqual([])
-    const max = await turn(ctx, org.auth, chatId, { input: [prompt('c')], reasoning_effort: 'max' })
-    expect(max.of('translation_warnings')[0]!.data.warnings).toEqual([])
-    expect((await getRun(ctx, org.auth, max.runId)).manifest.reasoning_effort).toBe('max')
+    const low = await run({ input: input('a'), reasoning_effort: 'low' }, { model: LOW_REASONING })
+    expect(low.of('translation_warnings')[0]!.warnings).toEqual([])
+    const off = await run({ input: input('b'), reasoning_effort: 'off' }, { model: NO_REASONING })
+    expect(off.of('translation_warnings')[0]!.warnings).toEqual([])
+    const max = await run({ input: input('c'), reasoning_effort: 'max' })
+    expect(max.of('translation_warnings')[0]!.warnings).toEqual([])
+    expect(max.manifest.reasoning_effort).toBe('max')
   })
 })
 
-describe('context and model', () => {
-  it('422 context_too_large when the fixed parts exceed the input budget, naming what each takes; nothing is written; a wider model takes it', async () => {
+describe('context', () => {
+  it('ContextTooLargeError when the fixed parts exceed the input budget, naming what each takes; nothing is written; a wider model takes it', async () => {
     // sandbox/echo-8k: input budget floor(8192 × 0.9) = 7372 under the platform default.
-    const long = prompt('word '.repeat(8000))
-    const { error } = await refused({ model: 'sandbox/echo-8k', input: [long] }, 422, 'context_too_large')
+    const long = input('word '.repeat(8000))
+    const error = await refused({ input: long }, ContextTooLargeError, 'context_too_large', { model: ECHO_8K })
     expect(error.message).toMatch(/input budget is 7372/)
     expect(error.message).toMatch(/instructions 0, tools 0, anchor parts 0, the current exchange 80\d\d/)
     expect(error.details).toMatchObject({ input_budget: 7372, fixed_tokens: { instructions: 0, tools: 0, anchors: 0 } })
-    const wide = await turn(ctx, org.auth, chatId, { model: 'sandbox/echo', input: [long] })
+    const wide = await run({ input: long })
     expect(wide.events.at(-1)).toBe('done')
   })
 
-  it('a history over the window is summarised, never a 422: the turn compacts after its stream opened', async () => {
+  it('a history over the window is summarised, never refused: the turn compacts after its stream opened', async () => {
     // The first two parts are the platform default's anchors; the long prompt after them cannot fit.
     const bodies: PartBody[] = [
       { type: 'prompt', text: 'hello' },
@@ -305,14 +339,14 @@ describe('context and model', () => {
       { type: 'prompt', text: 'word '.repeat(8000) },
       { type: 'message', text: 'noted' },
     ]
-    const [, , long] = ctx.store.parts.append(chatId, bodies.map((body) => ({ body, tokens: estimatePartTokens(body) })))
-    const t = await turn(ctx, org.auth, chatId, { model: 'sandbox/echo-8k', input: [prompt('summarise')] })
+    const [, , long] = store.parts.append(chatId, bodies.map((body) => ({ body, tokens: estimatePartTokens(body) })))
+    const t = await run({ input: input('summarise') }, { model: ECHO_8K })
     expect(t.events.at(-1)).toBe('done')
     expect(t.events.slice(0, 4)).toEqual(['run', 'config_warnings', 'translation_warnings', 'compacting'])
-    expect(t.of('compacting')[0]!.data).toEqual({ blocks: 1, in_progress_elsewhere: 0 })
-    expect(t.of('config_warnings')[0]!.data.warnings).toEqual([])
-    expect(t.of('done')[0]!.data.compaction).toEqual({ blocks_generated: 1, blocks_reused: 0, in_progress_elsewhere: 0 })
-    const summaries = ctx.store.summaries.ofChat(chatId)
+    expect(t.of('compacting')[0]).toEqual({ blocks: 1, in_progress_elsewhere: 0 })
+    expect(t.of('config_warnings')[0]!.warnings).toEqual([])
+    expect(t.of('done')[0]!.compaction).toEqual({ blocks_generated: 1, blocks_reused: 0, in_progress_elsewhere: 0 })
+    const summaries = store.summaries.ofChat(chatId)
     expect(summaries).toHaveLength(1)
     // The anchors are in no block: the summary begins after them (decisions §5.2).
     expect(summaries[0]).toMatchObject({ firstOrdinal: long!.ordinal, lastOrdinal: long!.ordinal })
@@ -320,172 +354,8 @@ describe('context and model', () => {
   })
 
   it('a history that fits sandbox/echo’s input budget is taken', async () => {
-    ctx.store.parts.append(chatId, [{ body: { type: 'prompt', text: 'a long document' }, tokens: 100_000 }])
-    const t = await turn(ctx, org.auth, chatId, { input: [prompt('summarise')] })
+    store.parts.append(chatId, [{ body: { type: 'prompt', text: 'a long document' }, tokens: 100_000 }])
+    const t = await run({ input: input('summarise') })
     expect(t.events.at(-1)).toBe('done')
-  })
-
-  it('422 at /model for an unknown or inactive model; nothing is written', async () => {
-    for (const model of ['sandbox/nope', 'anthropic/claude-sonnet-4.5']) {
-      const before = snapshotRows(ctx.store)
-      const res = await submit({ model, input: [prompt('hi')] })
-      expectProblem(res, 'body', '/model')
-      expect(snapshotRows(ctx.store)).toEqual(before)
-    }
-  })
-
-  it('422 for more than 128 input items or user_metadata over 1024 bytes; nothing is written', async () => {
-    const before = snapshotRows(ctx.store)
-    expectProblem(await submit({ input: Array.from({ length: 129 }, (_, i) => prompt(`p${i}`)) }), 'body', '/input')
-    expectProblem(await submit({ input: [prompt('hi')], user_metadata: { blob: 'x'.repeat(1100) } }), 'body', '/user_metadata')
-    expect(snapshotRows(ctx.store)).toEqual(before)
-  })
-
-  it('422 for an empty prompt (no text, no media); nothing is written', async () => {
-    const before = snapshotRows(ctx.store)
-    expectProblem(await submit({ input: [{ type: 'prompt' }] }), 'body', '/input/0')
-    expect(snapshotRows(ctx.store)).toEqual(before)
-  })
-
-  it('another organisation’s chat is 404 exactly like a missing chat', async () => {
-    const other = fundedOrg(ctx)
-    const body = { model: 'sandbox/echo', input: [prompt('hi')] }
-    const theirs = await postTurn(ctx, other.auth, chatId, body)
-    const missingId = randomUUID()
-    const missing = await postTurn(ctx, other.auth, missingId, body)
-    expectError(theirs, 404, 'not_found')
-    expect(theirs.body.replaceAll(chatId, '<id>')).toBe(missing.body.replaceAll(missingId, '<id>'))
-    expect((await history(ctx, org.auth, chatId)).data).toEqual([])
-  })
-})
-
-describe('attachments', () => {
-  const png = (filename: string | null = 'dot.png') => ({ mime: 'image/png', data_base64: PNG_1X1.toString('base64'), filename })
-
-  it('an image/png in a prompt is accepted and readable with include=stubs, full and none', async () => {
-    const t = await turn(ctx, org.auth, chatId, { input: [prompt('what is this?', { media: [png()] })] })
-    expect(t.events.at(-1)).toBe('done')
-
-    const stubs = await history(ctx, org.auth, chatId, '?include=stubs')
-    const [withMedia, answer] = stubs.data
-    expect(withMedia.part).toEqual({ type: 'prompt', text: 'what is this?' })
-    expect(withMedia.media).toEqual([
-      { media_id: expect.any(String), mime: 'image/png', byte_len: PNG_1X1.length, filename: 'dot.png', width: 1, height: 1, page_count: null },
-    ])
-    expect(withMedia.media[0]).not.toHaveProperty('data_base64')
-    expect(answer).not.toHaveProperty('media')
-
-    // stubs is the default
-    expect((await history(ctx, org.auth, chatId)).data[0].media).toEqual(withMedia.media)
-
-    const full = await history(ctx, org.auth, chatId, '?include=full')
-    const fullMedia = full.data[0].media[0]
-    expect(fullMedia).toEqual({ ...withMedia.media[0], data_base64: expect.any(String) })
-    expect(Buffer.from(fullMedia.data_base64, 'base64').equals(PNG_1X1)).toBe(true)
-    expect(fullMedia.data_base64).toBe(PNG_1X1.toString('base64'))
-
-    const none = await history(ctx, org.auth, chatId, '?include=none')
-    expect(none.data[0]).not.toHaveProperty('media')
-    expect(none.data[0].part).toEqual(withMedia.part)
-  })
-
-  it('bytes round-trip byte-identically, and identical bytes are stored once', async () => {
-    // Counts every row of the database: an app of its own, where the shared one holds other tests' media.
-    const own = await createTestApp(appOptions())
-    try {
-      const ownOrg = fundedOrg(own)
-      const ownChat = await newChat(own, ownOrg.auth)
-      // Text attachments must be UTF-8 (decision 032): 4 KiB of varied characters, one to four bytes each.
-      const bytes = Buffer.from(Array.from({ length: 1024 }, (_, i) => String.fromCodePoint([0x41, 0xe9, 0x20ac, 0x1f600][i % 4]! + (i % 7))).join(''))
-      const media = { mime: 'text/plain', data_base64: bytes.toString('base64') }
-      await turn(own, ownOrg.auth, ownChat, { input: [prompt('one', { media: [media] }), prompt('two', { media: [media, png(null)] })] })
-      const full = await history(own, ownOrg.auth, ownChat, '?include=full')
-      const [one, two] = full.data
-      expect(Buffer.from(one.media[0].data_base64, 'base64').equals(bytes)).toBe(true)
-      expect(two.media.map((m: { mime: string }) => m.mime)).toEqual(['text/plain', 'image/png'])
-      expect(Buffer.from(two.media[0].data_base64, 'base64').equals(bytes)).toBe(true)
-      expect(two.media[1].filename).toBeNull()
-      expect(snapshotRows(own.store).media_blobs).toBe(2)
-      expect(snapshotRows(own.store).part_media).toBe(3)
-    } finally {
-      await own.close()
-    }
-  })
-
-  it('an attachment on a tool_result is accepted', async () => {
-    const first = await turn(ctx, org.auth, chatId, { input: [prompt('/tool screenshot {}')] })
-    const id = first.of('done')[0]!.data.pending_tool_calls[0].tool_use_id
-    const t = await turn(ctx, org.auth, chatId, {
-      input: [{ type: 'tool_result', tool_use_id: id, tool_name: 'screenshot', text: 'here', media: [png()] }],
-    })
-    expect(t.events.at(-1)).toBe('done')
-    const page = await history(ctx, org.auth, chatId)
-    const result = page.data.find((p) => p.part.type === 'tool_result')
-    expect(result.media).toHaveLength(1)
-    expect(result.media[0].mime).toBe('image/png')
-  })
-
-  it('history with include=full clamps limit to 20', async () => {
-    ctx.store.parts.append(
-      chatId,
-      Array.from({ length: 25 }, (_, i) => ({ body: { type: 'prompt' as const, text: `p${i}` } })),
-    )
-    for (const query of ['?include=full&limit=100', '?include=full']) {
-      const page = await history(ctx, org.auth, chatId, query)
-      expect(page.data).toHaveLength(20)
-      expect(page.has_more).toBe(true)
-      expect(page.data.at(-1).part.text).toBe('p24')
-    }
-    expect((await history(ctx, org.auth, chatId, '?include=stubs&limit=100')).data).toHaveLength(25)
-  })
-
-  it('an unsupported MIME type is 422 unsupported_attachment; nothing is written', async () => {
-    const zip = { mime: 'application/zip', data_base64: Buffer.from('PK\u0003\u0004').toString('base64') }
-    const { error } = await refused({ input: [prompt('unzip', { media: [zip] })] }, 422, 'unsupported_attachment')
-    expect(error.message).toContain('application/zip')
-  })
-
-  it('a type the selected model cannot take is 422 unsupported_attachment, though another model takes it', async () => {
-    await refused({ model: 'sandbox/text-only', input: [prompt('look', { media: [png()] })] }, 422, 'unsupported_attachment')
-    const t = await turn(ctx, org.auth, chatId, { input: [prompt('look', { media: [png()] })] })
-    expect(t.events.at(-1)).toBe('done')
-  })
-
-  it('an attachment over the model’s byte limit is 422 unsupported_attachment', async () => {
-    const big = { mime: 'text/plain', data_base64: Buffer.alloc(1001, 97).toString('base64') }
-    await refused({ model: 'sandbox/text-only', input: [prompt('read', { media: [big] })] }, 422, 'unsupported_attachment')
-  })
-
-  it('a retained attachment the next model cannot take becomes a marker with a warning; the stored bytes stay intact', async () => {
-    await turn(ctx, org.auth, chatId, { input: [prompt('a picture', { media: [png()] })] })
-    const t = await turn(ctx, org.auth, chatId, { model: 'sandbox/text-only', input: [prompt('and in words?')] })
-    expect(t.events.at(-1)).toBe('done')
-    const warnings = t.of('translation_warnings')[0]!.data.warnings
-    expect(warnings).toEqual([
-      expect.objectContaining({ code: 'attachment_replaced_by_marker', message: expect.any(String), details: expect.objectContaining({ mime: 'image/png' }) }),
-    ])
-    const stored = (await history(ctx, org.auth, chatId, '?include=full')).data[0].media[0]
-    expect(Buffer.from(stored.data_base64, 'base64').equals(PNG_1X1)).toBe(true)
-  })
-
-  it('a turn body over 1 MiB is accepted (attachments), over 32 MiB is 413 payload_too_large', async () => {
-    // A 1×1 PNG padded to 2 MiB: large on the wire, small in tokens.
-    const twoMiB = { mime: 'image/png', data_base64: Buffer.concat([PNG_1X1, Buffer.alloc(2 * 1024 * 1024)]).toString('base64') }
-    const t = await turn(ctx, org.auth, chatId, { input: [prompt('big file', { media: [twoMiB] })] })
-    expect(t.events.at(-1)).toBe('done')
-    const before = snapshotRows(ctx.store)
-    const huge = { mime: 'text/plain', data_base64: Buffer.alloc(25 * 1024 * 1024, 120).toString('base64') }
-    const res = await submit({ input: [prompt('too big', { media: [huge] })] })
-    expectError(res, 413, 'payload_too_large')
-    expect(snapshotRows(ctx.store)).toEqual(before)
-  })
-
-  it('bad base64 is 422 with a pointer to the field; nothing is written', async () => {
-    for (const data_base64 of ['not base64!!', `data:image/png;base64,${PNG_1X1.toString('base64')}`, 'abc']) {
-      const before = snapshotRows(ctx.store)
-      const res = await submit({ input: [prompt('ok'), prompt('img', { media: [png(), { mime: 'image/png', data_base64 }] })] })
-      expectProblem(res, 'body', '/input/1/media/1/data_base64')
-      expect(snapshotRows(ctx.store)).toEqual(before)
-    }
   })
 })

@@ -2,7 +2,7 @@ import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3Stream
 import { randomUUID } from 'node:crypto'
 import { createParser } from 'eventsource-parser'
 import type { LightMyRequestResponse } from 'fastify'
-import { expect, vi } from 'vitest'
+import { afterAll, beforeAll, beforeEach, expect, vi } from 'vitest'
 import type { CatalogueEntry } from '../../src/domain/catalogue/catalogue-entry.ts'
 import { loadCatalogue } from '../../src/providers/catalogue/load-catalogue.ts'
 import type { LanguageModelFor } from '../../src/providers/language-models.ts'
@@ -11,7 +11,7 @@ import { prepareSubmission } from '../../src/http/prepare-submission.ts'
 import { createSandboxLanguageModel } from '../../src/providers/sandbox/sandbox-language-model.ts'
 import type { Store } from '../../src/store/index.ts'
 import { createChat, type Auth } from './http.ts'
-import type { TestContext, TestOrg } from './test-app.ts'
+import { createTestApp, type TestContext, type TestOrg } from './test-app.ts'
 import { framesOf } from '../../src/actors/run-channel.ts'
 
 export type SseFrame = { event: string; data: any }
@@ -42,6 +42,48 @@ export function fundedOrg(ctx: TestContext, amount = '10'): TestOrg {
   const org = ctx.org()
   if (amount !== '0') ctx.store.balance.add(org.orgId, 'topup', amount)
   return org
+}
+
+/** What `useSandboxChat` gives each test: the file's app, and a fresh funded organisation and chat. */
+export type SandboxChat = { readonly ctx: TestContext; readonly org: TestOrg; readonly chatId: string }
+
+/**
+ * The setup of an HTTP test file: one app for the file (building one per test was most of these
+ * files' time), over the sandbox catalogue unless told; before each test a fresh organisation with
+ * `credit` USD (its own balance and idempotency keys) and a new chat of it (`chat: false`: none).
+ * Tests that compare rows compare before and after, which holds as well in the shared database.
+ * Read the fields inside tests and hooks: they are set by the hooks this registers.
+ */
+export function useSandboxChat(options: Parameters<typeof createTestApp>[0] & { credit?: string; chat?: boolean } = {}): SandboxChat {
+  const { credit = '10', chat = true, ...appOptions } = options
+  let ctx: TestContext | undefined
+  let org: TestOrg | undefined
+  let chatId: string | undefined
+  beforeAll(async () => {
+    ctx = await createTestApp({ catalogue: sandboxCatalogue(), ...appOptions })
+  })
+  afterAll(async () => {
+    await ctx?.close()
+  })
+  beforeEach(async () => {
+    org = fundedOrg(ctx!, credit)
+    chatId = chat ? await newChat(ctx!, org.auth) : undefined
+  })
+  const set = <T>(value: T | undefined, name: string): T => {
+    if (value === undefined) throw new Error(`useSandboxChat: ${name} is set by its hooks; read it inside a test or hook`)
+    return value
+  }
+  return {
+    get ctx() {
+      return set(ctx, 'ctx')
+    },
+    get org() {
+      return set(org, 'org')
+    },
+    get chatId() {
+      return set(chatId, 'chatId (chat: false makes none)')
+    },
+  }
 }
 
 export async function newChat(ctx: TestContext, auth: Auth, body: Record<string, unknown> = {}): Promise<string> {

@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { beforeEach, describe, expect, it } from 'vitest'
 import { expectError } from '../helpers/http.ts'
 import { GIF_16, JPEG_16, PDF_1, PNG_3X2, pngClaiming, WEBP_16 } from '../helpers/media-fixtures.ts'
-import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
-import { fundedOrg, newChat, postTurn, prompt, sandboxCatalogue, snapshotRows, turn } from '../helpers/turns.ts'
+import type { TestContext, TestOrg } from '../helpers/test-app.ts'
+import { postTurn, prompt, snapshotRows, turn, useSandboxChat } from '../helpers/turns.ts'
 
 /**
  * Issue 22 item 5: attachments are what they say they are (docs/decisions/032-attachment-checks.md).
@@ -11,20 +11,13 @@ import { fundedOrg, newChat, postTurn, prompt, sandboxCatalogue, snapshotRows, t
 
 type Problem = { in: string; pointer: string; message: string }
 
+// One app for the file, a fresh funded organisation and chat for each test (test/helpers/turns.ts).
+const sandbox = useSandboxChat()
 let ctx: TestContext
 let org: TestOrg
 let chatId: string
-// One app for the file (building one per test was most of this file's time); each test gets fresh
-// organisations and chats of its own.
-beforeAll(async () => {
-  ctx = await createTestApp({ catalogue: sandboxCatalogue() })
-})
-afterAll(async () => {
-  await ctx.close()
-})
-beforeEach(async () => {
-  org = fundedOrg(ctx)
-  chatId = await newChat(ctx, org.auth)
+beforeEach(() => {
+  ;({ ctx, org, chatId } = sandbox)
 })
 
 const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64')

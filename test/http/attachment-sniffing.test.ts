@@ -1,21 +1,18 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { beforeEach, describe, expect, it } from 'vitest'
 import { countRows, expectError } from '../helpers/http.ts'
-import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
-import { fundedOrg, newChat, postTurn, prompt, sandboxCatalogue, totalRows, turn } from '../helpers/turns.ts'
+import type { TestContext, TestOrg } from '../helpers/test-app.ts'
+import { postTurn, prompt, totalRows, turn, useSandboxChat } from '../helpers/turns.ts'
 
 /** Issue 13: PNG bytes declared image/jpeg were accepted and stored as image/jpeg. */
 const PNG_3X2 = 'iVBORw0KGgoAAAANSUhEUgAAAAMAAAACCAIAAAASFvFNAAAAG0lEQVR4nAXBAQEAAACCIDe5qbHOCgCHIeSyPCtwBd1HI03nAAAAAElFTkSuQmCC'
 
+// One app for the file, a fresh funded organisation and chat for each test (test/helpers/turns.ts).
+const sandbox = useSandboxChat()
 let ctx: TestContext
 let org: TestOrg
 let chatId: string
-beforeEach(async () => {
-  ctx = await createTestApp({ catalogue: sandboxCatalogue() })
-  org = fundedOrg(ctx)
-  chatId = await newChat(ctx, org.auth)
-})
-afterEach(async () => {
-  await ctx.close()
+beforeEach(() => {
+  ;({ ctx, org, chatId } = sandbox)
 })
 
 describe('attachments whose bytes disagree with their declared type', () => {

@@ -1,23 +1,20 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { beforeEach, describe, expect, it } from 'vitest'
 import { expectError } from '../helpers/http.ts'
-import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
-import { fundedOrg, newChat, postTurn, prompt, sandboxCatalogue, streamOf } from '../helpers/turns.ts'
+import type { TestContext, TestOrg } from '../helpers/test-app.ts'
+import { postTurn, prompt, streamOf, useSandboxChat } from '../helpers/turns.ts'
 
 /**
  * Issue 13: after the sandbox's `/flaky` line, the 502 said "send the same turn again with
  * retry_of", which answers 422 (a retry's input must be empty), and its message named `/fail`.
  * Following the hint word for word must now work.
  */
+// One app for the file, a fresh funded organisation and chat for each test (test/helpers/turns.ts).
+const sandbox = useSandboxChat()
 let ctx: TestContext
 let org: TestOrg
 let chatId: string
-beforeEach(async () => {
-  ctx = await createTestApp({ catalogue: sandboxCatalogue() })
-  org = fundedOrg(ctx)
-  chatId = await newChat(ctx, org.auth)
-})
-afterEach(async () => {
-  await ctx.close()
+beforeEach(() => {
+  ;({ ctx, org, chatId } = sandbox)
 })
 
 describe('/flaky', () => {

@@ -1,24 +1,17 @@
 import { randomUUID } from 'node:crypto'
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { beforeEach, describe, expect, it } from 'vitest'
 import { countRows, expectError, expectProblem, UUID } from '../../helpers/http.ts'
 import { PNG_3X2_B64 } from '../../helpers/media-fixtures.ts'
-import { createTestApp, type TestContext, type TestOrg } from '../../helpers/test-app.ts'
+import type { TestContext, TestOrg } from '../../helpers/test-app.ts'
 import { prose } from '../../helpers/compaction-turns.ts'
-import { fundedOrg, history, newChat, postTurn, sandboxCatalogue, turn } from '../../helpers/turns.ts'
+import { fundedOrg, history, newChat, postTurn, turn, useSandboxChat } from '../../helpers/turns.ts'
 
+// One app for the file, a fresh funded organisation for each test; chats are made by the tests (test/helpers/turns.ts).
+const sandbox = useSandboxChat({ chat: false })
 let ctx: TestContext
 let org: TestOrg
-
-// One app for the file (building one per test was most of this file's time); each test gets fresh
-// organisations and chats of its own.
-beforeAll(async () => {
-  ctx = await createTestApp({ catalogue: sandboxCatalogue() })
-})
-afterAll(async () => {
-  await ctx.close()
-})
-beforeEach(async () => {
-  org = fundedOrg(ctx)
+beforeEach(() => {
+  ;({ ctx, org } = sandbox)
 })
 
 const fork = (chatId: string, payload?: unknown, auth = org.auth) =>

@@ -1,21 +1,16 @@
 import { randomUUID } from 'node:crypto'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { beforeEach, describe, expect, it } from 'vitest'
 import { expectError } from '../../helpers/http.ts'
-import { createTestApp, type TestContext, type TestOrg } from '../../helpers/test-app.ts'
-import { fundedOrg, newChat, parseSse, prompt, sandboxCatalogue, turn } from '../../helpers/turns.ts'
+import type { TestContext, TestOrg } from '../../helpers/test-app.ts'
+import { fundedOrg, parseSse, prompt, turn, useSandboxChat } from '../../helpers/turns.ts'
 
+// One app for the file, a fresh funded organisation and chat for each test (test/helpers/turns.ts).
+const sandbox = useSandboxChat()
 let ctx: TestContext
 let org: TestOrg
 let chatId: string
-
-beforeEach(async () => {
-  ctx = await createTestApp({ catalogue: sandboxCatalogue() })
-  org = fundedOrg(ctx)
-  chatId = await newChat(ctx, org.auth)
-})
-
-afterEach(async () => {
-  await ctx.close()
+beforeEach(() => {
+  ;({ ctx, org, chatId } = sandbox)
 })
 
 describe('GET /api/v1/runs/{run_id}/events: isolation (decision 038)', () => {
