@@ -10,8 +10,10 @@
  * 4. `leaveToSweep` releases the lease of a run whose settlement could not be written, so the sweep
  *    settles it as `interrupted` (src/actors/sweep-abandoned-runs.ts, which settles through step 3).
  *
- * The chat machine's `settleRun` actor is a customer run's step 3 (with its retries) and its
- * `releaseRun` step 4.
+ * Steps 3 and 4 of a streamed run are the settlement machine's (machines/run-settlement.machine.ts):
+ * written, tried again at 200 ms × 4^n, then left to the sweep. The chat machine invokes it for a
+ * customer run (`running.settling`), `settleOrLeaveToSweep` runs it for a compaction run. A swept
+ * run is settled once per sweep; one that cannot be written stays `running` for the next sweep.
  */
 import { createActor, fromPromise, toPromise } from 'xstate'
 import { runSettlementMachine, type RunSettlementOutput, type SettledRun } from '../../machines/run-settlement.machine.ts'
