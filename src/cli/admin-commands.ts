@@ -122,6 +122,8 @@ type Command = {
   run: (store: Store, args: string[]) => unknown
   /** The text the command prints: a table for listings (JSON with --json), JSON for the rest. */
   print: (store: Store, args: string[]) => string
+  /** Whether it only reads: then it runs on a LiteFS replica too, over a read-only connection. */
+  readOnly: boolean
 }
 
 /** Declares a command whose flags parse into typed values. */
@@ -141,7 +143,13 @@ function command<F extends Flags>(
     ...(argument ? { argument } : {}),
     run: runArgs,
     print: (store, args) => `${JSON.stringify(runArgs(store, args))}\n`,
+    readOnly: false,
   }
+}
+
+/** A command declared with `command` that only reads (it prints JSON, not a table). */
+function reading(c: Command): Command {
+  return { ...c, readOnly: true }
 }
 
 /** Declares a read-only command printed as a table for people, or as JSON with --json. */
@@ -164,6 +172,7 @@ function listing<F extends Flags, R>(
       const { result, json } = runArgs(store, args)
       return json ? `${JSON.stringify(result)}\n` : table(result)
     },
+    readOnly: true,
   }
 }
 
@@ -183,10 +192,12 @@ const commands: Record<string, Command> = {
       return { id: org.id, name: org.name, slug: org.slug }
     },
   ),
-  'org list': command('list every organisation with its balance, oldest first', {}, (store) => ({
-    data: store.organisations.list().map((org) => describeOrg(store, org)),
-  })),
-  'org show': command(
+  'org list': reading(
+    command('list every organisation with its balance, oldest first', {}, (store) => ({
+      data: store.organisations.list().map((org) => describeOrg(store, org)),
+    })),
+  ),
+  'org show': reading(command(
     'show one organisation with its balance',
     { org: { ...ORG_FLAG, required: false, description: 'the organisation, by id or slug (or give it as the argument)' } },
     (store, v, positionals) => {
@@ -194,7 +205,7 @@ const commands: Record<string, Command> = {
       return describeOrg(store, existingOrg(store, required(v.org ?? positionals[0], 'org')))
     },
     { name: '<id|slug>', description: 'the organisation' },
-  ),
+  )),
   'org set-markup': command(
     "set the organisation's markup on catalogue prices",
     { org: ORG_FLAG, percent: { type: 'string', value: '<percent>', description: 'a non-negative decimal, e.g. 7.5', required: true } },
@@ -370,7 +381,8 @@ function commandUsage(name: string, c: Command): string {
 export const ADMIN_USAGE = [
   'usage: npm run -s admin -- <command> [flags]',
   '',
-  'Works on the server\'s DATA_DIR (./data), also while it runs; on LiteFS, on the primary only.',
+  'Works on the server\'s DATA_DIR (./data), also while it runs. On a LiteFS replica only the commands',
+  `that read run (${Object.keys(commands).filter((name) => commands[name]!.readOnly).join(', ')}); the others run on the primary.`,
   'key list, runs, usage and balance history print a table, or one JSON object with --json; the other',
   'commands print one JSON object on stdout. A failure prints its reason on stderr and exits 1.',
   '',
@@ -392,18 +404,30 @@ function findCommand(argv: string[]): { name: string; command: Command; rest: st
 
 /**
  * The help text the arguments ask for (`help`, `--help`, `-h`, `help <command>`, `<command> --help`),
- * or null when they ask for none.
+ * or null when they ask for none. Help for a command that does not exist is an AdminError naming it
+ * and the commands there are, not the whole usage as if it had been found.
  */
 export function adminHelp(argv: string[]): string | null {
   if (argv.length === 0 || !argv.some((arg) => HELP_WORDS.has(arg))) return null
-  const one = findCommand(argv.filter((arg) => !HELP_WORDS.has(arg)))
-  return one ? `usage: npm run -s admin -- ${commandUsage(one.name, one.command).trimStart()}\n` : ADMIN_USAGE
+  const asked = argv.filter((arg) => !HELP_WORDS.has(arg))
+  if (asked.length === 0) return ADMIN_USAGE
+  const one = findCommand(asked)
+  if (!one) {
+    const named = asked.slice(0, 2).filter((arg) => !arg.startsWith('-')).join(' ') || asked[0]!
+    throw new AdminError(`unknown command "${named}"; the commands are ${Object.keys(commands).join(', ')} (\`help\` describes each)`)
+  }
+  return `usage: npm run -s admin -- ${commandUsage(one.name, one.command).trimStart()}\n`
 }
 
 function found(argv: string[]) {
   const command = findCommand(argv)
   if (!command) throw new AdminError(`unknown command "${argv.slice(0, 2).filter((a) => !a.startsWith('-')).join(' ')}"\n${ADMIN_USAGE}`)
   return command
+}
+
+/** Whether the command the arguments name only reads; an AdminError when they name none. */
+export function adminCommandReadsOnly(argv: string[]): boolean {
+  return found(argv).command.readOnly
 }
 
 /** Runs one admin command against the store and returns the value it prints as JSON. */

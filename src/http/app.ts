@@ -2,8 +2,9 @@ import cookie from '@fastify/cookie'
 import swagger from '@fastify/swagger'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import scalar from '@scalar/fastify-api-reference'
-import Fastify, { type FastifyServerOptions } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import { randomUUID } from 'node:crypto'
+import type { Socket } from 'node:net'
 import { DEFAULT_MAX_CONCURRENT_TURNS, DEFAULT_REQUEST_TIMEOUT_MS, DEFAULT_SHED_FROM_TURNS, DEFAULT_SHED_LOOP_DELAY_MS } from '../settings.ts'
 import { watchLoopDelay } from './loop-delay.ts'
 import type { AppDeps } from './app-deps.ts'
@@ -116,6 +117,34 @@ export function receiveDeadlines(requestTimeoutMs = DEFAULT_REQUEST_TIMEOUT_MS) 
 }
 
 /**
+ * A connection whose response went out before its request's body was read (a 401 or 404 answered
+ * from the headers; Node then discards the rest of the body) is neither idle nor in flight: Node's
+ * close() spares it, and stops checking request deadlines, so app.close() waited for the client to
+ * finish or hang up (measured: 30 s and more; the shutdown's 5 s bound hid it). Closing, the server
+ * destroys such connections, and one answered so while it closes; streams still being answered are
+ * left to end (docs/decisions/009-multi-node-litefs.md, "Graceful shutdown").
+ */
+function closeAnsweredConnections(app: FastifyInstance): void {
+  const answered = new Set<Socket>()
+  app.server.on('request', (req, res) => {
+    const socket = req.socket
+    res.once('finish', () => {
+      if (req.complete) return
+      if (!app.server.listening) return void socket.destroy()
+      answered.add(socket)
+      const forget = () => answered.delete(socket)
+      req.once('end', forget)
+      socket.once('close', forget)
+    })
+  })
+  app.addHook('preClose', (done) => {
+    for (const socket of answered) socket.destroy()
+    answered.clear()
+    done()
+  })
+}
+
+/**
  * Whatever logger the caller asks for logs requests through the redacting `req` serializer
  * (no secret in a logged URL, no headers), and redacts the known secret paths unless told otherwise.
  * Messages (`msg`, Fastify's among them) and errors' messages and stacks may quote a URL: they are
@@ -152,6 +181,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
   // Expect: 100-continue is answered once the request has passed its checks, CONNECT with a 405
   // (decision 030): both in the envelope, never a bare 100 before a refusal or a closed socket.
   deferContinue(app.server)
+  closeAnsweredConnections(app)
   app.server.on('connect', answerConnect(app))
 
   app.decorateRequest('identity', null)

@@ -279,10 +279,27 @@ describe('help', () => {
   it('an unknown command names itself and shows the usage', () => {
     fails(['frobnicate'], /unknown command "frobnicate"\nusage:/)
   })
+
+  it('help for an unknown command names it and the commands there are, instead of the whole usage', () => {
+    for (const argv of [['help', 'nosuchcommand'], ['nosuchcommand', '--help'], ['-h', 'org', 'frob', '--json']]) {
+      let caught: unknown
+      try {
+        adminHelp(argv)
+      } catch (error) {
+        caught = error
+      }
+      expect(caught, argv.join(' ')).toBeInstanceOf(AdminError)
+      const message = (caught as Error).message
+      expect(message).toMatch(/^unknown command "(nosuchcommand|org frob)"; the commands are org create, org list, /)
+      for (const command of Object.keys(EVERY_COMMAND)) expect(message).toContain(command)
+      expect(message).toContain('`help`')
+    }
+    expect(adminHelp(['help', 'runs'])).toMatch(/^usage: npm run -s admin -- runs --org/)
+  })
 })
 
 describe('the admin process', () => {
-  it('help, --help and -h exit 0 with the usage on stdout; an unknown command exits 1 on stderr', async () => {
+  it('help, --help and -h exit 0 with the usage on stdout; an unknown command, or help for one, exits 1 on stderr', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'parley-admin-'))
     try {
       for (const word of ['help', '--help', '-h']) {
@@ -294,6 +311,9 @@ describe('the admin process', () => {
       expect(unknown.code).toBe(1)
       expect(unknown.stdout).toBe('')
       expect(unknown.stderr).toMatch(/^admin: unknown command "frobnicate"/)
+      const unknownHelp = await runAdmin(dataDir, ['help', 'nosuchcommand'])
+      expect(unknownHelp).toMatchObject({ code: 1, stdout: '' })
+      expect(unknownHelp.stderr).toMatch(/^admin: unknown command "nosuchcommand"; the commands are .*`help`/)
     } finally {
       rmSync(dataDir, { recursive: true, force: true })
     }

@@ -1,0 +1,29 @@
+import { CLI_BUSY_TIMEOUT_MS, openDatabase } from '../store/database.ts'
+import { createStore } from '../store/index.ts'
+import { litefsRole } from '../store/replication-role.ts'
+import type { Settings } from '../settings.ts'
+import { AdminError, adminCommandReadsOnly, adminOutput } from './admin-commands.ts'
+
+/**
+ * Runs one admin command on this node's database and returns what it prints. Only the LiteFS
+ * primary may write (decision 009): a command that writes refuses on a replica, naming the primary,
+ * before opening anything. A command that only reads runs there too, over a read-only connection
+ * that neither migrates nor sets the journal mode (LiteFS keeps a replica's file read-only and
+ * brings the schema). On the primary, and without LiteFS, every command opens the database as
+ * before: created and migrated if need be.
+ */
+export function runAdminOn(settings: Pick<Settings, 'databaseFile' | 'litefs'>, argv: string[]): string {
+  const readsOnly = adminCommandReadsOnly(argv)
+  const role = settings.litefs ? litefsRole(settings.litefs.primaryFile, settings.litefs.lagFile, settings.litefs.primaryPort).current() : { kind: 'primary' as const }
+  const replica = role.kind !== 'primary'
+  if (replica && !readsOnly) {
+    const where = role.kind === 'replica' ? `the primary is ${role.primaryUrl}` : 'no primary is known yet'
+    throw new AdminError(`this node is a LiteFS read replica and cannot write; run the command on the primary (${where})`)
+  }
+  const db = openDatabase(settings.databaseFile, { busyTimeoutMs: CLI_BUSY_TIMEOUT_MS, replica })
+  try {
+    return adminOutput(createStore(db), argv)
+  } finally {
+    db.close()
+  }
+}

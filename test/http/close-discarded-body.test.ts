@@ -1,0 +1,128 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { connect, type Socket } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { composeApp } from '../../src/compose.ts'
+import { buildApp, DEFAULT_BODY_LIMIT, type App } from '../../src/http/app.ts'
+import { openDatabase } from '../../src/store/database.ts'
+import { createStore } from '../../src/store/index.ts'
+import { echo, parseSse } from '../helpers/turns.ts'
+
+/**
+ * Closing the server (the shutdown's app.close()) with a client that sent a request's headers and
+ * part of a large body, got its answer before the server read the body, and keeps the connection
+ * open. Node's close() spares that connection (it is not idle) and stops checking request
+ * deadlines, so close waited for the client: 30 s here, until the test gave up. Measured over a real
+ * listening server and a raw socket.
+ */
+
+const REQUEST_TIMEOUT_MS = 20_000
+/** Far below the request deadline and the keep-alive timeout, which no longer apply once closing. */
+const PROMPT_CLOSE_MS = 2_000
+
+let app: App
+let dir: string
+let port: number
+let auth: string
+let db: ReturnType<typeof openDatabase>
+let host: { stopAll: () => void }
+let sockets: Socket[] = []
+let store: ReturnType<typeof createStore>
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'parley-close-'))
+  db = openDatabase(join(dir, 'parley.db'))
+  store = createStore(db)
+  const catalogue = [echo()]
+  const deps = composeApp({
+    store,
+    catalogue: { list: () => catalogue, findByName: (name) => catalogue.find((m) => m.name === name), pricesAsOf: '2025-10-15' },
+    allModels: catalogue,
+    env: { NODE_ID: 'test-node' },
+    build: { version: '0.0.0-test', commit: 'test' },
+  })
+  host = deps.host
+  app = await buildApp(deps, { requestTimeoutMs: REQUEST_TIMEOUT_MS })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  port = (app.server.address() as { port: number }).port
+  const org = store.organisations.create('close', 'close')
+  store.balance.add(org.id, 'topup', '10')
+  auth = `Bearer ${store.apiKeys.create(org.id, 'test').key}`
+})
+
+afterEach(async () => {
+  for (const s of sockets) s.destroy()
+  sockets = []
+  host.stopAll()
+  await app.close()
+  db.close()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+/** Sends headers declaring `length` bytes and `sent` of them, and resolves with the response's first bytes. */
+function partialBody(headers: string, length: number, sent: number): Promise<{ socket: Socket; received: () => string }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1')
+    sockets.push(socket)
+    let received = ''
+    const giveUp = setTimeout(() => reject(new Error(`no response; received ${JSON.stringify(received)}`)), 5_000)
+    socket.on('error', () => {})
+    socket.on('connect', () => {
+      socket.write(`POST /api/v1/chats HTTP/1.1\r\nHost: localhost\r\n${headers}Content-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`)
+      socket.write('{"title":"' + 'x'.repeat(sent))
+    })
+    socket.on('data', (chunk) => {
+      received += chunk.toString('latin1')
+      if (!/\r\n\r\n/.test(received)) return
+      clearTimeout(giveUp)
+      resolve({ socket, received: () => received })
+    })
+  })
+}
+
+async function timeClose(): Promise<number> {
+  const started = performance.now()
+  await app.close()
+  return performance.now() - started
+}
+
+describe('closing the server with a connection whose request body was discarded', () => {
+  it('a 401 answered before the body was read', async () => {
+    const { socket, received } = await partialBody('', 100_000, 10)
+    expect(received()).toMatch(/^HTTP\/1\.1 401 /)
+    expect(received()).toMatch(/Connection: keep-alive/i)
+    const hungUp = new Promise((resolve) => socket.once('close', resolve))
+    const ms = await timeClose()
+    await hungUp
+    console.log(`close after a 401 with the body unread: ${Math.round(ms)} ms`)
+    expect(ms).toBeLessThan(PROMPT_CLOSE_MS)
+  }, 15_000)
+
+  it('a 413 for a declared length over the limit', async () => {
+    const { received } = await partialBody(`Authorization: ${auth}\r\n`, DEFAULT_BODY_LIMIT * 2, 10)
+    expect(received()).toMatch(/^HTTP\/1\.1 413 /)
+    // Fastify answers a declared length over the limit with Connection: close: it never waited.
+    expect(received()).toMatch(/connection: close/i)
+    expect(await timeClose()).toBeLessThan(PROMPT_CLOSE_MS)
+  }, 15_000)
+
+  it('a turn still streaming when close starts is not cut: it gets its last frame, then close ends', async () => {
+    const chat = await fetch(`http://127.0.0.1:${port}/api/v1/chats`, { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body: '{}' })
+    const { id } = (await chat.json()) as { id: string }
+    // A discarded body on another connection too: that one is closed, the stream is not.
+    await partialBody('', 100_000, 10)
+    const res = await fetch(`http://127.0.0.1:${port}/api/v1/chats/${id}/responses`, {
+      method: 'POST',
+      headers: { authorization: auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'sandbox/echo', input: [{ type: 'prompt', text: '/slow 100\none two three four five six' }] }),
+    })
+    expect(res.status).toBe(200)
+    const closing = app.close()
+    // A connection destroyed under the stream would make text() throw; it ends with the stream's own last frame.
+    const frames = parseSse(await res.text())
+    await closing
+    expect(frames[0]!.event).toBe('run')
+    expect(frames.at(-1)).toMatchObject({ event: 'error', data: { code: 'unavailable' } })
+  }, 15_000)
+})
