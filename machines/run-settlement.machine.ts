@@ -17,6 +17,15 @@ export type RunSettlementOutput = ({ kind: 'settled' } & SettledRun) | { kind: '
 
 type RunSettlementContext = RunSettlementInput & { attempts: number; settled: SettledRun | null }
 
+/** Before attempt n + 1 (n ≥ 1 failed so far): 200 ms × 4^(n−1). */
+export const settleRetryDelayMs = (attempts: number) => SETTLE_RETRY_BASE_MS * 4 ** Math.max(0, attempts - 1)
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms)
+    signal.addEventListener('abort', () => clearTimeout(timer), { once: true })
+  })
+
 const mustBeProvided = (name: string) => async (): Promise<never> => {
   throw new Error(`run settlement machine: the actor "${name}" must be provided (src/actors/chat-actor-host.ts, src/actors/summarise-block.ts)`)
 }
@@ -37,10 +46,11 @@ export const runSettlementMachine = setup({
   actors: {
     settle: fromPromise<SettledRun, RunSettlementInput>(mustBeProvided('settle')),
     release: fromPromise<void, RunSettlementInput>(mustBeProvided('release')),
-  },
-  delays: {
-    /** Before attempt n + 1 (n ≥ 1 failed so far): 200 ms × 4^(n−1). */
-    retryDelay: ({ context }) => SETTLE_RETRY_BASE_MS * 4 ** Math.max(0, context.attempts - 1),
+    /**
+     * The backoff, as an invoked actor rather than a delayed transition: a restored snapshot starts
+     * its invoked actors again, but XState does not persist delayed events as data.
+     */
+    backoff: fromPromise<void, { ms: number }>(({ input, signal }) => sleep(input.ms, signal)),
   },
   guards: {
     /** The settlement that just failed may be tried again. */
@@ -64,7 +74,9 @@ export const runSettlementMachine = setup({
       },
     },
     // Waiting out the backoff; the run is still this node's, its lease renewed.
-    waiting: { after: { retryDelay: 'settling' } },
+    waiting: {
+      invoke: { src: 'backoff', input: ({ context }) => ({ ms: settleRetryDelayMs(context.attempts) }), onDone: 'settling' },
+    },
     // Every attempt failed: the lease is released (no longer renewed) so the sweep settles the run.
     // A release that cannot be written changes nothing: nobody renews the lease, so it lapses all the same.
     leavingToSweep: {

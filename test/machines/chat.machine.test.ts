@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createActor, fromPromise, waitFor, type Actor, type ActorRefFrom } from 'xstate'
 import { CHAT_DELETED, chatMachine } from '../../machines/chat.machine.ts'
-import { runSettlementMachine, SETTLE_RETRIES, type RunSettlementInput, type SettledRun } from '../../machines/run-settlement.machine.ts'
+import { runSettlementMachine, SETTLE_RETRIES, settleRetryDelayMs, type RunSettlementInput, type SettledRun } from '../../machines/run-settlement.machine.ts'
 import type {
   ReadTurnInput,
   WriteTurnInput,
@@ -220,8 +220,8 @@ function harness(options: Partial<ChatInput> & { now?: () => Date; turn?: TurnFa
       }),
       settleRun: runSettlementMachine.provide({
         // Settlement retries wait 5 ms here (200 ms × 4^n in production).
-        delays: { retryDelay: 5 },
         actors: {
+          backoff: fromPromise(() => new Promise<void>((resolve) => setTimeout(resolve, 5))),
           settle: fromPromise<SettledRun, RunSettlementInput>(({ input }) => {
             const d = deferred<SettledRun>()
             settles.push({ input: settlementCall(input), d, settle: (output = {}) => d.resolve({ cost: '0', eager: null, ...output }) })
@@ -1242,8 +1242,7 @@ describe('chat machine: delete (decision 020)', () => {
 
 describe('chat machine: settlement cannot be lost (decision 020)', () => {
   it(`retries ${SETTLE_RETRIES} times at 200 ms × 4^n; the next failure leaves the run to the sweep, outstanding, its stream ended by releaseRun`, async () => {
-    const delay = runSettlementMachine.implementations.delays.retryDelay as (args: { context: { attempts: number } }) => number
-    expect([1, 2, 3].map((n) => delay({ context: { attempts: n } }))).toEqual([200, 800, 3_200])
+    expect([1, 2, 3].map(settleRetryDelayMs)).toEqual([200, 800, 3_200])
 
     const h = await streaming('run-1')
     const res = result('succeeded', [{ tool_name: 'weather', tool_use_id: 'call_1', created_at: NOW_ISO }])

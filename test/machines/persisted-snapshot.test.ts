@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { createActor, fromPromise, type Actor } from 'xstate'
 import { chatMachine } from '../../machines/chat.machine.ts'
 import { runSettlementMachine, type SettledRun } from '../../machines/run-settlement.machine.ts'
@@ -141,6 +141,76 @@ describe('a chat actor persisted mid-turn and restored in a new host (getPersist
     ])
     expect(seen[1]).toEqual(seen[0])
     original.stop()
+    restored.stop()
+  })
+
+  it('persisted while the turn is being written, restored: writeTurn is invoked again with the same data, and the run streams', async () => {
+    const writes: unknown[][] = [[], []]
+    const machineWith = (i: number) =>
+      host().machine.provide({
+        actors: {
+          writeTurn: fromPromise(({ input }) => {
+            writes[i]!.push(input)
+            // The first host never finishes writing: it is persisted meanwhile.
+            return i === 0 ? new Promise<never>(() => undefined) : Promise.resolve(data(input.submission.runId))
+          }),
+        },
+      })
+    const input: ChatInput = { chatId: CHAT, pendingCalls: [], latestCustomerRun: null }
+    const original = createActor(machineWith(0), { input }).start()
+    original.send({ type: 'SUBMIT', requestId: 'r1', submission: submission('run-1'), at: '2030-01-02T03:04:05.000Z' })
+    await settle()
+    expect(original.getSnapshot().value).toEqual({ running: { packing: 'writing' } })
+    const persisted = original.getPersistedSnapshot()
+    const restored = createActor(machineWith(1), { snapshot: JSON.parse(JSON.stringify(persisted)) as typeof persisted, input }).start()
+    const seen = recordEmitted(restored)
+    await settle()
+    // The host's packed turn is runtime memory, not data: the host never restores a snapshot (it
+    // rebuilds an actor from the ledger), so what a restored writeTurn gets is the machine's data.
+    expect(writes[1]).toEqual(writes[0])
+    expect(seen).toEqual([{ type: 'admitted', requestId: 'r1', runId: 'run-1' }])
+    expect(restored.getSnapshot().value).toEqual({ running: { streaming: 'live' } })
+    original.stop()
+    restored.stop()
+  })
+
+  it('persisted while its settlement waits to be tried again: the settlement machine is restored with its attempts, and settles', async () => {
+    let failing = true
+    const settles: string[] = []
+    const machine = host().machine.provide({
+      actors: {
+        streamRun: fromPromise(async () => runOutcomeFixture('succeeded')),
+        settleRun: runSettlementMachine.provide({
+          actors: {
+            // The first host's backoff never ends: it is persisted while it waits.
+            backoff: fromPromise(() => (failing ? new Promise<void>(() => undefined) : Promise.resolve())),
+            settle: fromPromise(async ({ input }): Promise<SettledRun> => {
+              settles.push(input.runId)
+              if (failing) throw new Error('database is locked')
+              return { cost: '0.01', eager: null }
+            }),
+          },
+        }),
+      },
+    })
+    const input: ChatInput = { chatId: CHAT, pendingCalls: [], latestCustomerRun: null }
+    const original = createActor(machine, { input }).start()
+    original.send({ type: 'SUBMIT', requestId: 'r1', submission: submission('run-1'), at: '2030-01-02T03:04:05.000Z' })
+    await vi.waitFor(() => expect(settles).toHaveLength(1))
+    const persisted = original.getPersistedSnapshot()
+    original.stop()
+    const carried = JSON.parse(JSON.stringify(persisted)) as typeof persisted
+    expect(isPlainData(carried)).toBe(true)
+    // A persisted snapshot is typed opaque; as JSON it holds the state and each child's own snapshot.
+    const asJson = carried as unknown as { value: unknown; children: Record<string, { snapshot: unknown }> }
+    expect(asJson.value).toEqual({ running: 'settling' })
+    expect(asJson.children.settlement!.snapshot).toMatchObject({ value: 'waiting', context: { runId: 'run-1', attempts: 1 } })
+    // Restored, the backoff is invoked again (a delayed transition would be lost: XState does not persist it).
+    failing = false
+    const restored = createActor(machine, { snapshot: carried, input }).start()
+    await vi.waitFor(() => expect(restored.getSnapshot().value).toBe('idle'))
+    expect(settles).toEqual(['run-1', 'run-1'])
+    expect(restored.getSnapshot().context.latestCustomerRun).toEqual({ id: 'run-1', status: 'succeeded' })
     restored.stop()
   })
 })
