@@ -1,4 +1,5 @@
 import { and, assertEvent, assign, emit, enqueueActions, fromPromise, not, raise, setup, spawnChild, stopChild } from 'xstate'
+import { mustBeProvided } from './must-be-provided.ts'
 import { NotFoundError, RunInProgressError, UnavailableError, ValidationError } from '../src/domain/errors.ts'
 import { decideForkCut, forkCutIsSettled } from '../src/domain/chats/fork-cut.ts'
 import { leaseIsLive } from '../src/domain/runs/lease.ts'
@@ -188,10 +189,6 @@ const startAdmittedRun = [
   { type: 'startRun', params: ({ event }: { event: { output: ChatAdmission } }) => event.output },
 ] as const
 
-const mustBeProvided = (name: string) => async (): Promise<never> => {
-  throw new Error(`chat machine: the actor "${name}" must be provided (src/actors/chat-actor-host.ts)`)
-}
-
 /**
  * One chat. The single authority for its ledger: one running run at a time, pending tool calls
  * closed by the next submission, retries only of the latest failed customer run. Provider work is
@@ -205,15 +202,15 @@ export const chatMachine = setup({
     emitted: {} as ChatEmitted,
   },
   actors: {
-    readTurn: fromPromise<TurnFacts, ReadTurnInput>(mustBeProvided('readTurn')),
-    writeTurn: fromPromise<ChatAdmission, WriteTurnInput>(mustBeProvided('writeTurn')),
-    compactHistory: fromPromise<ChatAdmission, CompactHistoryInput>(mustBeProvided('compactHistory')),
-    compactEagerly: fromPromise<void, EagerCompaction>(mustBeProvided('compactEagerly')),
-    streamRun: fromPromise<RunOutcome, StreamRunInput>(mustBeProvided('streamRun')),
+    readTurn: fromPromise<TurnFacts, ReadTurnInput>(mustBeProvided('chat machine', 'readTurn')),
+    writeTurn: fromPromise<ChatAdmission, WriteTurnInput>(mustBeProvided('chat machine', 'writeTurn')),
+    compactHistory: fromPromise<ChatAdmission, CompactHistoryInput>(mustBeProvided('chat machine', 'compactHistory')),
+    compactEagerly: fromPromise<void, EagerCompaction>(mustBeProvided('chat machine', 'compactEagerly')),
+    streamRun: fromPromise<RunOutcome, StreamRunInput>(mustBeProvided('chat machine', 'streamRun')),
     // decision 020: written, tried again, or left to the sweep (machines/run-settlement.machine.ts).
     settleRun: runSettlementMachine,
-    reapRun: fromPromise<ChatFacts, ReapRunInput>(mustBeProvided('reapRun')),
-    deleteChat: fromPromise<void, DeleteChatInput>(mustBeProvided('deleteChat')),
+    reapRun: fromPromise<ChatFacts, ReapRunInput>(mustBeProvided('chat machine', 'reapRun')),
+    deleteChat: fromPromise<void, DeleteChatInput>(mustBeProvided('chat machine', 'deleteChat')),
   },
   guards: {
     /** docs/guide/tool-calls.md: the latest customer run left tool calls no submission has closed; the next one closes them. */

@@ -1,4 +1,5 @@
 import { assign, fromPromise, setup } from 'xstate'
+import { mustBeProvided } from './must-be-provided.ts'
 import type { RunOutcome } from '../src/domain/runs/run-outcome.ts'
 import type { EagerCompaction } from './chat.types.ts'
 
@@ -26,10 +27,6 @@ const sleep = (ms: number, signal: AbortSignal) =>
     signal.addEventListener('abort', () => clearTimeout(timer), { once: true })
   })
 
-const mustBeProvided = (name: string) => async (): Promise<never> => {
-  throw new Error(`run settlement machine: the actor "${name}" must be provided (src/actors/chat-actor-host.ts, src/actors/summarise-block.ts)`)
-}
-
 /**
  * The end of every streamed run, customer or compaction (src/actors/run-lifecycle.ts): its outcome is
  * written (`settle`, with whatever must go in the same transaction), tried again after a backoff
@@ -44,8 +41,8 @@ export const runSettlementMachine = setup({
     output: {} as RunSettlementOutput,
   },
   actors: {
-    settle: fromPromise<SettledRun, RunSettlementInput>(mustBeProvided('settle')),
-    release: fromPromise<void, RunSettlementInput>(mustBeProvided('release')),
+    settle: fromPromise<SettledRun, RunSettlementInput>(mustBeProvided('run settlement machine', 'settle')),
+    release: fromPromise<void, RunSettlementInput>(mustBeProvided('run settlement machine', 'release')),
     /**
      * The backoff, as an invoked actor rather than a delayed transition: a restored snapshot starts
      * its invoked actors again, but XState does not persist delayed events as data.
