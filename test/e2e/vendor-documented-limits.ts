@@ -2,7 +2,7 @@ import type { Vendor } from './vendor-fixtures/index.ts'
 
 /**
  * What each vendor documents as a model's token limits, written from the vendors' own pages and
- * NOT from catalogue/models.json: the replay server enforces these, and test/e2e/long-chats.test.ts
+ * NOT from catalogue/models.json: the replay server enforces these, and test/http/long-chats.test.ts
  * checks what Parley sends against them, so a figure copied from the catalogue would test nothing.
  * Every figure names the page it comes from. Where a page leaves a figure out or is ambiguous, the
  * comment says so and which reading the double takes (always the stricter one).

@@ -1,29 +1,41 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { estimateTokens } from '../../src/domain/tokens/estimate-tokens.ts'
-import { prose } from './prose.ts'
-import { startServer, type ServerProcess } from './server-process.ts'
-import { deltaText, moneyUnits, postTurn, readDatabase, request, type SseFrame } from './turn-client.ts'
+import { bootstrapDevOrganisation } from '../../src/store/bootstrap-dev-organisation.ts'
+import { prose } from '../e2e/prose.ts'
+import { moneyUnits } from '../e2e/turn-client.ts'
+import { createTestApp, type TestContext } from '../helpers/test-app.ts'
+import { deltaText, parseSse, sandboxCatalogue, type SseFrame } from '../helpers/turns.ts'
 
 /**
- * Summarised history (issue 10, decisions §5.3) end to end on sandbox/echo-8k under the platform
+ * Summarised history (issue 10, decisions §5.3) through the HTTP API of one app in process (moved
+ * from test/e2e/: nothing here needs a server process), on sandbox/echo-8k under the platform
  * defaults: a chat grown far past its window answers every turn; the first turn that needs
  * summaries says `compacting` and generates them; later turns reuse them; compaction runs are
  * inspectable, billed as `compaction` entries and paid from the balance; `/context` shows the
  * summaries in place of the old parts; a block that cannot be summarised (`/fail-summary`) is
- * dropped with a warning while the turn goes on.
+ * dropped with a warning while the turn goes on. The app is configured as the server process was
+ * (SANDBOX=on and no vendor key: the sandbox catalogue; the dev organisation bootstrapped).
  */
 
 
 type Turn = { frames: SseFrame[]; runId: string; done: any; events: string[] }
 
-describe('summarised history through the real server process (sandbox/echo-8k, platform defaults)', () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'parley-e2e-compaction-'))
-  let server: ServerProcess | undefined
-  let devKey = ''
-  const api = (path: string, init: { method?: string; body?: unknown } = {}) => request(server!.url, path, { key: devKey, ...init })
+describe('summarised history through the HTTP API (sandbox/echo-8k, platform defaults)', () => {
+  let ctx: TestContext
+  let auth = { authorization: '' }
+  const api = async (path: string, init: { method?: string; body?: unknown } = {}) => {
+    const res = await ctx.app.inject({ method: (init.method ?? 'GET') as 'GET', url: path, headers: auth, ...(init.body === undefined ? {} : { payload: init.body as object }) })
+    return { status: res.statusCode, text: res.body, json: () => res.json() }
+  }
+  /** POSTs a turn: a 200 answer is an event stream, read whole (the app ended it); any other is read as is. */
+  const postTurn = async (chatId: string, body: Record<string, unknown>) => {
+    const res = await ctx.app.inject({ method: 'POST', url: `/api/v1/chats/${chatId}/responses`, headers: auth, payload: body })
+    if (res.statusCode !== 200) return { ok: false as const, status: res.statusCode, text: res.body }
+    expect(res.headers['content-type']).toMatch(/^text\/event-stream/)
+    return { ok: true as const, frames: parseSse(res.body) }
+  }
+  /** Runs `read` on the app's database itself (the server process's file, before the move). */
+  const readDatabase = <T>(read: (db: TestContext['store']['db']) => T): T => read(ctx.store.db)
   const ok = async (path: string, init: { method?: string; body?: unknown } = {}, status = 200) => {
     const res = await api(path, init)
     expect(res.status, `${init.method ?? 'GET'} ${path}: ${res.text}`).toBe(status)
@@ -31,12 +43,10 @@ describe('summarised history through the real server process (sandbox/echo-8k, p
   }
   const newChat = async (namespace: string): Promise<string> => (await ok('/api/v1/chats', { method: 'POST', body: { namespace } }, 201)).id
   const run = (runId: string) => ok(`/api/v1/runs/${runId}`)
-  const database = () => join(dataDir, 'parley.db')
 
   const turn = async (chatId: string, text: string): Promise<Turn> => {
-    const answer = await postTurn(server!.url, devKey, chatId, { model: 'sandbox/echo-8k', input: [{ type: 'prompt', text }] })
-    if (!answer.ok) throw new Error(`expected a stream, got HTTP ${answer.status}: ${answer.text}\n${server!.stderr()}`)
-    expect(await answer.closed).toBe('end')
+    const answer = await postTurn(chatId, { model: 'sandbox/echo-8k', input: [{ type: 'prompt', text }] })
+    if (!answer.ok) throw new Error(`expected a stream, got HTTP ${answer.status}: ${answer.text}`)
     const events = answer.frames.map((f) => f.event)
     expect(events.slice(0, 3), events.join(',')).toEqual(['run', 'config_warnings', 'translation_warnings'])
     expect(events.at(-1), `${events.join(',')} ${JSON.stringify(answer.frames.at(-1)!.data)}`).toBe('done')
@@ -44,19 +54,18 @@ describe('summarised history through the real server process (sandbox/echo-8k, p
   }
 
   beforeAll(async () => {
-    server = await startServer({ env: { DATA_DIR: dataDir, NODE_ID: 'e2e-compaction', SANDBOX: 'on' }, timeoutMs: 25_000 })
-    devKey = readFileSync(join(dataDir, 'dev-api-key.txt'), 'utf8').trim()
+    ctx = await createTestApp({ catalogue: sandboxCatalogue() })
+    auth = { authorization: `Bearer ${bootstrapDevOrganisation(ctx.store)!.key}` }
   })
 
   afterAll(async () => {
-    await server?.stop()
-    rmSync(dataDir, { recursive: true, force: true })
+    await ctx?.close()
   })
 
   test('a chat grown to 4× the window answers every turn; summaries are made once, reused, billed and shown', { timeout: 180_000 }, async () => {
     const namespace = 'compaction/grown'
     const chatId = await newChat(namespace)
-    const balanceBefore = readDatabase(database(), (db) => (db.prepare('SELECT sum(amount_units) AS total FROM org_balances').safeIntegers(true).get() as { total: bigint }).total)
+    const balanceBefore = readDatabase((db) => (db.prepare('SELECT sum(amount_units) AS total FROM org_balances').safeIntegers(true).get() as { total: bigint }).total)
     const known = new Map<string, string>() // blockKey -> run id of its summary
     let firstCompaction = -1
     let reusedAfter = 0
@@ -128,7 +137,7 @@ describe('summarised history through the real server process (sandbox/echo-8k, p
     expect(moneyUnits(row('compaction').cost)).toBe(compactionUnits)
     const customerUnits = moneyUnits(row('usage').cost)
     // The balance paid for both.
-    const balanceAfter = readDatabase(database(), (db) => (db.prepare('SELECT sum(amount_units) AS total FROM org_balances').safeIntegers(true).get() as { total: bigint }).total)
+    const balanceAfter = readDatabase((db) => (db.prepare('SELECT sum(amount_units) AS total FROM org_balances').safeIntegers(true).get() as { total: bigint }).total)
     expect(balanceBefore - balanceAfter).toBe(compactionUnits + customerUnits)
 
     // /context: what the model receives has the summaries in place of the old parts.
@@ -161,7 +170,7 @@ describe('summarised history through the real server process (sandbox/echo-8k, p
       const manifest = (await run(t.runId)).manifest
       expect(manifest.context.dropped).toMatchObject({ start_ordinal: dropped[0].start_ordinal, end_ordinal: dropped[0].end_ordinal })
       // The failed compaction run is recorded as such, and billed as compaction.
-      const failed = readDatabase(database(), (db) =>
+      const failed = readDatabase((db) =>
         db.prepare(`SELECT id, status, error FROM runs WHERE chat_id = ? AND origin = 'compaction' AND status = 'failed'`).all(chatId),
       ) as { id: string; status: string; error: string }[]
       expect(failed.length).toBeGreaterThan(0)

@@ -1,23 +1,25 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
 import { estimatePartTokens } from '../../src/domain/context/estimate-part-tokens.ts'
 import type { PartBody } from '../../src/domain/parts.ts'
 import { estimateTokens } from '../../src/domain/tokens/estimate-tokens.ts'
-import { prose } from './prose.ts'
-import { startServer, type ServerProcess } from './server-process.ts'
-import { deltaText, postTurn, request, type SseFrame } from './turn-client.ts'
-import { startReplayServer, type ReplayServer } from './vendor-replay-server.ts'
+import { loadCatalogue } from '../../src/providers/catalogue/load-catalogue.ts'
+import { createLanguageModels } from '../../src/providers/language-models.ts'
+import { bootstrapDevOrganisation } from '../../src/store/bootstrap-dev-organisation.ts'
+import { prose } from '../e2e/prose.ts'
+import { startReplayServer, type ReplayServer } from '../e2e/vendor-replay-server.ts'
+import { createTestApp, type TestContext } from '../helpers/test-app.ts'
+import { deltaText, parseSse, type SseFrame } from '../helpers/turns.ts'
 
 /**
- * Context packing (decisions §5) end to end: the real server process, turns over real HTTP, the
- * manifest read back from GET /api/v1/runs/{id}, and for vendor models the request body the
- * loopback replay server recorded. Shows the issue's acceptance list:
+ * Context packing (decisions §5) through the HTTP API of one app in process (moved from
+ * test/e2e/: nothing here needs a server process): turns through the app, the manifest read back
+ * from GET /api/v1/runs/{id}, and for vendor models the request body the loopback replay server
+ * recorded. The app is configured as the server process was (SANDBOX=on, DEEPSEEK_* and MISTRAL_*
+ * pointed at the replay server, the dev organisation bootstrapped). Shows the issue's acceptance list:
  *   1. a chat grown to 10× the window of sandbox/echo-8k keeps answering under a published
  *      drop_oldest budget, with the history_dropped warning, the manifest and the usage agreeing
  *      turn by turn (and, moved to a 128k model, the chat gets its older history back whole);
- *      the platform default, summarize, is shown in test/e2e/compaction.test.ts;
+ *      the platform default, summarize, is shown in test/http/compaction.test.ts;
  *   2. a published retention policy visibly cuts an older tool result in what the model receives
  *      (`/context`) and lowers the input tokens billed;
  *   3. an older attachment a model cannot take is sent as a marker while the ledger keeps its bytes
@@ -50,13 +52,23 @@ type Turn = { frames: SseFrame[]; runId: string; last: SseFrame; configWarnings:
  */
 const promptTokens = (t: Turn): number => t.last.data.usage.input_tokens + t.last.data.usage.cache_read_tokens
 
-describe('context packing through the real server process', () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'parley-e2e-packing-'))
+describe('context packing through the HTTP API', () => {
   let replay: ReplayServer
-  let server: ServerProcess | undefined
-  let devKey = ''
+  let ctx: TestContext
+  let auth = { authorization: '' }
 
-  const api = (path: string, init: { method?: string; body?: unknown } = {}) => request(server!.url, path, { key: devKey, ...init })
+  const api = async (path: string, init: { method?: string; body?: unknown } = {}) => {
+    const res = await ctx.app.inject({ method: (init.method ?? 'GET') as 'GET', url: path, headers: auth, ...(init.body === undefined ? {} : { payload: init.body as object }) })
+    return { status: res.statusCode, text: res.body, json: () => res.json() }
+  }
+
+  /** POSTs a turn: a 200 answer is an event stream, read whole (the app ended it); any other is read as is. */
+  const postTurn = async (chatId: string, body: Record<string, unknown>) => {
+    const res = await ctx.app.inject({ method: 'POST', url: `/api/v1/chats/${chatId}/responses`, headers: auth, payload: body })
+    if (res.statusCode !== 200) return { ok: false as const, status: res.statusCode, text: res.body }
+    expect(res.headers['content-type']).toMatch(/^text\/event-stream/)
+    return { ok: true as const, frames: parseSse(res.body) }
+  }
 
   const ok = async (path: string, init: { method?: string; body?: unknown } = {}, status = 200) => {
     const res = await api(path, init)
@@ -68,9 +80,8 @@ describe('context packing through the real server process', () => {
 
   /** One turn that must stream to a `done` (HTTP 200, well-ordered head). */
   const turn = async (chatId: string, body: Record<string, unknown>): Promise<Turn> => {
-    const answer = await postTurn(server!.url, devKey, chatId, body)
-    if (!answer.ok) throw new Error(`expected a stream, got HTTP ${answer.status}: ${answer.text}\n${server!.stderr()}`)
-    expect(await answer.closed).toBe('end')
+    const answer = await postTurn(chatId, body)
+    if (!answer.ok) throw new Error(`expected a stream, got HTTP ${answer.status}: ${answer.text}`)
     const frames = answer.frames
     const trace = frames.map((f) => f.event).join(',')
     expect(frames.slice(0, 3).map((f) => f.event), trace).toEqual(['run', 'config_warnings', 'translation_warnings'])
@@ -127,27 +138,24 @@ describe('context packing through the real server process', () => {
 
   beforeAll(async () => {
     replay = await startReplayServer()
-    server = await startServer({
-      env: {
-        DATA_DIR: dataDir,
-        NODE_ID: 'e2e-packing',
-        SANDBOX: 'on',
-        DEEPSEEK_API_KEY: DEEPSEEK_KEY,
-        DEEPSEEK_BASE_URL: replay.baseUrl('deepseek'),
-        MISTRAL_API_KEY: MISTRAL_KEY,
-        MISTRAL_BASE_URL: replay.baseUrl('mistral'),
-      },
-      timeoutMs: 25_000,
-    })
-    devKey = readFileSync(join(dataDir, 'dev-api-key.txt'), 'utf8').trim()
+    // As the server process had it: SANDBOX=on and the two vendors' keys, so those three providers
+    // are active; their base URLs on the replay server.
+    const env = {
+      DEEPSEEK_API_KEY: DEEPSEEK_KEY,
+      DEEPSEEK_BASE_URL: replay.baseUrl('deepseek'),
+      MISTRAL_API_KEY: MISTRAL_KEY,
+      MISTRAL_BASE_URL: replay.baseUrl('mistral'),
+    }
+    const catalogue = loadCatalogue().entries.filter((e) => ['sandbox', 'deepseek', 'mistral'].includes(e.provider))
+    ctx = await createTestApp({ catalogue, languageModelFor: createLanguageModels(env) })
+    auth = { authorization: `Bearer ${bootstrapDevOrganisation(ctx.store)!.key}` }
   })
 
   afterEach(() => replay.clearQueues())
 
   afterAll(async () => {
-    await server?.stop()
+    await ctx?.close()
     await replay?.close()
-    rmSync(dataDir, { recursive: true, force: true })
   })
 
   describe('1. a chat grown to 10× the window of sandbox/echo-8k keeps answering', () => {
@@ -447,7 +455,7 @@ describe('context packing through the real server process', () => {
       const chatId = await newChat(namespace)
       // Twenty 1×1 pictures (a token each) in a prompt whose run fails: the prompt stays, no answer follows it.
       const media = Array.from({ length: 20 }, (_, i) => ({ mime: 'image/png', data_base64: PNG_BASE64, filename: `p${i + 1}.png` }))
-      const failed = await postTurn(server!.url, devKey, chatId, { model: 'sandbox/echo', input: [{ type: 'prompt', text: 'pictures\n/fail', media }] })
+      const failed = await postTurn(chatId, { model: 'sandbox/echo', input: [{ type: 'prompt', text: 'pictures\n/fail', media }] })
       expect(failed.ok).toBe(false)
       const [picture] = await ledger(chatId)
       expect(picture!.part.type).toBe('prompt')

@@ -7,11 +7,11 @@ import { createLanguageModels } from '../../src/providers/language-models.ts'
 import { client } from '../helpers/config-api.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
 import { fundedOrg, getRun, newChat, prompt, turn, type Turn } from '../helpers/turns.ts'
-import { prose } from './prose.ts'
-import { DOCUMENTED_LIMITS, documentedLimits, type DocumentedLimits } from './vendor-documented-limits.ts'
-import { FIXTURES, type Vendor } from './vendor-fixtures/index.ts'
-import { requestFacts } from './vendor-fixtures/request-texts.ts'
-import { countInputTokens, startReplayServer, type RecordedRequest, type ReplayServer } from './vendor-replay-server.ts'
+import { prose } from '../e2e/prose.ts'
+import { DOCUMENTED_LIMITS, documentedLimits, type DocumentedLimits } from '../e2e/vendor-documented-limits.ts'
+import { FIXTURES, type Vendor } from '../e2e/vendor-fixtures/index.ts'
+import { requestFacts } from '../e2e/vendor-fixtures/request-texts.ts'
+import { countInputTokens, startReplayServer, type RecordedRequest, type ReplayServer } from '../e2e/vendor-replay-server.ts'
 
 /**
  * Long chats on the vendors (issue 19): a chat packed to its model's input budget must send a
