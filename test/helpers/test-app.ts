@@ -35,6 +35,8 @@ export async function createTestApp(
     /** MAX_CONCURRENT_TURNS (decision 033); default 1024. */
     maxConcurrentTurns?: number
     logger?: BuildAppOptions['logger']
+    /** The request deadline (decision 019's slow-body tests); the app's default unless told. */
+    requestTimeoutMs?: number
   } = {},
 ): Promise<TestContext> {
   const dir = mkdtempSync(join(tmpdir(), 'parley-test-'))
@@ -58,6 +60,7 @@ export async function createTestApp(
     ...(options.rateLimitPerMinute === undefined ? {} : { rateLimitPerMinute: options.rateLimitPerMinute }),
     ...(options.maxConcurrentTurns === undefined ? {} : { maxConcurrentTurns: options.maxConcurrentTurns }),
     ...(options.logger === undefined ? {} : { logger: options.logger }),
+    ...(options.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: options.requestTimeoutMs }),
   })
   // Every answer of app.inject is checked against the app's /openapi.json (issue 13).
   watchInProcess(app)
@@ -79,6 +82,18 @@ export async function createTestApp(
       rmSync(dir, { recursive: true, force: true })
     },
   }
+}
+
+/**
+ * createTestApp listening on a loopback port, for what needs a real socket (raw bytes, timing), with
+ * one funded organisation: its `Authorization` header value.
+ */
+export async function listeningTestApp(options: Parameters<typeof createTestApp>[0] = {}): Promise<TestContext & { port: number; authorization: string }> {
+  const ctx = await createTestApp(options)
+  await ctx.app.listen({ port: 0, host: '127.0.0.1' })
+  const org = ctx.org()
+  ctx.store.balance.add(org.orgId, 'topup', '10')
+  return { ...ctx, port: (ctx.app.server.address() as { port: number }).port, authorization: org.auth.authorization }
 }
 
 /** A log destination that keeps everything written to it, for a logger's `stream`. */

@@ -1,12 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { composeApp } from '../../src/compose.ts'
-import { buildApp, DEFAULT_BODY_LIMIT, type App } from '../../src/http/app.ts'
-import { openDatabase } from '../../src/store/database.ts'
-import { createStore } from '../../src/store/index.ts'
+import { DEFAULT_BODY_LIMIT } from '../../src/http/app.ts'
+import { listeningTestApp } from '../helpers/test-app.ts'
 import { echo, parseSse } from '../helpers/turns.ts'
 
 /**
@@ -21,43 +16,21 @@ const REQUEST_TIMEOUT_MS = 20_000
 /** Far below the request deadline and the keep-alive timeout, which no longer apply once closing. */
 const PROMPT_CLOSE_MS = 2_000
 
-let app: App
-let dir: string
+let ctx: Awaited<ReturnType<typeof listeningTestApp>>
 let port: number
 let auth: string
-let db: ReturnType<typeof openDatabase>
-let host: { stopAll: () => void }
 let sockets: Socket[] = []
-let store: ReturnType<typeof createStore>
 
 beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'parley-close-'))
-  db = openDatabase(join(dir, 'parley.db'))
-  store = createStore(db)
-  const catalogue = [echo()]
-  const deps = composeApp({
-    store,
-    catalogue: { list: () => catalogue, findByName: (name) => catalogue.find((m) => m.name === name), pricesAsOf: '2025-10-15' },
-    allModels: catalogue,
-    env: { NODE_ID: 'test-node' },
-    build: { version: '0.0.0-test', commit: 'test' },
-  })
-  host = deps.host
-  app = await buildApp(deps, { requestTimeoutMs: REQUEST_TIMEOUT_MS })
-  await app.listen({ port: 0, host: '127.0.0.1' })
-  port = (app.server.address() as { port: number }).port
-  const org = store.organisations.create('close', 'close')
-  store.balance.add(org.id, 'topup', '10')
-  auth = `Bearer ${store.apiKeys.create(org.id, 'test').key}`
+  ctx = await listeningTestApp({ catalogue: [echo()], requestTimeoutMs: REQUEST_TIMEOUT_MS })
+  port = ctx.port
+  auth = ctx.authorization
 })
 
 afterEach(async () => {
   for (const s of sockets) s.destroy()
   sockets = []
-  host.stopAll()
-  await app.close()
-  db.close()
-  rmSync(dir, { recursive: true, force: true })
+  await ctx.close()
 })
 
 /** Sends headers declaring `length` bytes and `sent` of them, and resolves with the response's first bytes. */
@@ -83,7 +56,7 @@ function partialBody(headers: string, length: number, sent: number): Promise<{ s
 
 async function timeClose(): Promise<number> {
   const started = performance.now()
-  await app.close()
+  await ctx.app.close()
   return performance.now() - started
 }
 
@@ -118,7 +91,7 @@ describe('closing the server with a connection whose request body was discarded'
       body: JSON.stringify({ model: 'sandbox/echo', input: [{ type: 'prompt', text: '/slow 100\none two three four five six' }] }),
     })
     expect(res.status).toBe(200)
-    const closing = app.close()
+    const closing = ctx.app.close()
     // A connection destroyed under the stream would make text() throw; it ends with the stream's own last frame.
     const frames = parseSse(await res.text())
     await closing

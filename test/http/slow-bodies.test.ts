@@ -1,13 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { composeApp } from '../../src/compose.ts'
-import { buildApp, receiveDeadlines, type App } from '../../src/http/app.ts'
-import { openDatabase } from '../../src/store/database.ts'
-import { createStore, type Store } from '../../src/store/index.ts'
+import { receiveDeadlines } from '../../src/http/app.ts'
 import { DEFAULT_REQUEST_TIMEOUT_MS, readSettings } from '../../src/settings.ts'
+import { listeningTestApp } from '../helpers/test-app.ts'
 import { echo, parseSse } from '../helpers/turns.ts'
 
 /**
@@ -25,41 +20,17 @@ const DEADLINE_MS = 1_000
  */
 let sending: { unsent: () => number } | undefined
 
-let app: App
-let store: Store
-let dir: string
+let ctx: Awaited<ReturnType<typeof listeningTestApp>>
 let port: number
 let auth: { authorization: string }
-let db: ReturnType<typeof openDatabase>
-let host: { stopAll: () => void }
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'parley-slow-'))
-  db = openDatabase(join(dir, 'parley.db'))
-  store = createStore(db)
-  const catalogue = [echo()]
-  const deps = composeApp({
-    store,
-    catalogue: { list: () => catalogue, findByName: (name) => catalogue.find((m) => m.name === name), pricesAsOf: '2025-10-15' },
-    allModels: catalogue,
-    env: { NODE_ID: 'test-node' },
-    build: { version: '0.0.0-test', commit: 'test' },
-  })
-  host = deps.host
-  app = await buildApp(deps, { requestTimeoutMs: DEADLINE_MS })
-  await app.listen({ port: 0, host: '127.0.0.1' })
-  port = (app.server.address() as { port: number }).port
-  const org = store.organisations.create('slow', 'slow')
-  store.balance.add(org.id, 'topup', '10')
-  auth = { authorization: `Bearer ${store.apiKeys.create(org.id, 'test').key}` }
+  ctx = await listeningTestApp({ catalogue: [echo()], requestTimeoutMs: DEADLINE_MS })
+  port = ctx.port
+  auth = { authorization: ctx.authorization }
 })
 
-afterAll(async () => {
-  host.stopAll()
-  await app.close()
-  db.close()
-  rmSync(dir, { recursive: true, force: true })
-})
+afterAll(() => ctx.close())
 
 type Closed = { afterMs: number; received: string }
 
@@ -115,9 +86,9 @@ describe('request deadlines on a listening server', () => {
   })
 
   it('the server carries the deadlines, and no socket inactivity timeout', () => {
-    expect(app.server.requestTimeout).toBe(DEADLINE_MS)
-    expect(app.server.headersTimeout).toBe(DEADLINE_MS)
-    expect(app.server.timeout).toBe(0)
+    expect(ctx.app.server.requestTimeout).toBe(DEADLINE_MS)
+    expect(ctx.app.server.headersTimeout).toBe(DEADLINE_MS)
+    expect(ctx.app.server.timeout).toBe(0)
     expect(receiveDeadlines()).toMatchObject({ requestTimeout: 60_000, http: { headersTimeout: 10_000, connectionsCheckingInterval: 1_000 } })
   })
 
@@ -134,7 +105,7 @@ describe('request deadlines on a listening server', () => {
     expect(closed.received).toMatch(/^HTTP\/1\.1 408 /)
     expect(closed.afterMs).toBeGreaterThanOrEqual(DEADLINE_MS - 50)
     expect(sending!.unsent()).toBeGreaterThan(0)
-    expect(store.db.prepare('SELECT count(*) AS n FROM chats').get()).toEqual({ n: 0 })
+    expect(ctx.store.db.prepare('SELECT count(*) AS n FROM chats').get()).toEqual({ n: 0 })
   })
 
   it('an unauthenticated client trickling its body is closed at the deadline too', async () => {
