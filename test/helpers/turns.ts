@@ -177,6 +177,8 @@ export function usageEntries(store: Store, runId: string): { entry_type: string;
  */
 export function scriptedModel(
   script: (emit: (part: LanguageModelV3StreamPart) => void, options: LanguageModelV3CallOptions) => Promise<void>,
+  /** The response's headers, as a vendor's (its request id header, say). */
+  headers: Record<string, string> = {},
 ): LanguageModelV3 {
   return {
     specificationVersion: 'v3',
@@ -208,7 +210,7 @@ export function scriptedModel(
           }
         },
       })
-      return { stream, response: { headers: {} } }
+      return { stream, response: { headers } }
     },
   }
 }

@@ -4,6 +4,7 @@ import type { RunDeps } from '../../../src/actors/run-deps.ts'
 import { streamRun, type RunSink } from '../../../src/actors/stream-run.ts'
 import type { CatalogueEntry } from '../../../src/domain/catalogue/catalogue-entry.ts'
 import type { PartBody } from '../../../src/domain/parts.ts'
+import { scriptedModel } from '../../helpers/turns.ts'
 
 /**
  * The streaming step every run shares (src/actors/stream-run.ts), on a fake model and a sink that
@@ -28,24 +29,16 @@ type Fake = { model: LanguageModelV3; calls: LanguageModelV3CallOptions[] }
 /** A model whose stream sends `parts`, then closes, or stays open (`hold`) until the run cancels it. */
 function fakeModel(parts: LanguageModelV3StreamPart[], options: { hold?: boolean; headers?: Record<string, string>; refuse?: Error } = {}): Fake {
   const calls: LanguageModelV3CallOptions[] = []
+  const scripted = scriptedModel(async (emit) => {
+    for (const part of parts) emit(part)
+    if (options.hold) await new Promise<never>(() => undefined)
+  }, options.headers)
   const model: LanguageModelV3 = {
-    specificationVersion: 'v3',
-    provider: 'fake',
-    modelId: 'fake',
-    supportedUrls: {},
-    async doGenerate() {
-      throw new Error('streams only')
-    },
+    ...scripted,
     async doStream(call) {
       calls.push(call)
       if (options.refuse) throw options.refuse
-      const stream = new ReadableStream<LanguageModelV3StreamPart>({
-        start(controller) {
-          for (const part of parts) controller.enqueue(part)
-          if (!options.hold) controller.close()
-        },
-      })
-      return { stream, response: { headers: options.headers ?? {} } }
+      return scripted.doStream(call)
     },
   }
   return { model, calls }
