@@ -3,6 +3,7 @@ import { estimateTokens } from '../../src/domain/tokens/estimate-tokens.ts'
 import { bootstrapDevOrganisation } from '../../src/store/bootstrap-dev-organisation.ts'
 import { prose } from '../e2e/prose.ts'
 import { moneyUnits } from '../e2e/turn-client.ts'
+import { injectApi } from '../helpers/inject-api.ts'
 import { createTestApp, type TestContext } from '../helpers/test-app.ts'
 import { deltaText, parseSse, sandboxCatalogue, type SseFrame } from '../helpers/turns.ts'
 
@@ -23,24 +24,9 @@ type Turn = { frames: SseFrame[]; runId: string; done: any; events: string[] }
 describe('summarised history through the HTTP API (sandbox/echo-8k, platform defaults)', () => {
   let ctx: TestContext
   let auth = { authorization: '' }
-  const api = async (path: string, init: { method?: string; body?: unknown } = {}) => {
-    const res = await ctx.app.inject({ method: (init.method ?? 'GET') as 'GET', url: path, headers: auth, ...(init.body === undefined ? {} : { payload: init.body as object }) })
-    return { status: res.statusCode, text: res.body, json: () => res.json() }
-  }
-  /** POSTs a turn: a 200 answer is an event stream, read whole (the app ended it); any other is read as is. */
-  const postTurn = async (chatId: string, body: Record<string, unknown>) => {
-    const res = await ctx.app.inject({ method: 'POST', url: `/api/v1/chats/${chatId}/responses`, headers: auth, payload: body })
-    if (res.statusCode !== 200) return { ok: false as const, status: res.statusCode, text: res.body }
-    expect(res.headers['content-type']).toMatch(/^text\/event-stream/)
-    return { ok: true as const, frames: parseSse(res.body) }
-  }
+  const { api, postTurn, ok } = injectApi(() => ctx, () => auth)
   /** Runs `read` on the app's database itself (the server process's file, before the move). */
   const readDatabase = <T>(read: (db: TestContext['store']['db']) => T): T => read(ctx.store.db)
-  const ok = async (path: string, init: { method?: string; body?: unknown } = {}, status = 200) => {
-    const res = await api(path, init)
-    expect(res.status, `${init.method ?? 'GET'} ${path}: ${res.text}`).toBe(status)
-    return res.json()
-  }
   const newChat = async (namespace: string): Promise<string> => (await ok('/api/v1/chats', { method: 'POST', body: { namespace } }, 201)).id
   const run = (runId: string) => ok(`/api/v1/runs/${runId}`)
 

@@ -7,6 +7,7 @@ import { createLanguageModels } from '../../src/providers/language-models.ts'
 import { bootstrapDevOrganisation } from '../../src/store/bootstrap-dev-organisation.ts'
 import { prose } from '../e2e/prose.ts'
 import { startReplayServer, type ReplayServer } from '../e2e/vendor-replay-server.ts'
+import { injectApi } from '../helpers/inject-api.ts'
 import { createTestApp, type TestContext } from '../helpers/test-app.ts'
 import { deltaText, parseSse, type SseFrame } from '../helpers/turns.ts'
 
@@ -57,24 +58,7 @@ describe('context packing through the HTTP API', () => {
   let ctx: TestContext
   let auth = { authorization: '' }
 
-  const api = async (path: string, init: { method?: string; body?: unknown } = {}) => {
-    const res = await ctx.app.inject({ method: (init.method ?? 'GET') as 'GET', url: path, headers: auth, ...(init.body === undefined ? {} : { payload: init.body as object }) })
-    return { status: res.statusCode, text: res.body, json: () => res.json() }
-  }
-
-  /** POSTs a turn: a 200 answer is an event stream, read whole (the app ended it); any other is read as is. */
-  const postTurn = async (chatId: string, body: Record<string, unknown>) => {
-    const res = await ctx.app.inject({ method: 'POST', url: `/api/v1/chats/${chatId}/responses`, headers: auth, payload: body })
-    if (res.statusCode !== 200) return { ok: false as const, status: res.statusCode, text: res.body }
-    expect(res.headers['content-type']).toMatch(/^text\/event-stream/)
-    return { ok: true as const, frames: parseSse(res.body) }
-  }
-
-  const ok = async (path: string, init: { method?: string; body?: unknown } = {}, status = 200) => {
-    const res = await api(path, init)
-    expect(res.status, `${init.method ?? 'GET'} ${path}: ${res.text}`).toBe(status)
-    return res.json()
-  }
+  const { api, postTurn, ok } = injectApi(() => ctx, () => auth)
 
   const newChat = async (namespace?: string): Promise<string> => (await ok('/api/v1/chats', { method: 'POST', body: namespace ? { namespace } : {} }, 201)).id
 
