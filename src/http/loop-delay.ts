@@ -22,13 +22,16 @@ export function watchLoopDelay(sampleMs = 100): LoopDelay {
   let lastTick = performance.now()
   const timer = setInterval(() => {
     const now = performance.now()
-    // The histogram holds each period between its own timer's runs, in ns. When this timer runs
-    // before the histogram's after a long block, the reset drops the late period; how late this
-    // timer itself ran still shows it.
-    const histogramLate = histogram.count === 0 ? 0 : histogram.mean / 1e6 - RESOLUTION_MS
-    const ownLate = now - lastTick - sampleMs
-    ms = Math.max(0, histogramLate, ownLate)
+    // How late this timer ran. After a long block it may run before the histogram's timer, whose
+    // late period the reset below would then drop: that period is counted here as one more sample.
+    const ownLateMs = now - lastTick - sampleMs
     lastTick = now
+    // The histogram holds each period between its own timer's runs, in ns.
+    const seenMaxMs = histogram.count === 0 ? 0 : histogram.max / 1e6 - RESOLUTION_MS
+    const lostMs = ownLateMs > seenMaxMs + RESOLUTION_MS ? ownLateMs + RESOLUTION_MS : null
+    const count = histogram.count + (lostMs === null ? 0 : 1)
+    const totalMs = (histogram.count === 0 ? 0 : (histogram.mean / 1e6) * histogram.count) + (lostMs ?? 0)
+    ms = count === 0 ? 0 : Math.max(0, totalMs / count - RESOLUTION_MS)
     histogram.reset()
   }, sampleMs)
   timer.unref()
