@@ -15,6 +15,11 @@ const DOMAIN_MOCKING = ['test/domain/config/estimate-tokens-saturation.test.ts']
  */
 const SHARED = ['test/{http,actors,store,providers,machines,logging}/**/*.test.ts']
 const SHARED_ISOLATED = ['test/store/config-token-estimates.test.ts']
+/**
+ * Parley on a real LiteFS cluster (FUSE, litefs, three servers): not part of `npm test`, run on its
+ * own by `npm run test:cluster` (vitest.cluster.config.ts), which `.ci/run` runs after it.
+ */
+export const LITEFS_TEST_FILES = ['test/cluster/cluster.test.ts', 'test/cluster/failover.test.ts']
 
 export default defineConfig({
   test: {
@@ -35,7 +40,7 @@ export default defineConfig({
         extends: true,
         test: { name: 'shared', include: SHARED, exclude: [...configDefaults.exclude, ...SHARED_ISOLATED], isolate: false, setupFiles: ['test/helpers/contract-after-each-file.ts'] },
       },
-      { extends: true, test: { name: 'isolated', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, DOMAIN, ...SHARED] } },
+      { extends: true, test: { name: 'isolated', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, DOMAIN, ...SHARED, ...LITEFS_TEST_FILES] } },
       { extends: true, test: { name: 'shared-isolated', include: SHARED_ISOLATED } },
     ],
   },

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { afterEach, describe, expect, test } from 'vitest'
 import { waitFor } from '../e2e/server-process.ts'
 import { postTurn, request } from '../e2e/turn-client.ts'
-import { clusterTestGate, percentile, sleep, startLitefsCluster, type ClusterNode, type LitefsCluster } from './litefs-cluster.ts'
+import { assertClusterCanRun, percentile, sleep, startLitefsCluster, type ClusterNode, type LitefsCluster } from './litefs-cluster.ts'
 import { machineCeiling } from '../helpers/machine-timeouts.ts'
 
 /**
@@ -15,7 +15,8 @@ import { machineCeiling } from '../helpers/machine-timeouts.ts'
  * before that frame goes out). LiteFS replicates asynchronously, so a crash may lose what the dead
  * primary acknowledged but had not shipped yet: that test counts and prints them.
  */
-const gate = clusterTestGate()
+// Run by `npm run test:cluster` only (vitest.cluster.config.ts): a missing prerequisite fails here.
+assertClusterCanRun()
 const MODEL = 'sandbox/echo'
 const TTL_MS = 2_000
 const LOCK_DELAY_MS = 1_000
@@ -98,141 +99,136 @@ const roleLines = (node: ClusterNode) =>
     .split('\n')
     .filter((line) => line.includes('"promoted: this node is the primary"') || line.includes('"demoted: this node is a replica"'))
 
-if (!gate.run) {
-  console.info(gate.reason)
-  test.skip(gate.reason, () => {})
-} else {
-  describe('the primary moves under load on a three-node LiteFS cluster', () => {
-    let cluster: LitefsCluster | null = null
-    // The logs go with a failure; they are gone once the cluster stops.
-    afterEach(async (context) => {
-      if (context.task.result?.state === 'fail') console.error(cluster?.report(80))
-      await cluster?.stop()
-      cluster = null
-    }, 120_000)
+describe('the primary moves under load on a three-node LiteFS cluster', () => {
+  let cluster: LitefsCluster | null = null
+  // The logs go with a failure; they are gone once the cluster stops.
+  afterEach(async (context) => {
+    if (context.task.result?.state === 'fail') console.error(cluster?.report(80))
+    await cluster?.stop()
+    cluster = null
+  }, 120_000)
 
-    async function boot() {
-      const c = await startLitefsCluster({ nodes: 3, candidates: [true, true, true], lease: { type: 'consul', ttlMs: TTL_MS, lockDelayMs: LOCK_DELAY_MS } })
-      cluster = c
-      await c.start()
-      const primary = await c.waitForPrimary()
-      const key = c.apiKey()
-      const chats: string[] = []
-      for (let i = 0; i < 6; i++) {
-        const created = await request(primary.url, '/api/v1/chats', { method: 'POST', key, body: { title: `load ${i}` } })
-        expect(created.status, created.text).toBe(201)
-        chats.push(created.json().id)
-      }
-      return { c, primary, key, chats }
+  async function boot() {
+    const c = await startLitefsCluster({ nodes: 3, candidates: [true, true, true], lease: { type: 'consul', ttlMs: TTL_MS, lockDelayMs: LOCK_DELAY_MS } })
+    cluster = c
+    await c.start()
+    const primary = await c.waitForPrimary()
+    const key = c.apiKey()
+    const chats: string[] = []
+    for (let i = 0; i < 6; i++) {
+      const created = await request(primary.url, '/api/v1/chats', { method: 'POST', key, body: { title: `load ${i}` } })
+      expect(created.status, created.text).toBe(201)
+      chats.push(created.json().id)
+    }
+    return { c, primary, key, chats }
+  }
+
+  test('planned handoff: nothing acknowledged is lost, interrupted runs settle within 2 s of the promotion, no restart, no ping-pong', async () => {
+    const { c, primary, key, chats } = await boot()
+    const target = c.nodes.find((n) => n !== primary)!
+    const leaseChangesBefore = c.lease!.acquisitions(c.leaseKey).length
+    const traffic = load(c, key, chats, '/slow 40\n/long 30')
+    await waitFor('turns under way', () => traffic.acknowledged.length >= 6, 60_000)
+
+    const startsBefore = c.nodes.map((n) => c.starts(n).length)
+    const exitsBefore = c.nodes.map((n) => c.exits(n).length)
+    const handoffAt = Date.now()
+    await c.handoff(target)
+    const promotedAt = c.lease!.acquisitions(c.leaseKey).at(-1)!.at
+    // The interruption: from the last turn admitted before the lease moved to the first one after.
+    await waitFor('a turn admitted after the lease moved', () => traffic.admissions.some((a) => a.at > promotedAt), 60_000)
+    const resumedAt = traffic.admissions.find((a) => a.at > promotedAt)!.at
+    const lastBefore = traffic.admissions.filter((a) => a.at <= promotedAt).at(-1)?.at ?? handoffAt
+    await waitFor('more turns on the new primary', () => traffic.acknowledged.filter((a) => a.startedAt > resumedAt && a.done).length >= 6, 60_000)
+    await traffic.stop()
+    expect(traffic.errors).toEqual([])
+
+    // Every copy at one position, then every acknowledged part on all three.
+    await waitFor('every copy at one position', () => {
+      const txids = c.nodes.map((n) => c.position(n))
+      return txids.every((t) => t !== null && t === txids[0])
+    }, 30_000)
+    for (const node of c.nodes) expect(missingOn(c, node, traffic.acknowledged), node.name).toEqual([])
+
+    const runs = c.readCopy(target, (db) =>
+      db.prepare(`SELECT id, chat_id, status, error, settled_at FROM runs WHERE origin = 'customer'`).all(),
+    ) as { id: string; chat_id: string; status: string; error: string | null; settled_at: string | null }[]
+    // Nothing left running, and never two running runs of a chat (the ledger's unique index besides).
+    expect(runs.filter((r) => r.status === 'running')).toEqual([])
+    const interrupted = runs.filter((r) => r.error === 'interrupted')
+    const settleDelays = interrupted.map((r) => Date.parse(r.settled_at!) - promotedAt)
+    for (const delay of settleDelays) expect(delay).toBeLessThan(2_000)
+    // Their clients were told: the stream ended with `unavailable` (demoted node) naming the run.
+    for (const r of interrupted) {
+      const ack = traffic.acknowledged.find((a) => a.runId === r.id)
+      if (ack) expect(ack.error).toBe('unavailable')
     }
 
-    test('planned handoff: nothing acknowledged is lost, interrupted runs settle within 2 s of the promotion, no restart, no ping-pong', async () => {
-      const { c, primary, key, chats } = await boot()
-      const target = c.nodes.find((n) => n !== primary)!
-      const leaseChangesBefore = c.lease!.acquisitions(c.leaseKey).length
-      const traffic = load(c, key, chats, '/slow 40\n/long 30')
-      await waitFor('turns under way', () => traffic.acknowledged.length >= 6, 60_000)
+    // No process restarted during the move; the lease changed holder once; each node changed role at most once.
+    expect(c.nodes.map((n) => c.starts(n).length)).toEqual(startsBefore)
+    expect(c.nodes.map((n) => c.exits(n).length)).toEqual(exitsBefore)
+    for (const node of c.nodes) expect(roleLines(node).length, node.name).toBeLessThanOrEqual(1)
+    expect(c.lease!.acquisitions(c.leaseKey).length - leaseChangesBefore).toBe(1)
+    expect(roleLines(primary)).toHaveLength(1)
+    expect(roleLines(target)).toHaveLength(1)
 
-      const startsBefore = c.nodes.map((n) => c.starts(n).length)
-      const exitsBefore = c.nodes.map((n) => c.exits(n).length)
-      const handoffAt = Date.now()
-      await c.handoff(target)
-      const promotedAt = c.lease!.acquisitions(c.leaseKey).at(-1)!.at
-      // The interruption: from the last turn admitted before the lease moved to the first one after.
-      await waitFor('a turn admitted after the lease moved', () => traffic.admissions.some((a) => a.at > promotedAt), 60_000)
-      const resumedAt = traffic.admissions.find((a) => a.at > promotedAt)!.at
-      const lastBefore = traffic.admissions.filter((a) => a.at <= promotedAt).at(-1)?.at ?? handoffAt
-      await waitFor('more turns on the new primary', () => traffic.acknowledged.filter((a) => a.startedAt > resumedAt && a.done).length >= 6, 60_000)
-      await traffic.stop()
-      expect(traffic.errors).toEqual([])
+    const turns = traffic.acknowledged.length
+    console.log(
+      `planned handoff ${primary.name} → ${target.name}: no turn admitted for ${resumedAt - lastBefore} ms around the move ` +
+        `(lease moved ${promotedAt - handoffAt} ms after the handoff began, first admission ${resumedAt - promotedAt} ms after that); ${turns} turns acknowledged, ${traffic.acknowledged.reduce((n, a) => n + a.parts, 0)} parts, 0 lost; ` +
+        `${interrupted.length} runs interrupted, settled ${settleDelays.length ? `${Math.min(...settleDelays)}–${Math.max(...settleDelays)}` : '–'} ms after the promotion; ` +
+        `refusals meanwhile ${JSON.stringify(traffic.refusals)}; server starts per node ${JSON.stringify(startsBefore)}`,
+    )
+  }, machineCeiling(300_000))
 
-      // Every copy at one position, then every acknowledged part on all three.
-      await waitFor('every copy at one position', () => {
-        const txids = c.nodes.map((n) => c.position(n))
-        return txids.every((t) => t !== null && t === txids[0])
-      }, 30_000)
-      for (const node of c.nodes) expect(missingOn(c, node, traffic.acknowledged), node.name).toEqual([])
+  test('crash: kill -9 of the primary; a new primary within the lease TTL plus lock-delay, the old node rejoins as a replica; acknowledged parts lost are counted', async () => {
+    const { c, primary, key, chats } = await boot()
+    const traffic = load(c, key, chats, '/slow 40\n/long 30')
+    await waitFor('turns under way', () => traffic.acknowledged.length >= 6, 60_000)
 
-      const runs = c.readCopy(target, (db) =>
-        db.prepare(`SELECT id, chat_id, status, error, settled_at FROM runs WHERE origin = 'customer'`).all(),
-      ) as { id: string; chat_id: string; status: string; error: string | null; settled_at: string | null }[]
-      // Nothing left running, and never two running runs of a chat (the ledger's unique index besides).
-      expect(runs.filter((r) => r.status === 'running')).toEqual([])
-      const interrupted = runs.filter((r) => r.error === 'interrupted')
-      const settleDelays = interrupted.map((r) => Date.parse(r.settled_at!) - promotedAt)
-      for (const delay of settleDelays) expect(delay).toBeLessThan(2_000)
-      // Their clients were told: the stream ended with `unavailable` (demoted node) naming the run.
-      for (const r of interrupted) {
-        const ack = traffic.acknowledged.find((a) => a.runId === r.id)
-        if (ack) expect(ack.error).toBe('unavailable')
-      }
+    const killedAt = Date.now()
+    await c.kill9(primary)
+    const next = await waitFor(
+      'a new primary',
+      async () => {
+        const p = await c.primary()
+        return p && p !== primary ? p : undefined
+      },
+      60_000,
+      50,
+    )
+    const electedMs = Date.now() - killedAt
+    await waitFor('a turn admitted by the new primary', () => traffic.admissions.some((a) => a.at > killedAt + electedMs), 60_000)
+    await traffic.stop()
+    expect(traffic.errors).toEqual([])
 
-      // No process restarted during the move; the lease changed holder once; each node changed role at most once.
-      expect(c.nodes.map((n) => c.starts(n).length)).toEqual(startsBefore)
-      expect(c.nodes.map((n) => c.exits(n).length)).toEqual(exitsBefore)
-      for (const node of c.nodes) expect(roleLines(node).length, node.name).toBeLessThanOrEqual(1)
-      expect(c.lease!.acquisitions(c.leaseKey).length - leaseChangesBefore).toBe(1)
-      expect(roleLines(primary)).toHaveLength(1)
-      expect(roleLines(target)).toHaveLength(1)
+    // The old node comes back as a replica of the new primary.
+    await c.restart(primary)
+    expect(c.primaryFile(primary)).toBe(next.hostname)
+    expect((await c.info(primary))?.isPrimary).toBe(false)
 
-      const turns = traffic.acknowledged.length
-      console.log(
-        `planned handoff ${primary.name} → ${target.name}: no turn admitted for ${resumedAt - lastBefore} ms around the move ` +
-          `(lease moved ${promotedAt - handoffAt} ms after the handoff began, first admission ${resumedAt - promotedAt} ms after that); ${turns} turns acknowledged, ${traffic.acknowledged.reduce((n, a) => n + a.parts, 0)} parts, 0 lost; ` +
-          `${interrupted.length} runs interrupted, settled ${settleDelays.length ? `${Math.min(...settleDelays)}–${Math.max(...settleDelays)}` : '–'} ms after the promotion; ` +
-          `refusals meanwhile ${JSON.stringify(traffic.refusals)}; server starts per node ${JSON.stringify(startsBefore)}`,
-      )
-    }, machineCeiling(300_000))
+    // What the dead primary acknowledged and did not ship is lost: counted, printed.
+    await waitFor('every copy at one position', () => {
+      const txids = c.nodes.map((n) => c.position(n))
+      return txids.every((t) => t !== null && t === txids[0])
+    }, 30_000)
+    const lost = missingOn(c, next, traffic.acknowledged)
+    const lostParts = lost.reduce((n, m) => n + (m.acknowledged - m.found), 0)
+    // The copies agree with each other after the rejoin.
+    for (const node of c.nodes) expect(missingOn(c, node, traffic.acknowledged).length, node.name).toBe(lost.length)
 
-    test('crash: kill -9 of the primary; a new primary within the lease TTL plus lock-delay, the old node rejoins as a replica; acknowledged parts lost are counted', async () => {
-      const { c, primary, key, chats } = await boot()
-      const traffic = load(c, key, chats, '/slow 40\n/long 30')
-      await waitFor('turns under way', () => traffic.acknowledged.length >= 6, 60_000)
+    // Runs the dead primary was streaming were settled at the promotion, not after their lease.
+    const runs = c.readCopy(next, (db) => db.prepare(`SELECT status FROM runs WHERE origin = 'customer' AND status = 'running'`).all())
+    expect(runs).toEqual([])
+    // Elected within the lease's life (Consul invalidates a session up to 2 × its TTL) plus lock-delay, with room for a busy machine.
+    expect(electedMs).toBeLessThan(2 * TTL_MS + LOCK_DELAY_MS + 10_000)
 
-      const killedAt = Date.now()
-      await c.kill9(primary)
-      const next = await waitFor(
-        'a new primary',
-        async () => {
-          const p = await c.primary()
-          return p && p !== primary ? p : undefined
-        },
-        60_000,
-        50,
-      )
-      const electedMs = Date.now() - killedAt
-      await waitFor('a turn admitted by the new primary', () => traffic.admissions.some((a) => a.at > killedAt + electedMs), 60_000)
-      await traffic.stop()
-      expect(traffic.errors).toEqual([])
-
-      // The old node comes back as a replica of the new primary.
-      await c.restart(primary)
-      expect(c.primaryFile(primary)).toBe(next.hostname)
-      expect((await c.info(primary))?.isPrimary).toBe(false)
-
-      // What the dead primary acknowledged and did not ship is lost: counted, printed.
-      await waitFor('every copy at one position', () => {
-        const txids = c.nodes.map((n) => c.position(n))
-        return txids.every((t) => t !== null && t === txids[0])
-      }, 30_000)
-      const lost = missingOn(c, next, traffic.acknowledged)
-      const lostParts = lost.reduce((n, m) => n + (m.acknowledged - m.found), 0)
-      // The copies agree with each other after the rejoin.
-      for (const node of c.nodes) expect(missingOn(c, node, traffic.acknowledged).length, node.name).toBe(lost.length)
-
-      // Runs the dead primary was streaming were settled at the promotion, not after their lease.
-      const runs = c.readCopy(next, (db) => db.prepare(`SELECT status FROM runs WHERE origin = 'customer' AND status = 'running'`).all())
-      expect(runs).toEqual([])
-      // Elected within the lease's life (Consul invalidates a session up to 2 × its TTL) plus lock-delay, with room for a busy machine.
-      expect(electedMs).toBeLessThan(2 * TTL_MS + LOCK_DELAY_MS + 10_000)
-
-      const parts = traffic.acknowledged.reduce((n, a) => n + a.parts, 0)
-      const admittedAt = traffic.admissions.map((a) => a.at)
-      console.log(
-        `crash of ${primary.name}: ${next.name} primary ${electedMs} ms after the kill (TTL ${TTL_MS} ms, lock-delay ${LOCK_DELAY_MS} ms); ` +
-          `${traffic.acknowledged.length} turns and ${parts} parts acknowledged, ${lostParts} parts of ${lost.length} runs lost; ` +
-          `refusals meanwhile ${JSON.stringify(traffic.refusals)}; ${admittedAt.length} turns admitted (p50 gap between admissions ${percentile(admittedAt.slice(1).map((t, i) => t - admittedAt[i]!), 50).toFixed(0)} ms)`,
-      )
-    }, machineCeiling(300_000))
-  })
-}
+    const parts = traffic.acknowledged.reduce((n, a) => n + a.parts, 0)
+    const admittedAt = traffic.admissions.map((a) => a.at)
+    console.log(
+      `crash of ${primary.name}: ${next.name} primary ${electedMs} ms after the kill (TTL ${TTL_MS} ms, lock-delay ${LOCK_DELAY_MS} ms); ` +
+        `${traffic.acknowledged.length} turns and ${parts} parts acknowledged, ${lostParts} parts of ${lost.length} runs lost; ` +
+        `refusals meanwhile ${JSON.stringify(traffic.refusals)}; ${admittedAt.length} turns admitted (p50 gap between admissions ${percentile(admittedAt.slice(1).map((t, i) => t - admittedAt[i]!), 50).toFixed(0)} ms)`,
+    )
+  }, machineCeiling(300_000))
+})

@@ -15,8 +15,8 @@ import { machineTimeout } from '../helpers/machine-timeouts.ts'
  * static lease. Each node's `.primary` names the primary's API as `127.0.0.1:<port>` (its
  * `lease.hostname`), which Parley reads as `host:port`.
  *
- * Under `PARLEY_LITEFS_TEST=1` a missing prerequisite (the litefs binary, /dev/fuse, fusermount)
- * fails the test with the reason; without it the cluster tests are skipped (`clusterTestGate`).
+ * The cluster files run only under `npm run test:cluster`; there a missing prerequisite (the litefs
+ * binary, /dev/fuse, fusermount) fails the file with the reason (`assertClusterCanRun`).
  */
 
 // ---------------------------------------------------------------------------------------------
@@ -69,14 +69,13 @@ export function checkPrerequisites(): Prerequisites {
 }
 
 /**
- * Whether the cluster tests run here. With PARLEY_LITEFS_TEST=1 they must: a missing prerequisite
- * throws (the test file fails, saying why). Without it they are skipped, with a one-line reason.
+ * The LiteFS cluster files run only under `npm run test:cluster`, which means they must run: a
+ * missing prerequisite throws (the file fails, saying why). Returns the litefs binary's path.
  */
-export function clusterTestGate(env: NodeJS.ProcessEnv = process.env): { run: true; litefs: string } | { run: false; reason: string } {
-  if (env.PARLEY_LITEFS_TEST !== '1') return { run: false, reason: 'LiteFS cluster tests skipped: set PARLEY_LITEFS_TEST=1 to run them (needs litefs, /dev/fuse, fuse3)' }
+export function assertClusterCanRun(): string {
   const prerequisites = checkPrerequisites()
-  if (!prerequisites.ok) throw new Error(`PARLEY_LITEFS_TEST=1 but the LiteFS cluster cannot run: ${prerequisites.reason}`)
-  return { run: true, litefs: prerequisites.litefs }
+  if (!prerequisites.ok) throw new Error(`the LiteFS cluster cannot run: ${prerequisites.reason}`)
+  return prerequisites.litefs
 }
 
 // ---------------------------------------------------------------------------------------------
