@@ -166,8 +166,12 @@ export function settleOrLeaveToSweep(
     actors: {
       settle: fromPromise(async (): Promise<SettledRun> => ({ cost: await commitSettlement(deps, s, options.alongside), eager: null })),
       release: fromPromise(async () => {
-        options.onRelease?.(s.runId)
-        await leaveToSweep(deps, s.runId)
+        // The release is written whatever the listener meets (its chat's actor may be gone by now).
+        try {
+          options.onRelease?.(s.runId)
+        } finally {
+          await leaveToSweep(deps, s.runId)
+        }
       }),
     },
   })
