@@ -1,4 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
+import { expectThinkingReplayed } from '../helpers/reasoning-replay.ts'
+import { only } from '../helpers/vendor-cases.ts'
 import { completedBlocks, deltaText, moneyUnits, postTurn, type SseFrame } from './turn-client.ts'
 import { ANTHROPIC_OVERLOADED_MID } from './vendor-fixtures/anthropic.ts'
 import { ANTHROPIC_THINKING_ANSWER, ANTHROPIC_THINKING_TOOL_CALL } from './vendor-fixtures/anthropic-thinking.ts'
@@ -25,10 +27,6 @@ const header = (r: ReplayResponse, name: string): string => {
   const value = 'headers' in r ? r.headers[name] : undefined
   if (value === undefined) throw new Error(`the fixture has no ${name} header`)
   return value
-}
-const only = <T>(items: T[], what: string): T => {
-  expect(items, what).toHaveLength(1)
-  return items[0]!
 }
 /** Every warning of the stream's `translation_warnings` frames (the opening one, and the vendor's before content). */
 const translationWarnings = (frames: SseFrame[]) => frames.filter((f) => f.event === 'translation_warnings').flatMap((f) => f.data.warnings as any[])
@@ -93,15 +91,7 @@ describe('vendor fidelity through the real server process (decision 017)', () =>
     // Nothing was lost translating the replay: no warning about reasoning.
     expect(translationWarnings(answer.frames)).toEqual([])
 
-    const second = only(answer.vendorRequests, 'second request').body
-    const assistant = second.messages.find((m: any) => m.role === 'assistant')
-    expect(assistant.content).toEqual([
-      { type: 'thinking', thinking: fixture.thinking, signature: fixture.signature },
-      { type: 'redacted_thinking', data: fixture.redactedData },
-      { type: 'tool_use', id: fixture.toolUseId, name: 'get_weather', input: { city: 'Oslo' } },
-    ])
-    const result = second.messages.at(-1).content.find((b: any) => b.type === 'tool_result')
-    expect(result).toMatchObject({ tool_use_id: fixture.toolUseId, content: 'sunny, 21 °C, light breeze' })
+    expectThinkingReplayed(only(answer.vendorRequests, 'second request').body, fixture, 'sunny, 21 °C, light breeze')
     // The run records Anthropic's request id header, not the message id.
     expect((await vendors.getRun(call.runId)).provider_request_id).toBe(fixture.requestId)
   })

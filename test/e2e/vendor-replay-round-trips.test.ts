@@ -1,4 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
+import { expectEncryptedReasoningReplayed } from '../helpers/reasoning-replay.ts'
+import { only } from '../helpers/vendor-cases.ts'
 import { postTurn, type SseFrame } from './turn-client.ts'
 import { ANTHROPIC_THINKING_TOOL_CALL } from './vendor-fixtures/anthropic-thinking.ts'
 import { GEMINI_SIGNED_ANSWER, GEMINI_SIGNED_TOOL_CALL } from './vendor-fixtures/google-signatures.ts'
@@ -18,10 +20,6 @@ const WEATHER = {
   name: 'get_weather',
   description: 'Current weather for a city.',
   input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false },
-}
-const only = <T>(items: T[], what: string): T => {
-  expect(items, what).toHaveLength(1)
-  return items[0]!
 }
 const translationWarnings = (frames: SseFrame[]) => frames.filter((f) => f.event === 'translation_warnings').flatMap((f) => f.data.warnings as any[])
 
@@ -95,17 +93,7 @@ describe('vendor replay data between tool steps (decision 026)', () => {
 
     vendors.replay.respondNext('openai', FIXTURES.openai.afterToolResult.response)
     const answer = await turn('openai', 'openai/gpt-5', chatId, toolResult(fixture.callId))
-    const sent = only(answer.vendorRequests, 'request after the tool result').body
-    expect(sent.store).toBe(false)
-    const input = sent.input as any[]
-    const reasoningAt = input.findIndex((i) => i.type === 'reasoning')
-    const callAt = input.findIndex((i) => i.type === 'function_call')
-    expect(input[reasoningAt]).toEqual({ type: 'reasoning', id: fixture.reasoningItemId, encrypted_content: fixture.encryptedContent, summary: [] })
-    expect(reasoningAt).toBeGreaterThanOrEqual(0)
-    expect(callAt).toBe(reasoningAt + 1)
-    // The call goes without its item id: under store: false the API kept no item to name.
-    expect(input[callAt]).toEqual({ type: 'function_call', call_id: fixture.callId, name: 'get_weather', arguments: fixture.arguments })
-    expect(input.at(-1)).toMatchObject({ type: 'function_call_output', call_id: fixture.callId })
+    expectEncryptedReasoningReplayed(only(answer.vendorRequests, 'request after the tool result').body, fixture)
     // The package skipped nothing.
     expect(translationWarnings(answer.frames)).toEqual([])
 

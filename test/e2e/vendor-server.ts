@@ -33,14 +33,7 @@ export const VENDOR_KEYS: Record<Vendor, string> = {
 }
 
 /** One catalogue model per vendor, for tests that need one to call. */
-export const VENDOR_MODELS: Record<Vendor, string> = {
-  anthropic: 'anthropic/claude-sonnet-4.5',
-  openai: 'openai/gpt-5',
-  google: 'google/gemini-2.5-flash',
-  mistral: 'mistral/mistral-medium-3.1',
-  xai: 'xai/grok-4-fast',
-  deepseek: 'deepseek/deepseek-reasoner',
-}
+export { VENDOR_MODELS } from '../helpers/vendor-cases.ts'
 
 /**
  * The server's environment: `dataDir`, `nodeId`, the sandbox on, vendor retries 20 ms apart, and

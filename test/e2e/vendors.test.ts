@@ -2,16 +2,13 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
 import { customerCost } from '../../src/domain/pricing/customer-cost.ts'
-import type { Usage } from '../../src/domain/pricing/usage.ts'
+import { blockKinds, expectBlocksOneAtATime } from '../helpers/block-grammar.ts'
+import { headerOf, only, plainAnswerDone, REQUEST_ID_HEADER, VENDOR_CASES as CASES, type VendorCase } from '../helpers/vendor-cases.ts'
 import { REPO_ROOT } from './server-process.ts'
 import { completedBlocks, deltaText, moneyUnits, postTurn, type SseFrame, type TurnStream } from './turn-client.ts'
-import { ANTHROPIC_OVERLOADED_FIRST, ANTHROPIC_OVERLOADED_MID, ANTHROPIC_TEXT_ID } from './vendor-fixtures/anthropic.ts'
-import { DEEPSEEK_COMPLETION_ID, DEEPSEEK_PARALLEL_CALLS } from './vendor-fixtures/deepseek.ts'
-import { GOOGLE_RESPONSE_ID } from './vendor-fixtures/google.ts'
+import { ANTHROPIC_OVERLOADED_FIRST, ANTHROPIC_OVERLOADED_MID } from './vendor-fixtures/anthropic.ts'
+import { DEEPSEEK_PARALLEL_CALLS } from './vendor-fixtures/deepseek.ts'
 import { FIXTURES, type ReplayResponse, type Vendor } from './vendor-fixtures/index.ts'
-import { MISTRAL_COMPLETION_ID } from './vendor-fixtures/mistral.ts'
-import { OPENAI_RESPONSE_ID } from './vendor-fixtures/openai.ts'
-import { XAI_COMPLETION_ID } from './vendor-fixtures/xai.ts'
 import type { RecordedRequest } from './vendor-replay-server.ts'
 import { startVendorServer, VENDOR_KEYS, type VendorServer } from './vendor-server.ts'
 
@@ -19,7 +16,9 @@ import { startVendorServer, VENDOR_KEYS, type VendorServer } from './vendor-serv
  * The six vendors end to end: the real server process, configured with every vendor's key and a
  * base URL on a loopback replay server that answers with each vendor's streaming wire format. The
  * real @ai-sdk provider packages build the vendor requests and parse the replayed bytes; nothing is
- * mocked. Each case checks what Parley streams, bills and stores, and what the vendor was sent.
+ * mocked. Each case (test/helpers/vendor-cases.ts, shared with the in-process
+ * test/providers/vendor-streams/every-vendor.test.ts) checks what Parley streams, bills and stores,
+ * and what the vendor was sent.
  */
 
 
@@ -35,216 +34,6 @@ const TOOLS = [
 ]
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const DECIMAL = /^\d+(\.\d+)?$/
-const DELTA_KIND: Record<string, string> = { text: 'text', reasoning: 'reasoning', refusal: 'refusal', tool_call: 'tool_input' }
-
-type ToolCallSeen = { id: string; name: string; input: unknown }
-type ToolResultSeen = { id: string; content: unknown }
-
-/** One vendor: which model to call, how its request looks, and what Parley must make of its fixtures. */
-type VendorCase = {
-  vendor: Vendor
-  /** Catalogue name and the vendor's id for it. */
-  model: string
-  vendorModelId: string
-  /** The exact streaming endpoint the SDK must call. */
-  path: string
-  /** Headers the vendor must receive (the API key in the vendor's auth header). */
-  auth: Record<string, string>
-  /** The request asked for a stream. */
-  streamed: (r: RecordedRequest) => boolean
-  /** The conversation in the vendor's shape, and one user message with `text` in that shape. */
-  conversation: (body: any) => unknown[]
-  userMessage: (text: string) => unknown
-  maxTokens: (body: any) => unknown
-  toolNames: (body: any) => string[]
-  /** The assistant's earlier tool call and the tool's result, read from a request's conversation. */
-  toolCall: (body: any) => ToolCallSeen
-  toolResult: (body: any) => ToolResultSeen
-  /** The plain answer: Parley's blocks, its Usage, and the ids the SDK surfaces. */
-  blocks: string[]
-  usage: Usage
-  modelServed: string | null
-  responseId: string
-  /** Parley's blocks for the tool-call answer. */
-  toolBlocks: string[]
-  /** The message the vendor's error JSON carries. */
-  errorMessage: string
-}
-
-const bearer = (vendor: Vendor) => ({ authorization: `Bearer ${VENDOR_KEYS[vendor]}` })
-const only = <T>(items: T[], what: string): T => {
-  expect(items, what).toHaveLength(1)
-  return items[0]!
-}
-
-/** The chat-completions request shape shared by Mistral, xAI and DeepSeek. */
-const chatCompletions = {
-  conversation: (body: any) => body.messages,
-  toolNames: (body: any) => body.tools.map((t: any) => t.function.name),
-  toolCall: (body: any): ToolCallSeen => {
-    const call = only(body.messages.flatMap((m: any) => (m.role === 'assistant' ? m.tool_calls ?? [] : [])), 'assistant tool calls') as any
-    expect(call.type).toBe('function')
-    // `arguments` is a JSON-encoded arguments object.
-    return { id: call.id, name: call.function.name, input: JSON.parse(call.function.arguments) }
-  },
-  toolResult: (body: any): ToolResultSeen => {
-    const message = body.messages.at(-1)
-    expect(message.role).toBe('tool')
-    return { id: message.tool_call_id, content: message.content }
-  },
-}
-
-const CASES: VendorCase[] = [
-  {
-    vendor: 'anthropic',
-    model: 'anthropic/claude-sonnet-4.5',
-    vendorModelId: 'claude-sonnet-4-5-20250929',
-    path: '/anthropic/v1/messages',
-    auth: { 'x-api-key': VENDOR_KEYS.anthropic, 'anthropic-version': '2023-06-01' },
-    streamed: (r) => r.body.stream === true,
-    conversation: (body) => body.messages,
-    userMessage: (text) => ({ role: 'user', content: [{ type: 'text', text }] }),
-    maxTokens: (body) => body.max_tokens,
-    toolNames: (body) => body.tools.map((t: any) => t.name),
-    toolCall: (body) => {
-      const block = only(
-        body.messages.flatMap((m: any) => (m.role === 'assistant' ? m.content.filter((c: any) => c.type === 'tool_use') : [])),
-        'tool_use blocks',
-      ) as any
-      return { id: block.id, name: block.name, input: block.input }
-    },
-    toolResult: (body) => {
-      // The result is a tool_result content block of the last (user) message.
-      const message = body.messages.at(-1)
-      expect(message.role).toBe('user')
-      const block = only(message.content, 'the last message') as any
-      expect(block.type).toBe('tool_result')
-      return { id: block.tool_use_id, content: block.content }
-    },
-    blocks: ['text'],
-    // Fresh input excludes the 1536 cache-read and 2104 cache-write tokens.
-    usage: { input_tokens: 19, output_tokens: 14, reasoning_tokens: 0, cache_read_tokens: 1536, cache_write_tokens: 2104 },
-    modelServed: 'claude-sonnet-4-5-20250929',
-    responseId: ANTHROPIC_TEXT_ID,
-    toolBlocks: ['text', 'tool_call'],
-    errorMessage: 'Overloaded',
-  },
-  {
-    vendor: 'openai',
-    model: 'openai/gpt-5',
-    vendorModelId: 'gpt-5',
-    path: '/openai/v1/responses',
-    auth: bearer('openai'),
-    streamed: (r) => r.body.stream === true,
-    conversation: (body) => body.input,
-    userMessage: (text) => ({ role: 'user', content: [{ type: 'input_text', text }] }),
-    maxTokens: (body) => body.max_output_tokens,
-    toolNames: (body) => body.tools.map((t: any) => t.name),
-    toolCall: (body) => {
-      const item = only(body.input.filter((i: any) => i.type === 'function_call'), 'function_call items') as any
-      return { id: item.call_id, name: item.name, input: JSON.parse(item.arguments) }
-    },
-    toolResult: (body) => {
-      const item = body.input.at(-1)
-      expect(item.type).toBe('function_call_output')
-      return { id: item.call_id, content: item.output }
-    },
-    // The reasoning item carries no summary: an empty reasoning block (spec §2.4: hidden reasoning).
-    blocks: ['reasoning', 'text'],
-    // 1320 input, 1152 of them cached; 204 output, 192 of them reasoning.
-    usage: { input_tokens: 168, output_tokens: 204, reasoning_tokens: 192, cache_read_tokens: 1152, cache_write_tokens: 0 },
-    modelServed: 'gpt-5-2025-08-07',
-    responseId: OPENAI_RESPONSE_ID,
-    toolBlocks: ['reasoning', 'tool_call'],
-    errorMessage: 'The server had an error while processing your request. Sorry about that!',
-  },
-  {
-    vendor: 'google',
-    model: 'google/gemini-2.5-flash',
-    vendorModelId: 'gemini-2.5-flash',
-    path: '/google/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse',
-    auth: { 'x-goog-api-key': VENDOR_KEYS.google },
-    streamed: (r) => r.path.endsWith(':streamGenerateContent?alt=sse'),
-    conversation: (body) => body.contents,
-    userMessage: (text) => ({ role: 'user', parts: [{ text }] }),
-    maxTokens: (body) => body.generationConfig.maxOutputTokens,
-    toolNames: (body) => body.tools.flatMap((t: any) => t.functionDeclarations.map((f: any) => f.name)),
-    toolCall: (body) => {
-      const part = only(
-        body.contents.flatMap((c: any) => (c.role === 'model' ? c.parts.filter((p: any) => p.functionCall) : [])),
-        'functionCall parts',
-      ) as any
-      return { id: part.functionCall.id, name: part.functionCall.name, input: part.functionCall.args }
-    },
-    toolResult: (body) => {
-      const content = body.contents.at(-1)
-      expect(content.role).toBe('user')
-      const part = only(content.parts, 'the last content') as any
-      return { id: part.functionResponse.id, content: part.functionResponse.response.content }
-    },
-    blocks: ['text'],
-    // 1290 prompt tokens, 1024 cached; output is 16 answer tokens plus 437 thinking.
-    usage: { input_tokens: 266, output_tokens: 453, reasoning_tokens: 437, cache_read_tokens: 1024, cache_write_tokens: 0 },
-    // @ai-sdk/google reports responseId but not modelVersion.
-    modelServed: null,
-    responseId: GOOGLE_RESPONSE_ID,
-    toolBlocks: ['tool_call'],
-    errorMessage: 'The model is overloaded. Please try again later.',
-  },
-  {
-    vendor: 'mistral',
-    model: 'mistral/mistral-medium-3.1',
-    vendorModelId: 'mistral-medium-2508',
-    path: '/mistral/v1/chat/completions',
-    auth: bearer('mistral'),
-    streamed: (r) => r.body.stream === true,
-    ...chatCompletions,
-    userMessage: (text) => ({ role: 'user', content: [{ type: 'text', text }] }),
-    maxTokens: (body) => body.max_tokens,
-    blocks: ['text'],
-    usage: { input_tokens: 14, output_tokens: 9, reasoning_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0 },
-    modelServed: 'mistral-medium-2508',
-    responseId: MISTRAL_COMPLETION_ID,
-    toolBlocks: ['tool_call'],
-    errorMessage: 'Internal server error',
-  },
-  {
-    vendor: 'xai',
-    model: 'xai/grok-4-fast',
-    vendorModelId: 'grok-4-fast-reasoning',
-    path: '/xai/v1/chat/completions',
-    auth: bearer('xai'),
-    streamed: (r) => r.body.stream === true && r.body.stream_options?.include_usage === true,
-    ...chatCompletions,
-    userMessage: (text) => ({ role: 'user', content: text }),
-    maxTokens: (body) => body.max_completion_tokens,
-    blocks: ['text'],
-    // 180 prompt tokens, 128 cached; 8 answer tokens plus 223 reasoning.
-    usage: { input_tokens: 52, output_tokens: 231, reasoning_tokens: 223, cache_read_tokens: 128, cache_write_tokens: 0 },
-    modelServed: 'grok-4-fast-reasoning',
-    responseId: XAI_COMPLETION_ID,
-    toolBlocks: ['tool_call'],
-    errorMessage: 'Service temporarily unavailable. The model is at capacity',
-  },
-  {
-    vendor: 'deepseek',
-    model: 'deepseek/deepseek-reasoner',
-    vendorModelId: 'deepseek-reasoner',
-    path: '/deepseek/chat/completions',
-    auth: bearer('deepseek'),
-    streamed: (r) => r.body.stream === true && r.body.stream_options?.include_usage === true,
-    ...chatCompletions,
-    userMessage: (text) => ({ role: 'user', content: text }),
-    maxTokens: (body) => body.max_tokens,
-    blocks: ['reasoning', 'text'],
-    // 1046 prompt tokens, 1024 cache hits; 62 completion tokens, 48 of them reasoning.
-    usage: { input_tokens: 22, output_tokens: 62, reasoning_tokens: 48, cache_read_tokens: 1024, cache_write_tokens: 0 },
-    modelServed: 'deepseek-reasoner',
-    responseId: DEEPSEEK_COMPLETION_ID,
-    toolBlocks: ['reasoning', 'tool_call'],
-    errorMessage: 'Server overloaded, please try again later.',
-  },
-]
 
 /** The catalogue as shipped: rates to price the fixtures' usage with. */
 const CATALOGUE = JSON.parse(readFileSync(join(REPO_ROOT, 'catalogue/models.json'), 'utf8')) as { models: any[] }
@@ -265,52 +54,19 @@ function expectWellFormed(frames: SseFrame[]): void {
   const trace = events.join(',')
   expect(events.slice(0, 3), trace).toEqual(['run', 'config_warnings', 'translation_warnings'])
   expect(['done', 'error'], trace).toContain(events.at(-1))
-  let open: string | null = null
-  let started = false
-  for (const f of frames.slice(3, -1)) {
-    if (f.event === 'translation_warnings') {
-      // The vendor package's own warnings, before content starts (decision 017).
-      expect(started, `translation_warnings after content started: ${trace}`).toBe(false)
-    } else if (f.event === 'block_start') {
-      started = true
-      expect(open, `block_start inside an open ${open} block: ${trace}`).toBeNull()
-      open = f.data.kind
-    } else if (f.event === 'delta') {
-      expect(open, `delta outside a block: ${trace}`).not.toBeNull()
-      expect(f.data.kind, trace).toBe(DELTA_KIND[open!])
-      expect(typeof f.data.text).toBe('string')
-    } else if (f.event === 'block_stop') {
-      expect(open, `block_stop without a block: ${trace}`).not.toBeNull()
-      open = null
-    } else {
-      throw new Error(`unexpected ${f.event} frame inside the stream: ${trace}`)
-    }
-  }
+  const open = expectBlocksOneAtATime(frames.slice(3, -1), trace)
   if (events.at(-1) === 'done') expect(open, trace).toBeNull()
   expect(frames[0]!.data).toMatchObject({ run_id: expect.stringMatching(UUID), chat_id: expect.stringMatching(UUID) })
 }
 
-/**
- * The vendor's request id header (decision 017): what a run records as provider_request_id. Google
- * sends none, so its run records the response id.
- */
-const REQUEST_ID_HEADER: Record<Vendor, string | null> = {
-  anthropic: 'request-id',
-  openai: 'x-request-id',
-  google: null,
-  mistral: 'mistral-correlation-id',
-  xai: 'x-request-id',
-  deepseek: 'x-ds-trace-id',
-}
+/** What a run records as provider_request_id: the vendor's request id header, or the response id (Google). */
 const requestIdOf = (c: VendorCase, response: ReplayResponse): string => {
   const name = REQUEST_ID_HEADER[c.vendor]
   if (name === null) return c.responseId
-  const value = 'headers' in response ? response.headers[name] : undefined
+  const value = headerOf(response, name)
   if (value === undefined) throw new Error(`the ${c.vendor} fixture has no ${name} header`)
   return value
 }
-
-const blockKinds = (frames: SseFrame[]) => frames.filter((f) => f.event === 'block_start').map((f) => f.data.kind as string)
 
 describe('the six vendors through the real server process, replayed from their streaming wire formats', () => {
   let vendors: VendorServer
@@ -347,9 +103,9 @@ describe('the six vendors through the real server process, replayed from their s
     expect(r.method).toBe('POST')
     expect(r.path).toBe(c.path)
     expect(r.headers['content-type']).toMatch(/^application\/json/)
-    for (const [header, value] of Object.entries(c.auth)) expect(r.headers[header], header).toBe(value)
+    for (const [header, value] of Object.entries(c.auth(VENDOR_KEYS[c.vendor]))) expect(r.headers[header], header).toBe(value)
     if (c.vendor !== 'google') expect(r.body.model).toBe(c.vendorModelId)
-    expect(c.streamed(r), JSON.stringify(r.body)).toBe(true)
+    expect(c.streamed(r.body, r.path), JSON.stringify(r.body)).toBe(true)
   }
 
   beforeAll(async () => {
@@ -385,17 +141,7 @@ describe('the six vendors through the real server process, replayed from their s
       expect(t.last.event).toBe('done')
       const run = await vendors.getRun(t.runId)
       const cost = customerCost(c.usage, catalogueEntry(c.model), run.manifest.markup_percent)
-      expect(t.last.data).toEqual({
-        compaction: null,
-        cost,
-        cost_currency: 'USD',
-        model_served: c.modelServed,
-        pending_tool_calls: [],
-        provider_response_id: c.responseId,
-        server_tools: null,
-        stop_reason: 'end_turn',
-        usage: c.usage,
-      })
+      expect(t.last.data).toEqual(plainAnswerDone(c, cost))
       expect(cost).toMatch(DECIMAL)
       expect(moneyUnits(cost)).toBeGreaterThan(0n)
 

@@ -19,6 +19,7 @@ import { createLanguageModelsOver } from '../../src/providers/language-models.ts
 import { mapReasoningEffort } from '../../src/providers/map-reasoning-effort.ts'
 import { FIXTURES, type ReplayResponse, type Vendor } from '../e2e/vendor-fixtures/index.ts'
 import { createRecordedFetch, type RecordedFetchRequest } from './recorded-fetch.ts'
+import { VENDOR_MODELS } from './vendor-cases.ts'
 
 /**
  * One run on a real vendor model, in process: the catalogue model built as production builds it
@@ -28,16 +29,6 @@ import { createRecordedFetch, type RecordedFetchRequest } from './recorded-fetch
  * the terminal frame (executeRun, endStream). No server, no HTTP app, no database: the ledger and
  * the manifest are stand-ins that keep what the run writes.
  */
-
-/** The catalogue model each vendor's fixtures answer for (as test/e2e/vendor-server.ts VENDOR_MODELS). */
-export const RECORDED_MODELS: Record<Vendor, string> = {
-  anthropic: 'anthropic/claude-sonnet-4.5',
-  openai: 'openai/gpt-5',
-  google: 'google/gemini-2.5-flash',
-  mistral: 'mistral/mistral-medium-3.1',
-  xai: 'xai/grok-4-fast',
-  deepseek: 'deepseek/deepseek-reasoner',
-}
 
 export const RECORDED_KEYS: Record<Vendor, string> = {
   anthropic: 'sk-ant-recorded-key',
@@ -105,7 +96,7 @@ export type RecordedRun = {
 
 const MARKUP_PERCENT = '5'
 
-/** Runs one turn on `vendor`'s catalogue model, the network answering with `responses` in order. */
+/** Runs one turn on `vendor`'s catalogue model (VENDOR_MODELS), the network answering with `responses` in order. */
 export async function runRecorded(vendor: Vendor, responses: ReplayResponse[], turn: RecordedTurn = {}): Promise<RecordedRun> {
   const recorded = createRecordedFetch()
   recorded.answer(...responses)
@@ -116,7 +107,7 @@ export async function runRecorded(vendor: Vendor, responses: ReplayResponse[], t
     random: () => 0.5,
     now: Date.now,
   })
-  const model = catalogueEntry(RECORDED_MODELS[vendor])
+  const model = catalogueEntry(VENDOR_MODELS[vendor])
   const maxTokens = turn.maxTokens ?? 1024
   const reasoning = mapReasoningEffort(model, turn.reasoningEffort ?? null, maxTokens)
   const runId = '0192a6f0-0000-7000-8000-00000000run1'
@@ -228,16 +219,3 @@ export function blocksOf(frames: readonly { event: string; data: any }[]): Recor
 /** Every delta of one kind, concatenated. */
 export const deltaText = (frames: readonly { event: string; data: any }[], kind: string) =>
   frames.filter((f) => f.event === 'delta' && f.data.kind === kind).map((f) => f.data.text as string).join('')
-
-/** The request-id header name each vendor's answers carry (null: Google sends none). */
-export const REQUEST_ID_HEADER: Record<Vendor, string | null> = {
-  anthropic: 'request-id',
-  openai: 'x-request-id',
-  google: null,
-  mistral: 'mistral-correlation-id',
-  xai: 'x-request-id',
-  deepseek: 'x-ds-trace-id',
-}
-
-/** The header of a recorded answer. */
-export const headerOf = (response: ReplayResponse, name: string): string | undefined => ('headers' in response ? response.headers[name] : undefined)

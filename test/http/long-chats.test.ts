@@ -137,6 +137,21 @@ describe('long chats on the vendors: a chat packed to its input budget is taken'
     await replay?.close()
   })
 
+  /**
+   * A new chat seeded with at least `tokens` of history, then one turn on the catalogue model `name`
+   * with the prompt `text`: the model's documented limits, the turn, and the one vendor request it made.
+   */
+  const seededTurn = async (name: string, tokens: number, text: string) => {
+    const model = entry(name)
+    const limits = limitsOf(model)
+    const vendor = model.provider as Vendor
+    const chatId = await newChat(ctx, org.auth)
+    seedHistory(ctx, chatId, tokens)
+    const before = replay.requestsTo(vendor).length
+    const t = await turn(ctx, org.auth, chatId, { model: model.name, input: [prompt(text)] })
+    return { limits, t, request: onlyRequest(replay, vendor, before) }
+  }
+
   test('the documented limits cover every vendor model of the catalogue', () => {
     expect(VENDOR_MODELS.length).toBeGreaterThan(0)
     for (const e of VENDOR_MODELS) expect(documentedLimits(e.provider as Vendor, e.vendor_model_id), e.name).toBeDefined()
@@ -176,15 +191,8 @@ describe('long chats on the vendors: a chat packed to its input budget is taken'
   })
 
   test('Claude Sonnet 4.5: a chat past 200k tokens is sent with the 1M opt-in header and taken; one under it is sent without, its output ceiling within 200k', async () => {
-    const model = entry('anthropic/claude-sonnet-4.5')
-    const limits = limitsOf(model)
+    const { limits, t: long, request: longRequest } = await seededTurn('anthropic/claude-sonnet-4.5', 260_000, 'Summarise the harbour plans so far.')
     const optIn = limits.longContext!
-
-    const longChat = await newChat(ctx, org.auth)
-    seedHistory(ctx, longChat, 260_000)
-    let before = replay.requestsTo('anthropic').length
-    const long = await turn(ctx, org.auth, longChat, { model: model.name, input: [prompt('Summarise the harbour plans so far.')] })
-    const longRequest = onlyRequest(replay, 'anthropic', before)
     expect(longRequest.countedInputTokens!).toBeGreaterThan(optIn.standardWindow)
     expect(optInHeader(longRequest)).toContain(optIn.value)
     expect(longRequest.window).toBe(limits.window)
@@ -194,24 +202,14 @@ describe('long chats on the vendors: a chat packed to its input budget is taken'
 
     // 150k of input and the model's 64k output ceiling would not fit 200k: without the opt-in, the
     // output ceiling must come down instead.
-    const shortChat = await newChat(ctx, org.auth)
-    seedHistory(ctx, shortChat, 150_000)
-    before = replay.requestsTo('anthropic').length
-    const short = await turn(ctx, org.auth, shortChat, { model: model.name, input: [prompt('Summarise the harbour plans so far.')] })
-    const shortRequest = onlyRequest(replay, 'anthropic', before)
+    const { t: short, request: shortRequest } = await seededTurn('anthropic/claude-sonnet-4.5', 150_000, 'Summarise the harbour plans so far.')
     expect(shortRequest.window).toBe(optIn.standardWindow)
     expectWithinDocumentedLimits(shortRequest, limits)
     expectAnswered(short)
   })
 
   test('Claude Haiku 4.5 at its budget: input plus max_tokens within its 200k window', async () => {
-    const model = entry('anthropic/claude-haiku-4.5')
-    const limits = limitsOf(model)
-    const chatId = await newChat(ctx, org.auth)
-    seedHistory(ctx, chatId, 200_000 + 8 * PART_TOKENS)
-    const before = replay.requestsTo('anthropic').length
-    const t = await turn(ctx, org.auth, chatId, { model: model.name, input: [prompt('And the lighthouse?')] })
-    const request = onlyRequest(replay, 'anthropic', before)
+    const { limits, t, request } = await seededTurn('anthropic/claude-haiku-4.5', 200_000 + 8 * PART_TOKENS, 'And the lighthouse?')
     expect(request.window).toBe(200_000)
     expect(optInHeader(request)).not.toContain('context-1m-2025-08-07')
     expectWithinDocumentedLimits(request, limits)
@@ -221,13 +219,7 @@ describe('long chats on the vendors: a chat packed to its input budget is taken'
   })
 
   test('deepseek-reasoner: a chat of about 67k tokens is taken (its 64K output ceiling lowered to fit 128K)', async () => {
-    const model = entry('deepseek/deepseek-reasoner')
-    const limits = limitsOf(model)
-    const chatId = await newChat(ctx, org.auth)
-    seedHistory(ctx, chatId, 67_500)
-    const before = replay.requestsTo('deepseek').length
-    const t = await turn(ctx, org.auth, chatId, { model: model.name, input: [prompt('Which moorings are free?')] })
-    const request = onlyRequest(replay, 'deepseek', before)
+    const { limits, t, request } = await seededTurn('deepseek/deepseek-reasoner', 67_500, 'Which moorings are free?')
     // With the whole 64K output ceiling this request would be over the 131,072 window.
     expect(request.countedInputTokens! + limits.outputLimit!).toBeGreaterThan(limits.window!)
     expectWithinDocumentedLimits(request, limits)
@@ -236,13 +228,7 @@ describe('long chats on the vendors: a chat packed to its input budget is taken'
   })
 
   test('gpt-5: a chat past 272k tokens is capped by the input limit, not the 400k window', async () => {
-    const model = entry('openai/gpt-5')
-    const limits = limitsOf(model)
-    const chatId = await newChat(ctx, org.auth)
-    seedHistory(ctx, chatId, 300_000)
-    const before = replay.requestsTo('openai').length
-    const t = await turn(ctx, org.auth, chatId, { model: model.name, input: [prompt('Where are the sandbanks?')] })
-    const request = onlyRequest(replay, 'openai', before)
+    const { limits, t, request } = await seededTurn('openai/gpt-5', 300_000, 'Where are the sandbanks?')
     expectWithinDocumentedLimits(request, limits)
     expect(request.countedInputTokens!).toBeLessThanOrEqual(272_000)
     expect(request.countedInputTokens!).toBeGreaterThan(272_000 - 4 * PART_TOKENS)

@@ -3,7 +3,9 @@ import { UpstreamError } from '../../../src/domain/errors.ts'
 import { ANTHROPIC_OVERLOADED_FIRST, ANTHROPIC_OVERLOADED_MID, ANTHROPIC_USAGE_IN_MESSAGE_DELTA } from '../../e2e/vendor-fixtures/anthropic.ts'
 import { ANTHROPIC_THINKING_ANSWER, ANTHROPIC_THINKING_EMPTY_LAST_DELTA, ANTHROPIC_THINKING_TOOL_CALL } from '../../e2e/vendor-fixtures/anthropic-thinking.ts'
 import { FIXTURES } from '../../e2e/vendor-fixtures/index.ts'
+import { expectThinkingReplayed } from '../../helpers/reasoning-replay.ts'
 import { blocksOf, deltaText, nextTurnPrompt, PROMPT, runRecorded, userPrompt, WEATHER } from '../../helpers/recorded-vendor-run.ts'
+import { only } from '../../helpers/vendor-cases.ts'
 
 /**
  * Anthropic's Messages stream through @ai-sdk/anthropic and Parley's run path, in process: extended
@@ -12,10 +14,6 @@ import { blocksOf, deltaText, nextTurnPrompt, PROMPT, runRecorded, userPrompt, W
  */
 
 const TOOL_PROMPT = 'What is the weather in Oslo right now?'
-const only = <T>(items: T[], what: string): T => {
-  expect(items, what).toHaveLength(1)
-  return items[0]!
-}
 
 describe('extended thinking', () => {
   test('thinking + tool use: a signed reasoning block, a redacted one, the call; the next request carries both back unchanged before the tool_use', async () => {
@@ -55,15 +53,7 @@ describe('extended thinking', () => {
     expect(answer.frames.filter((f) => f.event === 'translation_warnings')).toEqual([])
     expect(answer.recordedWarnings).toEqual([])
 
-    const second = only(answer.requests, 'second request').body
-    const assistant = second.messages.find((m: any) => m.role === 'assistant')
-    expect(assistant.content).toEqual([
-      { type: 'thinking', thinking: fixture.thinking, signature: fixture.signature },
-      { type: 'redacted_thinking', data: fixture.redactedData },
-      { type: 'tool_use', id: fixture.toolUseId, name: 'get_weather', input: { city: 'Oslo' } },
-    ])
-    const result = second.messages.at(-1).content.find((b: any) => b.type === 'tool_result')
-    expect(result).toMatchObject({ tool_use_id: fixture.toolUseId, content: 'sunny, 21 °C, light breeze' })
+    expectThinkingReplayed(only(answer.requests, 'second request').body, fixture, 'sunny, 21 °C, light breeze')
   })
 
   test('the signature goes only to the vendor that made it: the same ledger on OpenAI sends no Anthropic data, and the package’s own warnings are passed on', async () => {

@@ -1,18 +1,15 @@
 import { expect, test } from 'vitest'
 import { FIXTURES } from '../../e2e/vendor-fixtures/index.ts'
 import { OPENAI_REASONING_TOOL_CALL } from '../../e2e/vendor-fixtures/openai-reasoning.ts'
+import { expectEncryptedReasoningReplayed } from '../../helpers/reasoning-replay.ts'
 import { nextTurnPrompt, runRecorded, userPrompt, WEATHER } from '../../helpers/recorded-vendor-run.ts'
+import { only } from '../../helpers/vendor-cases.ts'
 
 /**
  * OpenAI's Responses stream through @ai-sdk/openai and Parley's run path, in process: the request
  * options executeRun adds (store: false, the chat as prompt_cache_key) and the encrypted reasoning
  * sent back before its function_call (decision 026).
  */
-
-const only = <T>(items: T[], what: string): T => {
-  expect(items, what).toHaveLength(1)
-  return items[0]!
-}
 
 test('the chat keys the vendor’s prompt cache (prompt_cache_key)', async () => {
   const chatId = '0192a6f0-0000-7000-8000-00000000cafe'
@@ -41,17 +38,7 @@ test('gpt-5: the reasoning item goes back with its id and encrypted content befo
     { type: 'tool_result', text: 'sunny, 21 °C', is_error: false, tool_name: 'get_weather', tool_use_id: fixture.callId, trust: 'customer_data' },
   ])
   const answer = await runRecorded('openai', [FIXTURES.openai.afterToolResult.response], { prompt, tools: [WEATHER] })
-  const sent = only(answer.requests, 'request after the tool result').body
-  expect(sent.store).toBe(false)
-  const input = sent.input as any[]
-  const reasoningAt = input.findIndex((i) => i.type === 'reasoning')
-  const callAt = input.findIndex((i) => i.type === 'function_call')
-  expect(input[reasoningAt]).toEqual({ type: 'reasoning', id: fixture.reasoningItemId, encrypted_content: fixture.encryptedContent, summary: [] })
-  expect(reasoningAt).toBeGreaterThanOrEqual(0)
-  expect(callAt).toBe(reasoningAt + 1)
-  // The call goes without its item id: under store: false the API kept no item to name.
-  expect(input[callAt]).toEqual({ type: 'function_call', call_id: fixture.callId, name: 'get_weather', arguments: fixture.arguments })
-  expect(input.at(-1)).toMatchObject({ type: 'function_call_output', call_id: fixture.callId })
+  expectEncryptedReasoningReplayed(only(answer.requests, 'request after the tool result').body, fixture)
   // The package skipped nothing.
   expect(answer.frames.filter((f) => f.event === 'translation_warnings')).toEqual([])
 })
