@@ -1,4 +1,4 @@
-import type { LanguageModelV3FunctionTool } from '@ai-sdk/provider'
+import type { LanguageModelV4FunctionTool } from '@ai-sdk/provider'
 import { PLATFORM_MARKUP_PERCENT } from '../domain/catalogue/apply-markup.ts'
 import { addSegment, type ContextManifest } from '../domain/context/context-manifest.ts'
 import { estimatePartTokens } from '../domain/context/estimate-part-tokens.ts'
@@ -218,14 +218,14 @@ export function compactionReport(context: ContextManifest, elsewhere: readonly s
 }
 
 // Resolved configurations are shared between turns until configuration changes; so are their tools.
-const providerTools = new WeakMap<ResolvedConfiguration, LanguageModelV3FunctionTool[]>()
-function providerToolsOf(config: ResolvedConfiguration): LanguageModelV3FunctionTool[] {
+const providerTools = new WeakMap<ResolvedConfiguration, LanguageModelV4FunctionTool[]>()
+function providerToolsOf(config: ResolvedConfiguration): LanguageModelV4FunctionTool[] {
   let tools = providerTools.get(config)
   if (!tools) {
     tools = config.tools.map((t) => ({
       type: 'function',
       name: t.name,
-      inputSchema: t.input_schema as LanguageModelV3FunctionTool['inputSchema'],
+      inputSchema: t.input_schema as LanguageModelV4FunctionTool['inputSchema'],
       ...(t.description ? { description: t.description } : {}),
       ...(t.strict === true || t.strict === false ? { strict: t.strict } : {}),
     }))

@@ -1,4 +1,4 @@
-import type { LanguageModelV3FunctionTool, LanguageModelV3Prompt } from '@ai-sdk/provider'
+import type { LanguageModelV4FunctionTool, LanguageModelV4Prompt } from '@ai-sdk/provider'
 import type { ConfigWarning } from '../domain/config/config-types.ts'
 import type { ContextManifest } from '../domain/context/context-manifest.ts'
 import { correctedTokens, type WindowInForce } from '../domain/context/model-limits.ts'
@@ -39,7 +39,7 @@ export type TurnFrame = {
   /** Our estimate as this model's vendor counts it (docs/decisions/027-model-limits.md). */
   correction: { correction: number; runs: number }
   markupPercent: string
-  tools: LanguageModelV3FunctionTool[]
+  tools: LanguageModelV4FunctionTool[]
 }
 
 /** What decideMaxTokens decides the 402 and max_tokens on, for a turn packed to `inputTokens` (docs/guide/billing-and-usage.md). */
@@ -57,7 +57,7 @@ export function budgetFactsOf(frame: TurnFrame, inputTokens: number, balance: st
 
 /** A packed turn as it is sent and recorded. */
 export type AssembledTurn = {
-  prompt: LanguageModelV3Prompt
+  prompt: LanguageModelV4Prompt
   configWarnings: ConfigWarning[]
   translationWarnings: TranslationWarning[]
   maxTokens: number

@@ -1,8 +1,8 @@
-import type { LanguageModelV3FinishReason } from '@ai-sdk/provider'
+import type { LanguageModelV4FinishReason } from '@ai-sdk/provider'
 import type { RunOutcome } from '../domain/runs/run-outcome.ts'
 
 /** The AI SDK's unified finish reason as the spec's StopReason. */
-export function mapStopReason(finish: LanguageModelV3FinishReason): NonNullable<RunOutcome['stopReason']> {
+export function mapStopReason(finish: LanguageModelV4FinishReason): NonNullable<RunOutcome['stopReason']> {
   switch (finish.unified) {
     case 'stop':
       return finish.raw === 'stop_sequence' ? 'stop_sequence' : 'end_turn'
@@ -13,6 +13,7 @@ export function mapStopReason(finish: LanguageModelV3FinishReason): NonNullable<
     case 'content-filter':
       return 'refusal'
     case 'error':
+    case 'interrupted':
     case 'other':
       return 'end_turn'
     default: {

@@ -1,4 +1,4 @@
-import { APICallError, type LanguageModelV3CallOptions, type LanguageModelV3StreamPart } from '@ai-sdk/provider'
+import { APICallError, type LanguageModelV4CallOptions, type LanguageModelV4StreamPart } from '@ai-sdk/provider'
 import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
 import type { PartBody } from '../domain/parts.ts'
 import { type RunOutcome, runOutcome, usageKnownSoFar } from '../domain/runs/run-outcome.ts'
@@ -36,7 +36,7 @@ export type RunStreamCall = {
   runId: string
   model: CatalogueEntry
   /** The provider call as the run builds it; the step adds the abort signal and asks for raw chunks where usage is read from them. */
-  options: Omit<LanguageModelV3CallOptions, 'abortSignal' | 'includeRawChunks'>
+  options: Omit<LanguageModelV4CallOptions, 'abortSignal' | 'includeRawChunks'>
   /** The packed input as we count it: billed, with the output so far, when the vendor's usage is lost. */
   estimatedInputTokens: number
   signal: AbortSignal
@@ -114,7 +114,7 @@ export async function streamRun(deps: RunDeps, call: RunStreamCall): Promise<Run
     })
   }
 
-  let stream: ReadableStream<LanguageModelV3StreamPart>
+  let stream: ReadableStream<LanguageModelV4StreamPart>
   try {
     const model = deps.languageModelFor(call.model)
     const answer = await withVendorCallRecord(vendorCall, () =>

@@ -1,4 +1,4 @@
-import type { LanguageModelV3FunctionTool, LanguageModelV3Prompt, SharedV3ProviderOptions } from '@ai-sdk/provider'
+import type { LanguageModelV4FunctionTool, LanguageModelV4Prompt, SharedV4ProviderOptions } from '@ai-sdk/provider'
 import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
 import type { ConfigWarning } from '../domain/config/config-types.ts'
 import type { TranslationWarning } from '../domain/turns/coerce-reasoning-effort.ts'
@@ -24,8 +24,8 @@ export type Admission = {
   closedToolCalls: string[]
   configWarnings: ConfigWarning[]
   translationWarnings: TranslationWarning[]
-  prompt: LanguageModelV3Prompt
-  tools: LanguageModelV3FunctionTool[]
+  prompt: LanguageModelV4Prompt
+  tools: LanguageModelV4FunctionTool[]
   /** The effective max_tokens: what the answer and any thinking may spend together. */
   maxTokens: number
   /** The window the request fits, and whether it opts in to the model's long context (docs/decisions/027-model-limits.md). */

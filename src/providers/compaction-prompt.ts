@@ -1,4 +1,4 @@
-import type { LanguageModelV3Prompt } from '@ai-sdk/provider'
+import type { LanguageModelV4Prompt } from '@ai-sdk/provider'
 import { tombstoneText } from '../domain/context/render-part.ts'
 import { truncateText } from '../domain/context/truncate-text.ts'
 import type { PartBody } from '../domain/parts.ts'
@@ -63,7 +63,7 @@ export function compactionPrompt(
   lastOrdinal: number,
   parts: readonly { ordinal: number; body: PartBody }[],
   maxTokens = 400,
-): LanguageModelV3Prompt {
+): LanguageModelV4Prompt {
   return [
     { role: 'system', content: summarisationInstruction(maxTokens) },
     {
@@ -85,7 +85,7 @@ export function mergePrompt(
   lastOrdinal: number,
   summaries: readonly { firstOrdinal: number; lastOrdinal: number; text: string }[],
   maxTokens: number,
-): LanguageModelV3Prompt {
+): LanguageModelV4Prompt {
   return [
     { role: 'system', content: mergeInstruction(maxTokens) },
     {

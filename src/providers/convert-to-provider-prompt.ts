@@ -1,14 +1,14 @@
 import type {
-  LanguageModelV3FilePart,
-  LanguageModelV3Message,
-  LanguageModelV3Prompt,
-  LanguageModelV3TextPart,
-  LanguageModelV3ToolResultOutput,
+  LanguageModelV4FilePart,
+  LanguageModelV4Message,
+  LanguageModelV4Prompt,
+  LanguageModelV4TextPart,
+  LanguageModelV4ToolResultOutput,
 } from '@ai-sdk/provider'
 import type { PackedPart, RenderedPart, SentAttachment } from '../domain/context/context-types.ts'
 import { needsReasoningWithToolCalls, replaysTo, type ReplayKind } from './vendor-fidelity.ts'
 
-type NonSystemMessage = Exclude<LanguageModelV3Message, { role: 'system' }>
+type NonSystemMessage = Exclude<LanguageModelV4Message, { role: 'system' }>
 type AssistantItem = Extract<NonSystemMessage, { role: 'assistant' }>['content'][number]
 type ToolItem = Extract<NonSystemMessage, { role: 'tool' }>['content'][number]
 type Converted = { kind: 'message'; message: NonSystemMessage } | { kind: 'item'; role: 'assistant'; item: AssistantItem } | { kind: 'item'; role: 'tool'; item: ToolItem }
@@ -51,6 +51,10 @@ function canCarryBreakpoint(item: NonSystemMessage['content'][number]): boolean 
     case 'tool-approval-response':
       // Anthropic's conversion skips these.
       return false
+    case 'custom':
+    case 'reasoning-file':
+      // Parley never sends these (vendor-specific content, reasoning images).
+      return false
     default: {
       const unknown: never = item
       throw new Error(`unknown content item ${JSON.stringify(unknown)}`)
@@ -75,11 +79,11 @@ export function convertToProviderPrompt(
   parts: readonly PackedPart[],
   bytesOf: (mediaId: string) => Uint8Array,
   options: ConvertOptions = {},
-): LanguageModelV3Prompt {
+): LanguageModelV4Prompt {
   const breakpoints = options.cacheBreakpointsAfter
   // An empty system text cannot carry a breakpoint (Anthropic refuses cache_control on an empty block).
   const systemBreakpoint = breakpoints !== undefined && instructions !== null && instructions !== ''
-  const messages: LanguageModelV3Message[] =
+  const messages: LanguageModelV4Message[] =
     instructions === null ? [] : [{ role: 'system', content: instructions, ...(systemBreakpoint ? { providerOptions: CACHE_BREAKPOINT } : {}) }]
   // Where each part ends as sent: the last item that can carry a breakpoint, at or before it.
   const endOf: (ItemAt | null)[] = []
@@ -105,14 +109,14 @@ export function convertToProviderPrompt(
     const content = (messages.at(-1) as M).content
     sent(messages.length - 1, content, content.length - 1)
   }
-  const attachment = (a: SentAttachment): LanguageModelV3TextPart | LanguageModelV3FilePart => {
+  const attachment = (a: SentAttachment): LanguageModelV4TextPart | LanguageModelV4FilePart => {
     if (a.kind === 'marker') return { type: 'text', text: a.text }
     const bytes = bytesOf(a.media.mediaId)
     return {
       type: 'file',
       mediaType: a.media.mime,
       // A view, not a copy.
-      data: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length),
+      data: { type: 'data', data: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length) },
       ...(a.media.filename ? { filename: a.media.filename } : {}),
     }
   }
@@ -156,18 +160,13 @@ export function convertToProviderPrompt(
         break
       }
       case 'tool_result': {
-        const output: LanguageModelV3ToolResultOutput =
+        const output: LanguageModelV4ToolResultOutput =
           content.attachments.length > 0
             ? {
                 type: 'content',
                 value: [
                   { type: 'text', text: content.text },
-                  ...content.attachments.map((a) => {
-                    const item = attachment(a)
-                    return item.type === 'file'
-                      ? { type: 'file-data' as const, data: Buffer.from(item.data as Uint8Array).toString('base64'), mediaType: item.mediaType }
-                      : item
-                  }),
+                  ...content.attachments.map(attachment),
                 ],
               }
             : content.isError
@@ -210,7 +209,7 @@ export function convertToProviderPrompt(
  * Marks the items that end the requested prefixes, the last `budget` of them by position. The
  * marked item and its message are copies: the shared ones stay as every other turn sees them.
  */
-function placeBreakpoints(messages: LanguageModelV3Message[], after: readonly number[], endOf: readonly (ItemAt | null)[], budget: number) {
+function placeBreakpoints(messages: LanguageModelV4Message[], after: readonly number[], endOf: readonly (ItemAt | null)[], budget: number) {
   const chosen = new Map<string, ItemAt>()
   for (const n of after) {
     // A prefix of no parts, or of more parts than were packed, marks nothing.
@@ -238,7 +237,7 @@ function placeBreakpoints(messages: LanguageModelV3Message[], after: readonly nu
  * empty one, sent as `reasoning_content: ""`. The package leaves it out where it does not apply. New
  * messages: the grouped ones are made each turn, and no shared item changes.
  */
-function withReasoningBesideToolCalls(messages: LanguageModelV3Message[]): LanguageModelV3Message[] {
+function withReasoningBesideToolCalls(messages: LanguageModelV4Message[]): LanguageModelV4Message[] {
   return messages.map((message) => {
     if (message.role !== 'assistant') return message
     const items = message.content

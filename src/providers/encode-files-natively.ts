@@ -1,4 +1,4 @@
-import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3Prompt } from '@ai-sdk/provider'
+import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4Prompt } from '@ai-sdk/provider'
 
 /**
  * Hands a vendor package every attachment already in base64, encoded by Node's native Buffer.
@@ -6,7 +6,7 @@ import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3Prompt
  * provider-utils) encode bytes in a JavaScript loop that holds the event loop about 1.2 s for a
  * 20 MiB attachment; a base64 string is used as it is. The spec's file part takes either form.
  */
-export function encodeFilesNatively(model: LanguageModelV3): LanguageModelV3 {
+export function encodeFilesNatively(model: LanguageModelV4): LanguageModelV4 {
   return {
     specificationVersion: model.specificationVersion,
     get provider() {
@@ -23,16 +23,18 @@ export function encodeFilesNatively(model: LanguageModelV3): LanguageModelV3 {
   }
 }
 
-function withBase64Files(options: LanguageModelV3CallOptions): LanguageModelV3CallOptions {
-  if (!options.prompt.some((m) => m.role !== 'system' && m.content.some((c) => c.type === 'file' && c.data instanceof Uint8Array))) return options
+function withBase64Files(options: LanguageModelV4CallOptions): LanguageModelV4CallOptions {
+  if (!options.prompt.some((m) => m.role !== 'system' && m.content.some((c) => c.type === 'file' && c.data.type === 'data' && c.data.data instanceof Uint8Array))) return options
   const prompt = options.prompt.map((message) => {
-    if (message.role === 'system' || !message.content.some((c) => c.type === 'file' && c.data instanceof Uint8Array)) return message
+    if (message.role === 'system' || !message.content.some((c) => c.type === 'file' && c.data.type === 'data' && c.data.data instanceof Uint8Array)) return message
     return {
       ...message,
       content: message.content.map((c) =>
-        c.type === 'file' && c.data instanceof Uint8Array ? { ...c, data: Buffer.from(c.data.buffer, c.data.byteOffset, c.data.byteLength).toString('base64') } : c,
+        c.type === 'file' && c.data.type === 'data' && c.data.data instanceof Uint8Array
+          ? { ...c, data: { type: 'data' as const, data: Buffer.from(c.data.data.buffer, c.data.data.byteOffset, c.data.data.byteLength).toString('base64') } }
+          : c,
       ),
     }
-  }) as LanguageModelV3Prompt
+  }) as LanguageModelV4Prompt
   return { ...options, prompt }
 }

@@ -1,11 +1,11 @@
-import type { LanguageModelV3FunctionTool, LanguageModelV3Message, LanguageModelV3Prompt } from '@ai-sdk/provider'
+import type { LanguageModelV4FunctionTool, LanguageModelV4Message, LanguageModelV4Prompt, SharedV4FileData } from '@ai-sdk/provider'
 import { imageSize } from 'image-size'
 import { estimateMediaTokens } from '../domain/context/estimate-part-tokens.ts'
 import { estimateToolTokens } from '../domain/tokens/estimate-tool-tokens.ts'
 import { estimateTokens, saturatingAdd } from '../domain/tokens/estimate-tokens.ts'
 import { countPdfPages } from '../domain/turns/count-pdf-pages.ts'
 
-type ContentItem = Exclude<LanguageModelV3Message, { role: 'system' }>['content'][number]
+type ContentItem = Exclude<LanguageModelV4Message, { role: 'system' }>['content'][number]
 
 function dimensionsOf(bytes: Uint8Array, mime: string): { width: number | null; height: number | null } {
   if (!mime.startsWith('image/')) return { width: null, height: null }
@@ -18,7 +18,8 @@ function dimensionsOf(bytes: Uint8Array, mime: string): { width: number | null; 
 }
 
 /** An attachment's estimate from its bytes, as packing made it from the stored description. */
-export function estimateFileTokens(mime: string, data: unknown): number {
+export function estimateFileTokens(mime: string, file: SharedV4FileData): number {
+  const data = file.type === 'data' ? file.data : null
   const bytes = typeof data === 'string' ? Buffer.from(data, 'base64') : data instanceof Uint8Array ? data : new Uint8Array()
   return estimateMediaTokens({ mime, byteLen: bytes.length, pageCount: mime === 'application/pdf' ? countPdfPages(bytes) : null, ...dimensionsOf(bytes, mime) })
 }
@@ -52,7 +53,7 @@ function countContent(item: ContentItem): number {
       if (output.type === 'text' || output.type === 'error-text') outputTokens = estimateTokens(output.value)
       else if (output.type === 'content') {
         outputTokens = saturatingAdd(
-          ...output.value.map((v) => (v.type === 'text' ? estimateTokens(v.text) : v.type === 'file-data' ? estimateFileTokens(v.mediaType, v.data) : 0)),
+          ...output.value.map((v) => (v.type === 'text' ? estimateTokens(v.text) : v.type === 'file' ? estimateFileTokens(v.mediaType, v.data) : 0)),
         )
       } else outputTokens = estimateTokens(JSON.stringify(output))
       return saturatingAdd(estimateTokens(item.toolName), outputTokens)
@@ -62,7 +63,7 @@ function countContent(item: ContentItem): number {
   }
 }
 
-export function estimateToolsTokens(tools: readonly LanguageModelV3FunctionTool[]): number {
+export function estimateToolsTokens(tools: readonly LanguageModelV4FunctionTool[]): number {
   return saturatingAdd(
     ...tools.map((t) =>
       estimateToolTokens({ name: t.name, description: t.description || null, input_schema: t.inputSchema as Record<string, unknown>, strict: t.strict ?? null }),
@@ -76,15 +77,15 @@ export function estimateToolsTokens(tools: readonly LanguageModelV3FunctionTool[
  * message, so two prompts with the same items grouped differently can be told apart.
  */
 export type PromptTokenItem =
-  | { kind: 'tools'; tools: readonly LanguageModelV3FunctionTool[]; tokens: number }
+  | { kind: 'tools'; tools: readonly LanguageModelV4FunctionTool[]; tokens: number }
   | { kind: 'system'; text: string; tokens: number }
-  | { kind: 'content'; role: Exclude<LanguageModelV3Message['role'], 'system'>; startsMessage: boolean; item: ContentItem; tokens: number }
+  | { kind: 'content'; role: Exclude<LanguageModelV4Message['role'], 'system'>; startsMessage: boolean; item: ContentItem; tokens: number }
 
 /**
  * The prompt's items with their estimates. estimatePromptTokens is their saturating sum, so a
  * count over a leading run of them (the sandbox's prefix cache) never exceeds the whole.
  */
-export function* promptTokenItems(prompt: LanguageModelV3Prompt, tools: readonly LanguageModelV3FunctionTool[] = []): Generator<PromptTokenItem> {
+export function* promptTokenItems(prompt: LanguageModelV4Prompt, tools: readonly LanguageModelV4FunctionTool[] = []): Generator<PromptTokenItem> {
   yield { kind: 'tools', tools, tokens: estimateToolsTokens(tools) }
   for (const message of prompt) {
     switch (message.role) {
@@ -110,7 +111,7 @@ export function* promptTokenItems(prompt: LanguageModelV3Prompt, tools: readonly
  * The input tokens of a vendor call by the project's one estimator: the sandbox reports them as
  * usage, and they equal what packing budgeted for the same context (test/providers covers it).
  */
-export function estimatePromptTokens(prompt: LanguageModelV3Prompt, tools: readonly LanguageModelV3FunctionTool[] = []): number {
+export function estimatePromptTokens(prompt: LanguageModelV4Prompt, tools: readonly LanguageModelV4FunctionTool[] = []): number {
   let tokens = 0
   for (const item of promptTokenItems(prompt, tools)) tokens = saturatingAdd(tokens, item.tokens)
   return tokens

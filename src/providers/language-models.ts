@@ -3,7 +3,7 @@ import { createDeepSeek } from '@ai-sdk/deepseek'
 import { createGoogleGenerativeAI } from '@ai-sdk/google'
 import { createMistral } from '@ai-sdk/mistral'
 import { createOpenAI } from '@ai-sdk/openai'
-import type { LanguageModelV3 } from '@ai-sdk/provider'
+import type { LanguageModelV4 } from '@ai-sdk/provider'
 import { createXai } from '@ai-sdk/xai'
 import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
 import { baseUrlVariable, VENDOR_KEY_VARIABLES } from './catalogue/active-providers.ts'
@@ -12,9 +12,9 @@ import { createSandboxLanguageModel } from './sandbox/sandbox-language-model.ts'
 import { readVendorCallLimits } from './vendor-call-limits.ts'
 import { createVendorFetch, networkFetch, sleep, type VendorFetchDeps } from './vendor-fetch.ts'
 
-export type LanguageModelFor = (entry: Pick<CatalogueEntry, 'provider' | 'vendor_model_id'>) => LanguageModelV3
+export type LanguageModelFor = (entry: Pick<CatalogueEntry, 'provider' | 'vendor_model_id'>) => LanguageModelV4
 
-type VendorFactory = (settings: { apiKey?: string; baseURL?: string; fetch: typeof globalThis.fetch }) => (modelId: string) => LanguageModelV3
+type VendorFactory = (settings: { apiKey?: string; baseURL?: string; fetch: typeof globalThis.fetch }) => (modelId: string) => LanguageModelV4
 
 const VENDORS: Record<string, VendorFactory> = {
   anthropic: (s) => createAnthropic(s),
@@ -26,7 +26,7 @@ const VENDORS: Record<string, VendorFactory> = {
 }
 
 /**
- * One interface for every vendor and the sandbox: the AI SDK's LanguageModelV3. Keys and base URLs
+ * One interface for every vendor and the sandbox: the AI SDK's LanguageModelV4. Keys and base URLs
  * come from `<VENDOR>_API_KEY` / `<VENDOR>_BASE_URL` (docs/guide/vendors.md). Every vendor calls through the
  * vendor fetch: deadlines and retries before the first byte (decision 015).
  */
@@ -40,7 +40,7 @@ export function createLanguageModels(env: NodeJS.ProcessEnv): LanguageModelFor {
  * that answers with recorded vendor bytes (test/helpers/recorded-fetch.ts).
  */
 export function createLanguageModelsOver(env: NodeJS.ProcessEnv, network: VendorFetchDeps): LanguageModelFor {
-  const cache = new Map<string, LanguageModelV3>()
+  const cache = new Map<string, LanguageModelV4>()
   const limits = readVendorCallLimits(env)
   const fetch = createVendorFetch(limits, network) as typeof globalThis.fetch
   return (entry) => {

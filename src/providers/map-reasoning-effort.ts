@@ -1,11 +1,11 @@
-import type { SharedV3ProviderOptions } from '@ai-sdk/provider'
+import type { SharedV4ProviderOptions } from '@ai-sdk/provider'
 import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
 import type { TranslationWarning } from '../domain/turns/coerce-reasoning-effort.ts'
 import type { ReasoningEffort } from '../domain/turns/submission.ts'
 
 export type VendorReasoning = {
   /** What the vendor's AI SDK package reads to set its reasoning (decision 010). */
-  providerOptions: SharedV3ProviderOptions
+  providerOptions: SharedV4ProviderOptions
   /** Output tokens left for the answer: a thinking budget counted apart comes out of max_tokens. */
   maxOutputTokens: number
 }
@@ -32,7 +32,7 @@ const coerced = (requested: ReasoningEffort, applied: string, why: string): Tran
  * and the caller a warning. Pure; the warnings join the turn's `translation_warnings`.
  */
 export function mapReasoningEffort(
-  model: Pick<CatalogueEntry, 'provider' | 'vendor_model_id' | 'supports_reasoning'>,
+  model: Pick<CatalogueEntry, 'provider' | 'vendor_model_id' | 'supports_reasoning' | 'thinking'>,
   effort: ReasoningEffort | null,
   maxTokens: number,
 ): { value: VendorReasoning; warnings: TranslationWarning[] } {
@@ -40,6 +40,7 @@ export function mapReasoningEffort(
   if (effort === null) return { value: plain, warnings: [] }
   switch (model.provider) {
     case 'anthropic': {
+      if (model.thinking === 'adaptive') return adaptiveThinking(effort, maxTokens)
       if (effort === 'off') return { value: { ...plain, providerOptions: { anthropic: { thinking: { type: 'disabled' } } } }, warnings: [] }
       // The SDK asks for max_tokens = answer + budget: the budget comes out of what the turn may spend.
       const budget = Math.min(ANTHROPIC_BUDGET[effort], maxTokens - 1)
@@ -61,9 +62,13 @@ export function mapReasoningEffort(
           warnings: [coerced(effort, 'minimal', 'this model always reasons; minimal is its least effort')],
         }
       }
-      return { value: { ...plain, providerOptions: { openai: { reasoningEffort: OPENAI_EFFORT[effort] } } }, warnings: [] }
+      // @ai-sdk/openai 4 asks for a 'detailed' reasoning summary whenever an effort is set; OpenAI
+      // serves summaries only to verified organisations, so asking would fail the others' turns.
+      // Parley asks for none, as before (decision 010).
+      return { value: { ...plain, providerOptions: { openai: { reasoningEffort: OPENAI_EFFORT[effort], reasoningSummary: null } } }, warnings: [] }
     }
     case 'google': {
+      if (model.thinking === 'level') return geminiThinkingLevel(effort, maxTokens)
       const pro = model.vendor_model_id.startsWith('gemini-2.5-pro')
       if (effort === 'off') {
         if (!pro) return { value: { ...plain, providerOptions: { google: { thinkingConfig: { thinkingBudget: 0 } } } }, warnings: [] }
@@ -84,6 +89,8 @@ export function mapReasoningEffort(
     }
     case 'xai':
     case 'deepseek':
+      if (model.provider === 'xai' && model.thinking === 'effort') return xaiEffort(effort, maxTokens)
+      if (model.provider === 'deepseek' && model.thinking === 'switch') return deepseekThinking(effort, maxTokens)
       // A model that does not reason was coerced to off already, which it honours by itself.
       if (!model.supports_reasoning) return { value: plain, warnings: [] }
       return {
@@ -99,5 +106,74 @@ export function mapReasoningEffort(
     default:
       // Mistral's catalogue models do not reason; the sandbox reasons only when a prompt says /think.
       return { value: plain, warnings: [] }
+  }
+}
+
+
+/** Parley's effort as the vendor's own names, with the name each effort falls back to when the vendor has fewer. */
+type EffortNames = Record<Effort, string>
+
+function byName(requested: ReasoningEffort, names: EffortNames, effort: Effort, note: string): TranslationWarning[] {
+  const applied = names[effort]
+  const same = applied === effort || (effort === 'x_high' && applied === 'xhigh')
+  return same ? [] : [coerced(requested, applied, note)]
+}
+
+// Claude's effort parameter (low, medium, high, xhigh, max): Parley's efforts map one to one.
+const CLAUDE_EFFORT: EffortNames = { low: 'low', medium: 'medium', high: 'high', x_high: 'xhigh', max: 'max' }
+
+/**
+ * Claude models with adaptive thinking (thinking `adaptive` in the catalogue): the model decides how
+ * long to think and `effort` steers it (@ai-sdk/anthropic 4, providerOptions.anthropic.effort and
+ * thinking.type 'adaptive'). These models refuse `disabled` thinking, so off is sent as the least
+ * effort, with a warning. Thinking counts towards max_tokens with no budget of its own; the summarised
+ * display keeps the thinking visible as reasoning blocks, as the budgeted models' was.
+ */
+function adaptiveThinking(effort: ReasoningEffort, maxTokens: number): { value: VendorReasoning; warnings: TranslationWarning[] } {
+  const applied: Effort = effort === 'off' ? 'low' : effort
+  return {
+    value: { providerOptions: { anthropic: { thinking: { type: 'adaptive', display: 'summarized' }, effort: CLAUDE_EFFORT[applied] } }, maxOutputTokens: maxTokens },
+    warnings: effort === 'off' ? [coerced(effort, 'low', 'this model always thinks adaptively; low is its least effort')] : [],
+  }
+}
+
+// Gemini 3's thinking levels (@ai-sdk/google 4 thinkingConfig.thinkingLevel).
+const GEMINI_LEVEL: EffortNames = { low: 'low', medium: 'medium', high: 'high', x_high: 'high', max: 'high' }
+
+/** Gemini models that take a thinking level instead of a budget (thinking `level`): off is the least level. */
+function geminiThinkingLevel(effort: ReasoningEffort, maxTokens: number): { value: VendorReasoning; warnings: TranslationWarning[] } {
+  const applied: Effort = effort === 'off' ? 'low' : effort
+  const warnings =
+    effort === 'off' ? [coerced(effort, 'low', 'this model always thinks; low is its least level')] : byName(effort, GEMINI_LEVEL, applied, 'high is this model’s most thinking level')
+  return {
+    value: { providerOptions: { google: { thinkingConfig: { thinkingLevel: GEMINI_LEVEL[applied], includeThoughts: true } } }, maxOutputTokens: maxTokens },
+    warnings,
+  }
+}
+
+// Grok's reasoning_effort on the Responses API (none, low, medium, high, xhigh on the newest).
+const GROK_EFFORT: EffortNames = { low: 'low', medium: 'medium', high: 'high', x_high: 'high', max: 'high' }
+
+/** Grok models that take reasoning_effort (thinking `effort`): off is `none`. */
+function xaiEffort(effort: ReasoningEffort, maxTokens: number): { value: VendorReasoning; warnings: TranslationWarning[] } {
+  if (effort === 'off') return { value: { providerOptions: { xai: { reasoningEffort: 'none' } }, maxOutputTokens: maxTokens }, warnings: [] }
+  return {
+    value: { providerOptions: { xai: { reasoningEffort: GROK_EFFORT[effort] } }, maxOutputTokens: maxTokens },
+    warnings: byName(effort, GROK_EFFORT, effort, 'high is this model’s most effort'),
+  }
+}
+
+// DeepSeek V4's canonical efforts are low, high and max (@ai-sdk/deepseek 3 maps others with a warning).
+const DEEPSEEK_EFFORT: EffortNames = { low: 'low', medium: 'high', high: 'high', x_high: 'max', max: 'max' }
+
+/**
+ * DeepSeek V4 (thinking `switch`): thinking is a request parameter, not a model name. Off turns it
+ * off; any other effort turns it on at the nearest of DeepSeek's efforts.
+ */
+function deepseekThinking(effort: ReasoningEffort, maxTokens: number): { value: VendorReasoning; warnings: TranslationWarning[] } {
+  if (effort === 'off') return { value: { providerOptions: { deepseek: { thinking: { type: 'disabled' } } }, maxOutputTokens: maxTokens }, warnings: [] }
+  return {
+    value: { providerOptions: { deepseek: { thinking: { type: 'enabled' }, reasoningEffort: DEEPSEEK_EFFORT[effort] } }, maxOutputTokens: maxTokens },
+    warnings: byName(effort, DEEPSEEK_EFFORT, effort, 'DeepSeek’s efforts are low, high and max'),
   }
 }

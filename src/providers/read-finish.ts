@@ -1,6 +1,6 @@
-import type { LanguageModelV3StreamPart } from '@ai-sdk/provider'
+import type { LanguageModelV4StreamPart } from '@ai-sdk/provider'
 
-type FinishPart = Extract<LanguageModelV3StreamPart, { type: 'finish' }>
+type FinishPart = Extract<LanguageModelV4StreamPart, { type: 'finish' }>
 
 /**
  * What a stream's `finish` part really tells. The vendor packages send one when the HTTP stream

@@ -1,4 +1,4 @@
-import type { LanguageModelV3FunctionTool, SharedV3Warning } from '@ai-sdk/provider'
+import type { LanguageModelV4FunctionTool, SharedV4Warning } from '@ai-sdk/provider'
 import type { PackedPart } from '../domain/context/context-types.ts'
 import type { VendorReplay } from '../domain/parts.ts'
 import type { TranslationWarning } from '../domain/turns/coerce-reasoning-effort.ts'
@@ -80,14 +80,14 @@ export function needsReasoningWithToolCalls(provider: string | undefined): boole
   return provider !== undefined && fidelityOf(provider).reasoningWithToolCalls
 }
 
-const strippedTools = new Map<string, WeakMap<readonly LanguageModelV3FunctionTool[], LanguageModelV3FunctionTool[]>>()
+const strippedTools = new Map<string, WeakMap<readonly LanguageModelV4FunctionTool[], LanguageModelV4FunctionTool[]>>()
 
 /**
  * The tools as the vendor is sent them: without `strict` for a vendor that has no equivalent. The
  * same array when nothing changes; otherwise made once per tool list and vendor.
  */
-export function toolsForVendor(provider: string, tools: readonly LanguageModelV3FunctionTool[]): LanguageModelV3FunctionTool[] {
-  if (fidelityOf(provider).strict !== 'dropped' || !tools.some((t) => t.strict !== undefined)) return tools as LanguageModelV3FunctionTool[]
+export function toolsForVendor(provider: string, tools: readonly LanguageModelV4FunctionTool[]): LanguageModelV4FunctionTool[] {
+  if (fidelityOf(provider).strict !== 'dropped' || !tools.some((t) => t.strict !== undefined)) return tools as LanguageModelV4FunctionTool[]
   let cache = strippedTools.get(provider)
   if (!cache) strippedTools.set(provider, (cache = new WeakMap()))
   let stripped = cache.get(tools)
@@ -103,7 +103,7 @@ export function toolsForVendor(provider: string, tools: readonly LanguageModelV3
 }
 
 /** `strict` settings the vendor will not honour, as warnings (docs/guide/namespaces-and-configuration.md: dropped when the provider has no equivalent). */
-export function strictWarnings(provider: string, tools: readonly LanguageModelV3FunctionTool[]): TranslationWarning[] {
+export function strictWarnings(provider: string, tools: readonly LanguageModelV4FunctionTool[]): TranslationWarning[] {
   const { strict } = fidelityOf(provider)
   if (strict === 'kept') return []
   const dropped =
@@ -181,7 +181,7 @@ export function replayWarnings(provider: string, parts: readonly PackedPart[]): 
 export function vendorTranslationWarnings(
   provider: string,
   parts: readonly PackedPart[],
-  tools: readonly LanguageModelV3FunctionTool[],
+  tools: readonly LanguageModelV4FunctionTool[],
 ): TranslationWarning[] {
   return [...strictWarnings(provider, tools), ...isErrorWarnings(provider, parts), ...replayWarnings(provider, parts)]
 }
@@ -193,16 +193,16 @@ const MAX_VENDOR_MESSAGE = 500
  * translation warning: code `vendor_warning`, the package's words as the message (cut at 500
  * characters: some quote the part they skipped), and its kind and feature in `details`.
  */
-export function vendorWarning(provider: string, w: SharedV3Warning): TranslationWarning {
+export function vendorWarning(provider: string, w: SharedV4Warning): TranslationWarning {
   const text =
-    w.type === 'other'
+    w.type === 'other' || w.type === 'deprecated'
       ? w.message
       : (w.details ?? `${w.feature} is ${w.type === 'unsupported' ? 'not supported' : 'changed for compatibility'} by ${provider}`)
   const message = text.length > MAX_VENDOR_MESSAGE ? `${text.slice(0, MAX_VENDOR_MESSAGE)}…` : text
   return {
     code: 'vendor_warning',
     message,
-    details: { provider, type: w.type, ...(w.type === 'other' ? {} : { feature: w.feature }) },
+    details: { provider, type: w.type, ...(w.type === 'other' ? {} : w.type === 'deprecated' ? { setting: w.setting } : { feature: w.feature }) },
   }
 }
 

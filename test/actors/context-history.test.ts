@@ -178,9 +178,10 @@ describe('context history (the chat actor’s kept packing state)', () => {
     const packed = pack(history, { newParts: [{ type: 'prompt', text: 'now what?' }] })
     const prompt = convertToProviderPrompt('be brief', packed.parts, packed.bytesOf)
     expect(estimatePromptTokens(prompt)).toBe(packed.estimatedTokens + estimatePromptTokens([{ role: 'system', content: 'be brief' }]))
-    const image = prompt[1]!.content[1] as { type: string; data: Uint8Array; mediaType: string }
+    const image = prompt[1]!.content[1] as { type: string; data: { type: 'data'; data: Uint8Array }; mediaType: string }
     expect(image).toMatchObject({ type: 'file', mediaType: 'image/png', filename: 'dot.png' })
-    expect(Buffer.from(image.data).equals(PNG_1x1)).toBe(true)
+    expect(image.data.type).toBe('data')
+    expect(Buffer.from(image.data.data).equals(PNG_1x1)).toBe(true)
     // text/plain is not taken by this model: a marker, with a warning.
     expect(prompt[2]!.content[1]).toEqual({ type: 'text', text: '[attachment unnamed (text/plain, 11 bytes) not sent: the model does not take text/plain here]' })
     expect(packed.warnings.translation).toEqual([expect.objectContaining({ code: 'attachment_replaced_by_marker', details: expect.objectContaining({ mime: 'text/plain' }) })])

@@ -1,4 +1,4 @@
-import type { LanguageModelV3 } from '@ai-sdk/provider'
+import type { LanguageModelV4 } from '@ai-sdk/provider'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { expectError } from '../helpers/http.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
@@ -14,7 +14,7 @@ let gate = deferred()
 let providerCalls = 0
 /** Whether a second provider call opens the gate (proof that two runs of one chat were admitted). */
 let openOnSecondCall = true
-const gatedSandbox = (vendorModelId: string): LanguageModelV3 => {
+const gatedSandbox = (vendorModelId: string): LanguageModelV4 => {
   const sandbox = createSandboxLanguageModel(vendorModelId)
   return {
     ...sandbox,

@@ -1,4 +1,4 @@
-import type { LanguageModelV3Prompt } from '@ai-sdk/provider'
+import type { LanguageModelV4Prompt } from '@ai-sdk/provider'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { compactionOf, sandboxThrough } from '../helpers/sandbox-through.ts'
 import { compactionRunsOf, prose, until } from '../helpers/compaction-turns.ts'
@@ -15,7 +15,7 @@ import { fundedOrg, getRun, newChat, sandboxCatalogue, turn, usageEntries } from
 /** The sandbox, recording the text of every customer prompt it is sent (compaction runs are not customer prompts). */
 function recordingSandbox() {
   const prompts: string[] = []
-  const textOf = (prompt: LanguageModelV3Prompt) =>
+  const textOf = (prompt: LanguageModelV4Prompt) =>
     prompt
       .flatMap((m) => (typeof m.content === 'string' ? [m.content] : m.content.flatMap((c) => (c.type === 'text' ? [c.text] : []))))
       .join('\n')

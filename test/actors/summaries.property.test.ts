@@ -1,4 +1,4 @@
-import type { LanguageModelV3, LanguageModelV3Prompt } from '@ai-sdk/provider'
+import type { LanguageModelV4, LanguageModelV4Prompt } from '@ai-sdk/provider'
 import fc from 'fast-check'
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -40,8 +40,8 @@ const RUNS = Number(process.env.FC_RUNS ?? 12)
 
 function recordingSandbox() {
   const prompts: string[] = []
-  const models = new Map<string, LanguageModelV3>()
-  const textOf = (prompt: LanguageModelV3Prompt) =>
+  const models = new Map<string, LanguageModelV4>()
+  const textOf = (prompt: LanguageModelV4Prompt) =>
     prompt
       .flatMap((m) => (typeof m.content === 'string' ? [m.content] : m.content.flatMap((c) => (c.type === 'text' ? [c.text] : []))))
       .join('\n')
@@ -525,7 +525,7 @@ describe('summaries over random chats, budgets and retention documents (issue 21
 function gatedSandbox() {
   let gate = deferred()
   const entered: string[] = []
-  const models = new Map<string, LanguageModelV3>()
+  const models = new Map<string, LanguageModelV4>()
   const languageModelFor: LanguageModelFor = (entry) => {
     let model = models.get(entry.vendor_model_id)
     if (!model) {

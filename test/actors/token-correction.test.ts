@@ -1,4 +1,4 @@
-import type { LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provider'
+import type { LanguageModelV4, LanguageModelV4StreamPart } from '@ai-sdk/provider'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { createSandboxLanguageModel } from '../../src/providers/sandbox/sandbox-language-model.ts'
 import type { LanguageModelFor } from '../../src/providers/language-models.ts'
@@ -14,11 +14,11 @@ import { client, KINDS } from '../helpers/config-api.ts'
  */
 function countingVendor(factor: number): LanguageModelFor {
   const sandbox = createSandboxLanguageModel('echo')
-  const vendor: LanguageModelV3 = {
+  const vendor: LanguageModelV4 = {
     ...sandbox,
     doStream: async (options) => {
       const call = await sandbox.doStream(options)
-      const scaled = new TransformStream<LanguageModelV3StreamPart, LanguageModelV3StreamPart>({
+      const scaled = new TransformStream<LanguageModelV4StreamPart, LanguageModelV4StreamPart>({
         transform(part, controller) {
           if (part.type !== 'finish') return controller.enqueue(part)
           const total = Math.round((part.usage.inputTokens.total ?? 0) * factor)

@@ -19,7 +19,7 @@ import {
 } from './vendor-fixtures/google.ts'
 import type { Vendor } from './vendor-fixtures/index.ts'
 import { MISTRAL_TOOL_CALLS_WITHOUT_INDEX } from './vendor-fixtures/mistral.ts'
-import { XAI_USAGE_AFTER_FINISH, XAI_USAGE_AFTER_FINISH_ID } from './vendor-fixtures/xai.ts'
+import { XAI_USAGE_IN_COMPLETED, XAI_USAGE_IN_COMPLETED_ID } from './vendor-fixtures/xai.ts'
 import type { RecordedRequest } from './vendor-replay-server.ts'
 import { startVendorServer, VENDOR_MODELS, type VendorServer } from './vendor-server.ts'
 
@@ -29,7 +29,7 @@ import { startVendorServer, VENDOR_MODELS, type VendorServer } from './vendor-se
  * what the chat's history keeps, and the usage and cost the run records. Each fixture is a shape
  * the older fixtures do not show: usage repeated whole in Anthropic's message_delta, an empty last
  * thinking_delta, Gemini's thought summaries and its finish in a chunk of its own, xAI's usage
- * after the finish, Mistral's tool calls without `index`, DeepSeek's `usage: null`.
+ * on response.completed with reasoning already in its output tokens, Mistral's tool calls without `index`, DeepSeek's `usage: null`.
  */
 
 const PROMPT = 'What is the capital of Norway? One sentence, please.'
@@ -312,25 +312,29 @@ describe("today's vendor wire shapes through the real server process (issue 19)"
     })
   })
 
-  test('xAI: usage in a last chunk with `choices: []`, after the chunk with finish_reason', async () => {
-    const fixture = XAI_USAGE_AFTER_FINISH
+  test('xAI Responses: usage on response.completed, whose output_tokens already count the reasoning', async () => {
+    const fixture = XAI_USAGE_IN_COMPLETED
     const chatId = await vendors.newChat()
     vendors.replay.respondNext('xai', fixture.response)
     const t = await turn('xai', chatId, { input: [{ type: 'prompt', text: PROMPT }] })
 
-    expect(completedBlocks(t.frames)).toEqual([{ kind: 'text', text: fixture.text }])
-    expect(t.done).toMatchObject({ stop_reason: 'end_turn', provider_response_id: XAI_USAGE_AFTER_FINISH_ID })
-    // Grok's completion_tokens count the answer only; its hidden reasoning is output too.
+    expect(completedBlocks(t.frames)).toEqual([
+      { kind: 'reasoning', text: fixture.reasoning },
+      { kind: 'text', text: fixture.text },
+    ])
+    expect(t.done).toMatchObject({ stop_reason: 'end_turn', provider_response_id: XAI_USAGE_IN_COMPLETED_ID })
+    // Not output_tokens + reasoning_tokens: the Responses API's output already holds the reasoning.
     const c = fixture.counts
     await expectBilled(t.runId, t.done, VENDOR_MODELS.xai, {
-      input_tokens: c.prompt - c.cached,
-      output_tokens: c.completion + c.reasoning,
+      input_tokens: c.input - c.cached,
+      output_tokens: c.output,
       reasoning_tokens: c.reasoning,
       cache_read_tokens: c.cached,
       cache_write_tokens: 0,
     })
     expect((await history(chatId)).parts).toEqual([
       { type: 'prompt', text: PROMPT },
+      { type: 'reasoning', text: fixture.reasoning },
       { type: 'message', text: fixture.text },
     ])
   })

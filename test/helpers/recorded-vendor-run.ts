@@ -1,4 +1,4 @@
-import type { LanguageModelV3FunctionTool, LanguageModelV3Prompt } from '@ai-sdk/provider'
+import type { LanguageModelV4FunctionTool, LanguageModelV4Prompt } from '@ai-sdk/provider'
 import { executeRun } from '../../src/actors/execute-run.ts'
 import { endStream } from '../../src/actors/finish-run.ts'
 import { framesOf, nextEvent, RunChannel } from '../../src/actors/run-channel.ts'
@@ -44,7 +44,7 @@ export const RECORDED_ORIGIN = 'http://recorded.invalid'
 
 export const PROMPT = 'What is the capital of Norway? One sentence, please.'
 
-export const WEATHER: LanguageModelV3FunctionTool = {
+export const WEATHER: LanguageModelV4FunctionTool = {
   type: 'function',
   name: 'get_weather',
   description: 'Current weather for a city.',
@@ -68,8 +68,8 @@ const ENV: NodeJS.ProcessEnv = Object.fromEntries(
 
 export type RecordedTurn = {
   /** The prompt as sent (default: PROMPT as one user message). */
-  prompt?: LanguageModelV3Prompt
-  tools?: LanguageModelV3FunctionTool[]
+  prompt?: LanguageModelV4Prompt
+  tools?: LanguageModelV4FunctionTool[]
   reasoningEffort?: ReasoningEffort | null
   /** The turn's effective max_tokens (default 1024). */
   maxTokens?: number
@@ -166,14 +166,14 @@ export async function runRecorded(vendor: Vendor, responses: ReplayResponse[], t
 /** How the run's stream began: opened, or failed before its first byte (answered with an HTTP error). */
 export type RunOpening = { ok: true } | { ok: false; error: DomainError }
 
-export const userPrompt = (text: string): LanguageModelV3Prompt => [{ role: 'user', content: [{ type: 'text', text }] }]
+export const userPrompt = (text: string): LanguageModelV4Prompt => [{ role: 'user', content: [{ type: 'text', text }] }]
 
 /**
  * The next turn's prompt as the project converts it for `provider` (convertToProviderPrompt): the
  * earlier turn's user prompt, the ledger parts a run wrote (with their replay data), then `after`
  * (a tool result, a new prompt). Ledger bodies become packed parts sent whole.
  */
-export function nextTurnPrompt(provider: string, earlier: readonly (PartBody | RenderedPart)[], options: { instructions?: string | null } = {}): LanguageModelV3Prompt {
+export function nextTurnPrompt(provider: string, earlier: readonly (PartBody | RenderedPart)[], options: { instructions?: string | null } = {}): LanguageModelV4Prompt {
   const parts: PackedPart[] = earlier.map((p, i) => {
     const content = rendered(p)
     return { ordinal: i + 1, kind: content.type === 'summary' ? 'summary' : content.type, treatment: 'verbatim', content, tokens: 1 } as PackedPart

@@ -1,4 +1,4 @@
-import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3StreamPart } from '@ai-sdk/provider'
+import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4StreamPart } from '@ai-sdk/provider'
 import { randomUUID } from 'node:crypto'
 import { createParser } from 'eventsource-parser'
 import type { LightMyRequestResponse } from 'fastify'
@@ -176,12 +176,12 @@ export function usageEntries(store: Store, runId: string): { entry_type: string;
  * (with the abort signal); writes after the stream was cancelled are ignored.
  */
 export function scriptedModel(
-  script: (emit: (part: LanguageModelV3StreamPart) => void, options: LanguageModelV3CallOptions) => Promise<void>,
+  script: (emit: (part: LanguageModelV4StreamPart) => void, options: LanguageModelV4CallOptions) => Promise<void>,
   /** The response's headers, as a vendor's (its request id header, say). */
   headers: Record<string, string> = {},
-): LanguageModelV3 {
+): LanguageModelV4 {
   return {
-    specificationVersion: 'v3',
+    specificationVersion: 'v4',
     provider: 'fake',
     modelId: 'fake',
     supportedUrls: {},
@@ -189,10 +189,10 @@ export function scriptedModel(
       throw new Error('streams only')
     },
     async doStream(options) {
-      const stream = new ReadableStream<LanguageModelV3StreamPart>({
+      const stream = new ReadableStream<LanguageModelV4StreamPart>({
         async start(controller) {
           let open = true
-          const emit = (part: LanguageModelV3StreamPart) => {
+          const emit = (part: LanguageModelV4StreamPart) => {
             if (!open) return
             try {
               controller.enqueue(part)
@@ -216,9 +216,9 @@ export function scriptedModel(
 }
 
 /** The sandbox for sandbox entries, the given fakes by vendor_model_id for provider `fake`. */
-export function withFakes(fakes: Record<string, LanguageModelV3>): LanguageModelFor {
+export function withFakes(fakes: Record<string, LanguageModelV4>): LanguageModelFor {
   // One sandbox model per id, as the app makes them: each holds its simulated prefix cache.
-  const sandbox = new Map<string, LanguageModelV3>()
+  const sandbox = new Map<string, LanguageModelV4>()
   return (entry) => {
     if (entry.provider === 'fake') {
       const model = fakes[entry.vendor_model_id]
@@ -249,7 +249,7 @@ const FINISH_USAGE = {
 }
 
 /** Stream parts for one complete tool call. */
-export function toolCallParts(id: string, toolName: string, args: string): LanguageModelV3StreamPart[] {
+export function toolCallParts(id: string, toolName: string, args: string): LanguageModelV4StreamPart[] {
   return [
     { type: 'tool-input-start', id, toolName },
     { type: 'tool-input-delta', id, delta: args },
@@ -258,7 +258,7 @@ export function toolCallParts(id: string, toolName: string, args: string): Langu
   ]
 }
 
-export function finishPart(unified: 'stop' | 'tool-calls' | 'length' = 'stop'): LanguageModelV3StreamPart {
+export function finishPart(unified: 'stop' | 'tool-calls' | 'length' = 'stop'): LanguageModelV4StreamPart {
   return { type: 'finish', finishReason: { unified, raw: unified }, usage: FINISH_USAGE }
 }
 

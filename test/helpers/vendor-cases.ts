@@ -6,7 +6,7 @@ import { GOOGLE_RESPONSE_ID } from '../e2e/vendor-fixtures/google.ts'
 import type { ReplayResponse, Vendor } from '../e2e/vendor-fixtures/index.ts'
 import { MISTRAL_COMPLETION_ID } from '../e2e/vendor-fixtures/mistral.ts'
 import { OPENAI_RESPONSE_ID } from '../e2e/vendor-fixtures/openai.ts'
-import { XAI_COMPLETION_ID } from '../e2e/vendor-fixtures/xai.ts'
+import { XAI_RESPONSE_ID } from '../e2e/vendor-fixtures/xai.ts'
 
 /**
  * The six vendors as the recorded-fixture tests hold them: the catalogue model each vendor's
@@ -67,7 +67,22 @@ export type VendorCase = {
 
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` })
 
-/** The chat-completions request shape shared by Mistral, xAI and DeepSeek. */
+/** The Responses API request shape shared by OpenAI and xAI. */
+const responsesApi = {
+  conversation: (body: any) => body.input,
+  toolNames: (body: any) => body.tools.map((t: any) => t.name),
+  toolCall: (body: any): ToolCallSeen => {
+    const item = only(body.input.filter((i: any) => i.type === 'function_call'), 'function_call items') as any
+    return { id: item.call_id, name: item.name, input: JSON.parse(item.arguments) }
+  },
+  toolResult: (body: any): ToolResultSeen => {
+    const item = body.input.at(-1)
+    expect(item.type).toBe('function_call_output')
+    return { id: item.call_id, content: item.output }
+  },
+}
+
+/** The chat-completions request shape shared by Mistral and DeepSeek. */
 const chatCompletions = {
   conversation: (body: any) => body.messages,
   toolNames: (body: any) => body.tools.map((t: any) => t.function.name),
@@ -126,19 +141,9 @@ export const VENDOR_CASES: VendorCase[] = [
     path: '/openai/v1/responses',
     auth: bearer,
     streamed: (body) => body.stream === true,
-    conversation: (body) => body.input,
+    ...responsesApi,
     userMessage: (text) => ({ role: 'user', content: [{ type: 'input_text', text }] }),
     maxTokens: (body) => body.max_output_tokens,
-    toolNames: (body) => body.tools.map((t: any) => t.name),
-    toolCall: (body) => {
-      const item = only(body.input.filter((i: any) => i.type === 'function_call'), 'function_call items') as any
-      return { id: item.call_id, name: item.name, input: JSON.parse(item.arguments) }
-    },
-    toolResult: (body) => {
-      const item = body.input.at(-1)
-      expect(item.type).toBe('function_call_output')
-      return { id: item.call_id, content: item.output }
-    },
     // The reasoning item carries no summary: an empty reasoning block (spec §2.4: hidden reasoning).
     blocks: ['reasoning', 'text'],
     // 1320 input, 1152 of them cached; 204 output, 192 of them reasoning.
@@ -202,17 +207,18 @@ export const VENDOR_CASES: VendorCase[] = [
     vendor: 'xai',
     model: VENDOR_MODELS.xai,
     vendorModelId: 'grok-4-fast-reasoning',
-    path: '/xai/v1/chat/completions',
+    path: '/xai/v1/responses',
     auth: bearer,
-    streamed: (body) => body.stream === true && body.stream_options?.include_usage === true,
-    ...chatCompletions,
-    userMessage: (text) => ({ role: 'user', content: text }),
-    maxTokens: (body) => body.max_completion_tokens,
-    blocks: ['text'],
-    // 180 prompt tokens, 128 cached; 8 answer tokens plus 223 reasoning.
+    streamed: (body) => body.stream === true,
+    ...responsesApi,
+    userMessage: (text) => ({ role: 'user', content: [{ type: 'input_text', text }] }),
+    maxTokens: (body) => body.max_output_tokens,
+    blocks: ['reasoning', 'text'],
+    // 180 input tokens, 128 cached; 231 output tokens, 223 of them reasoning.
     usage: { input_tokens: 52, output_tokens: 231, reasoning_tokens: 223, cache_read_tokens: 128, cache_write_tokens: 0 },
-    modelServed: 'grok-4-fast-reasoning',
-    responseId: XAI_COMPLETION_ID,
+    // xAI answers requests for retired Grok 4 snapshots with grok-4.3 (docs.x.ai, May 15 retirement).
+    modelServed: 'grok-4.3',
+    responseId: XAI_RESPONSE_ID,
     toolBlocks: ['tool_call'],
     errorMessage: 'Service temporarily unavailable. The model is at capacity',
   },

@@ -1,4 +1,4 @@
-import type { LanguageModelV3 } from '@ai-sdk/provider'
+import type { LanguageModelV4 } from '@ai-sdk/provider'
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createSandboxLanguageModel } from '../../src/providers/sandbox/sandbox-language-model.ts'
@@ -50,7 +50,7 @@ const midway = scriptedModel(async (emit) => {
   emit(finishPart())
 })
 
-const gatedSandbox = (vendorModelId: string): LanguageModelV3 => {
+const gatedSandbox = (vendorModelId: string): LanguageModelV4 => {
   const sandbox = createSandboxLanguageModel(vendorModelId)
   return {
     ...sandbox,

@@ -1,5 +1,5 @@
 import { createAnthropic } from '@ai-sdk/anthropic'
-import type { LanguageModelV3StreamPart } from '@ai-sdk/provider'
+import type { LanguageModelV4StreamPart } from '@ai-sdk/provider'
 import { Decimal } from 'decimal.js'
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
@@ -70,7 +70,7 @@ async function send(cacheBreakpointsAfter?: readonly number[]) {
     tools: [{ type: 'function', name: 'get_weather', inputSchema: { type: 'object', properties: { city: { type: 'string' } } } }],
     maxOutputTokens: 1024,
   })
-  const parts: LanguageModelV3StreamPart[] = []
+  const parts: LanguageModelV4StreamPart[] = []
   for await (const p of stream) parts.push(p)
   expect(requests).toHaveLength(1)
   return { request: requests[0]!, parts }
@@ -89,7 +89,7 @@ function cacheControlled(body: any): { where: string; cache_control: unknown }[]
   return found
 }
 
-const breakpointWarnings = (parts: LanguageModelV3StreamPart[]) =>
+const breakpointWarnings = (parts: LanguageModelV4StreamPart[]) =>
   parts.flatMap((p) => (p.type === 'stream-start' ? p.warnings : [])).filter((w) => JSON.stringify(w).toLowerCase().includes('cache'))
 
 describe('Anthropic cache breakpoints through @ai-sdk/anthropic', () => {

@@ -1,7 +1,7 @@
 import { createDeepSeek } from '@ai-sdk/deepseek'
 import { createGoogleGenerativeAI } from '@ai-sdk/google'
 import { createOpenAI } from '@ai-sdk/openai'
-import type { LanguageModelV3, LanguageModelV3Message, LanguageModelV3Prompt } from '@ai-sdk/provider'
+import type { LanguageModelV4, LanguageModelV4Message, LanguageModelV4Prompt } from '@ai-sdk/provider'
 import { describe, expect, it } from 'vitest'
 import type { PackedPart, RenderedPart } from '../../src/domain/context/context-types.ts'
 import type { VendorReplay } from '../../src/domain/parts.ts'
@@ -42,7 +42,7 @@ const PARTS: PackedPart[] = [
 ]
 
 /** Every marked place as `message/item` (the system message as `0/system`). */
-const marks = (prompt: LanguageModelV3Prompt) =>
+const marks = (prompt: LanguageModelV4Prompt) =>
   prompt.flatMap((m, i) =>
     m.role === 'system'
       ? m.providerOptions === undefined
@@ -75,7 +75,7 @@ describe('convertToProviderPrompt', () => {
     const prompt = convertToProviderPrompt('Be brief.', PARTS, bytesOf, { cacheBreakpointsAfter: [1, 4, 5] })
     expect(marks(prompt)).toEqual(['0/system', '1/0', '2/2', '3/0'])
     expect(prompt[0]).toEqual({ role: 'system', content: 'Be brief.', providerOptions: BREAKPOINT })
-    expect((prompt[2] as Extract<LanguageModelV3Message, { role: 'assistant' }>).content[2]).toEqual({
+    expect((prompt[2] as Extract<LanguageModelV4Message, { role: 'assistant' }>).content[2]).toEqual({
       type: 'tool-call',
       toolCallId: 'call_1',
       toolName: 'get_weather',
@@ -117,18 +117,18 @@ describe('convertToProviderPrompt', () => {
     expect(marks(convertToProviderPrompt('Be brief.', PARTS, bytesOf))).toEqual([])
     // The shared objects are still shared where nothing was marked, and copied where something was.
     expect(marked[1]).toBe(plain[1])
-    const markedAssistant = marked[2] as Extract<LanguageModelV3Message, { role: 'assistant' }>
-    const plainAssistant = plain[2] as Extract<LanguageModelV3Message, { role: 'assistant' }>
+    const markedAssistant = marked[2] as Extract<LanguageModelV4Message, { role: 'assistant' }>
+    const plainAssistant = plain[2] as Extract<LanguageModelV4Message, { role: 'assistant' }>
     expect(markedAssistant.content[0]).toBe(plainAssistant.content[0])
     expect(markedAssistant.content[2]).not.toBe(plainAssistant.content[2])
     expect(plainAssistant.content[2]!.providerOptions).toBeUndefined()
     expect(marked[4]).not.toBe(plain[4])
-    expect((plain[4] as Extract<LanguageModelV3Message, { role: 'user' }>).content[0]!.providerOptions).toBeUndefined()
+    expect((plain[4] as Extract<LanguageModelV4Message, { role: 'user' }>).content[0]!.providerOptions).toBeUndefined()
   })
 })
 
 /** The request body a vendor package makes of a prompt: its fetch records the body and refuses, so nothing is sent. */
-async function bodySent(make: (fetch: typeof globalThis.fetch) => LanguageModelV3, prompt: LanguageModelV3Prompt, providerOptions = {}): Promise<any> {
+async function bodySent(make: (fetch: typeof globalThis.fetch) => LanguageModelV4, prompt: LanguageModelV4Prompt, providerOptions = {}): Promise<any> {
   let body: any
   const fetch = (async (_url: unknown, init?: RequestInit) => {
     body = JSON.parse(String(init!.body))
@@ -138,8 +138,8 @@ async function bodySent(make: (fetch: typeof globalThis.fetch) => LanguageModelV
   if (body === undefined) throw new Error('the package sent nothing')
   return body
 }
-const assistantItems = (prompt: LanguageModelV3Prompt) =>
-  prompt.filter((m): m is Extract<LanguageModelV3Message, { role: 'assistant' }> => m.role === 'assistant').map((m) => m.content)
+const assistantItems = (prompt: LanguageModelV4Prompt) =>
+  prompt.filter((m): m is Extract<LanguageModelV4Message, { role: 'assistant' }> => m.role === 'assistant').map((m) => m.content)
 
 describe('vendor replay data on tool calls and messages (decision 026)', () => {
   const GEMINI_CALL: VendorReplay = { provider: 'google', metadata: { google: { thoughtSignature: 'sig-call' } } }

@@ -1,4 +1,4 @@
-import type { LanguageModelV3FunctionTool, LanguageModelV3Prompt, LanguageModelV3StreamPart } from '@ai-sdk/provider'
+import type { LanguageModelV4FunctionTool, LanguageModelV4Prompt, LanguageModelV4StreamPart } from '@ai-sdk/provider'
 import { describe, expect, it } from 'vitest'
 import { estimatePromptTokens, promptTokenItems } from '../../src/providers/estimate-prompt-tokens.ts'
 import { createSandboxLanguageModel } from '../../src/providers/sandbox/sandbox-language-model.ts'
@@ -6,18 +6,18 @@ import { createSandboxPrefixCache, prefixItems } from '../../src/providers/sandb
 
 const PNG_1x1 = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64')
 
-const TOOLS: LanguageModelV3FunctionTool[] = [
+const TOOLS: LanguageModelV4FunctionTool[] = [
   { type: 'function', name: 'lookup', description: 'Looks a thing up.', inputSchema: { type: 'object', properties: { q: { type: 'string' } } } },
 ]
 
 /** A turn of every kind: system, user text and file, assistant reasoning, text and call, tool result. */
-const FIRST: LanguageModelV3Prompt = [
+const FIRST: LanguageModelV4Prompt = [
   { role: 'system', content: 'You are terse. '.repeat(20) },
   {
     role: 'user',
     content: [
       { type: 'text', text: 'What does the attached image show? '.repeat(10) },
-      { type: 'file', mediaType: 'image/png', data: new Uint8Array(PNG_1x1) },
+      { type: 'file', mediaType: 'image/png', data: { type: 'data', data: new Uint8Array(PNG_1x1) } },
     ],
   },
   {
@@ -30,21 +30,21 @@ const FIRST: LanguageModelV3Prompt = [
   },
   { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'call_1', toolName: 'lookup', output: { type: 'text', value: 'one white pixel '.repeat(30) } }] },
 ]
-const NEXT_TURN: LanguageModelV3Prompt = [
+const NEXT_TURN: LanguageModelV4Prompt = [
   { role: 'assistant', content: [{ type: 'text', text: 'It is one white pixel.' }] },
   { role: 'user', content: [{ type: 'text', text: 'Thanks. And now?' }] },
 ]
-const SECOND: LanguageModelV3Prompt = [...FIRST, ...NEXT_TURN]
+const SECOND: LanguageModelV4Prompt = [...FIRST, ...NEXT_TURN]
 
 /** The same prompt made of fresh objects: what a restart, or a conversion without its cache, sends. */
-const cloned = (prompt: LanguageModelV3Prompt): LanguageModelV3Prompt =>
+const cloned = (prompt: LanguageModelV4Prompt): LanguageModelV4Prompt =>
   prompt.map((m) =>
     m.role === 'system'
       ? { ...m }
-      : ({ ...m, content: m.content.map((item) => (item.type === 'file' ? { ...item, data: new Uint8Array(item.data as Uint8Array) } : structuredClone(item))) } as typeof m),
+      : ({ ...m, content: m.content.map((item) => (item.type === 'file' ? { ...item, data: { type: 'data' as const, data: new Uint8Array((item.data as { data: Uint8Array }).data) } } : structuredClone(item))) } as typeof m),
   )
 
-const tokensOf = (prompt: LanguageModelV3Prompt, tools = TOOLS) => estimatePromptTokens(prompt, tools)
+const tokensOf = (prompt: LanguageModelV4Prompt, tools = TOOLS) => estimatePromptTokens(prompt, tools)
 
 describe('promptTokenItems', () => {
   it('yields the tools block, the system message and each content item, whose counts sum to estimatePromptTokens', () => {
@@ -62,7 +62,7 @@ describe('promptTokenItems', () => {
       'user>text',
     ])
     expect(items.every((i) => Number.isInteger(i.tokens) && i.tokens >= 0)).toBe(true)
-    const cases: [LanguageModelV3Prompt, LanguageModelV3FunctionTool[]][] = [
+    const cases: [LanguageModelV4Prompt, LanguageModelV4FunctionTool[]][] = [
       [SECOND, TOOLS],
       [FIRST, []],
       [[], TOOLS],
@@ -100,8 +100,8 @@ describe('the sandbox prefix cache', () => {
     const cache = createSandboxPrefixCache()
     cache.measure('chat-a', prefixItems(SECOND, TOOLS))
     const changed = cloned(SECOND)
-    const user = changed[1] as Extract<LanguageModelV3Prompt[number], { role: 'user' }>
-    user.content[1] = { type: 'file', mediaType: 'image/png', data: new Uint8Array([...PNG_1x1.subarray(0, -1), 0]) }
+    const user = changed[1] as Extract<LanguageModelV4Prompt[number], { role: 'user' }>
+    user.content[1] = { type: 'file', mediaType: 'image/png', data: { type: 'data', data: new Uint8Array([...PNG_1x1.subarray(0, -1), 0]) } }
     expect(cache.measure('chat-a', prefixItems(changed, TOOLS))).toBe(tokensOf([SECOND[0]!, { role: 'user', content: [user.content[0]!] }]))
 
     // Changed tools change everything after them, the system message included.
@@ -110,15 +110,15 @@ describe('the sandbox prefix cache', () => {
 
   it('a role change or a regrouping of the same items breaks the prefix there', () => {
     const cache = createSandboxPrefixCache()
-    const base: LanguageModelV3Prompt = [
+    const base: LanguageModelV4Prompt = [
       { role: 'user', content: [{ type: 'text', text: 'one' }] },
       { role: 'user', content: [{ type: 'text', text: 'two' }] },
     ]
     cache.measure('chat-a', prefixItems(base))
-    const asAssistant: LanguageModelV3Prompt = [base[0]!, { role: 'assistant', content: [{ type: 'text', text: 'two' }] }]
+    const asAssistant: LanguageModelV4Prompt = [base[0]!, { role: 'assistant', content: [{ type: 'text', text: 'two' }] }]
     expect(cache.measure('chat-a', prefixItems(asAssistant))).toBe(tokensOf([base[0]!], []))
     cache.measure('chat-a', prefixItems(base))
-    const merged: LanguageModelV3Prompt = [{ role: 'user', content: [{ type: 'text', text: 'one' }, { type: 'text', text: 'two' }] }]
+    const merged: LanguageModelV4Prompt = [{ role: 'user', content: [{ type: 'text', text: 'one' }, { type: 'text', text: 'two' }] }]
     expect(cache.measure('chat-a', prefixItems(merged))).toBe(tokensOf([base[0]!], []))
   })
 
@@ -127,7 +127,7 @@ describe('the sandbox prefix cache', () => {
     cache.measure('chat-a', prefixItems(FIRST, TOOLS))
     const marked = FIRST.map((m) =>
       m.role === 'tool' ? { ...m, content: m.content.map((item) => ({ ...item, providerOptions: { anthropic: { cacheControl: { type: 'ephemeral' } } } })) } : m,
-    ) as LanguageModelV3Prompt
+    ) as LanguageModelV4Prompt
     expect(cache.measure('chat-a', prefixItems(marked, TOOLS))).toBe(tokensOf(FIRST))
   })
 
@@ -171,9 +171,9 @@ describe('the sandbox prefix cache', () => {
 })
 
 describe('the sandbox model’s usage', () => {
-  const finish = async (model: ReturnType<typeof createSandboxLanguageModel>, prompt: LanguageModelV3Prompt, cacheKey?: string) => {
+  const finish = async (model: ReturnType<typeof createSandboxLanguageModel>, prompt: LanguageModelV4Prompt, cacheKey?: string) => {
     const { stream } = await model.doStream({ prompt, tools: TOOLS, providerOptions: { sandbox: cacheKey === undefined ? {} : { cacheKey } } })
-    const parts: LanguageModelV3StreamPart[] = []
+    const parts: LanguageModelV4StreamPart[] = []
     for await (const part of stream) parts.push(part)
     return parts.find((p) => p.type === 'finish')!.usage.inputTokens
   }

@@ -1,4 +1,4 @@
-import type { LanguageModelV3StreamPart } from '@ai-sdk/provider'
+import type { LanguageModelV4StreamPart } from '@ai-sdk/provider'
 import { describe, expect, it } from 'vitest'
 import type { PartBody } from '../../src/domain/parts.ts'
 import { compactionPrompt, mergeInstruction, mergePrompt, SUMMARISATION_INSTRUCTION, summarisationInstruction } from '../../src/providers/compaction-prompt.ts'
@@ -18,10 +18,10 @@ async function summarise(blockParts: typeof parts, maxOutputTokens = 400) {
   const model = createSandboxLanguageModel('echo-8k')
   const prompt = compactionPrompt(7, 11, blockParts)
   const { stream } = await model.doStream({ prompt, maxOutputTokens, providerOptions: { sandbox: { compaction: { firstOrdinal: 7, lastOrdinal: 11 } } } })
-  const chunks: LanguageModelV3StreamPart[] = []
-  for await (const chunk of stream as unknown as AsyncIterable<LanguageModelV3StreamPart>) chunks.push(chunk)
+  const chunks: LanguageModelV4StreamPart[] = []
+  for await (const chunk of stream as unknown as AsyncIterable<LanguageModelV4StreamPart>) chunks.push(chunk)
   const text = chunks.flatMap((c) => (c.type === 'text-delta' ? [c.delta] : [])).join('')
-  const finish = chunks.find((c) => c.type === 'finish') as Extract<LanguageModelV3StreamPart, { type: 'finish' }>
+  const finish = chunks.find((c) => c.type === 'finish') as Extract<LanguageModelV4StreamPart, { type: 'finish' }>
   return { text, finish, prompt }
 }
 
@@ -108,7 +108,7 @@ describe('merging summaries (decisions §5.3, issue 21)', () => {
     const model = createSandboxLanguageModel('echo-8k')
     const { stream } = await model.doStream({ prompt: mergePrompt(3, 14, summaries, 122), maxOutputTokens: 122, providerOptions: { sandbox: { compaction: { firstOrdinal: 3, lastOrdinal: 14 } } } })
     let text = ''
-    for await (const chunk of stream as unknown as AsyncIterable<LanguageModelV3StreamPart>) if (chunk.type === 'text-delta') text += chunk.delta
+    for await (const chunk of stream as unknown as AsyncIterable<LanguageModelV4StreamPart>) if (chunk.type === 'text-delta') text += chunk.delta
     expect(text).toBe('Summary of ordinals 3-14: Please book a table for four / The guests arrived late and asked')
   })
 })

@@ -1,4 +1,4 @@
-import type { LanguageModelV3FunctionTool, LanguageModelV3Prompt } from '@ai-sdk/provider'
+import type { LanguageModelV4FunctionTool, LanguageModelV4Prompt } from '@ai-sdk/provider'
 import { createAnthropic } from '@ai-sdk/anthropic'
 import { createGoogleGenerativeAI } from '@ai-sdk/google'
 import { describe, expect, it } from 'vitest'
@@ -34,7 +34,7 @@ const exchange = (replay: VendorReplay = SIGNED) => [
   part({ type: 'tool_result', toolUseId: 'toolu_1', toolName: 'get_weather', text: 'sunny', isError: false, attachments: [] }),
 ]
 
-const assistantOf = (prompt: LanguageModelV3Prompt) => prompt.find((m) => m.role === 'assistant')!.content as any[]
+const assistantOf = (prompt: LanguageModelV4Prompt) => prompt.find((m) => m.role === 'assistant')!.content as any[]
 
 describe('reasoning replay data in the provider prompt', () => {
   it('goes with the reasoning part to the vendor that produced it, as its package’s provider options', () => {
@@ -126,7 +126,7 @@ describe('merging a reasoning block’s provider metadata', () => {
   })
 })
 
-const tool = (name: string, strict?: boolean): LanguageModelV3FunctionTool => ({
+const tool = (name: string, strict?: boolean): LanguageModelV4FunctionTool => ({
   type: 'function',
   name,
   inputSchema: { type: 'object', properties: {} },

@@ -1,4 +1,4 @@
-import type { LanguageModelV3StreamPart, SharedV3ProviderMetadata } from '@ai-sdk/provider'
+import type { LanguageModelV4StreamPart, SharedV4ProviderMetadata } from '@ai-sdk/provider'
 import type { PartBody, VendorReplay } from '../../domain/parts.ts'
 import type { Usage } from '../../domain/pricing/usage.ts'
 import type { TranslationWarning } from '../../domain/turns/coerce-reasoning-effort.ts'
@@ -91,7 +91,7 @@ export function initialRunStream(provider: string): RunStreamState {
 }
 
 /** One stream part: the state after it and what to do, in order. */
-export function step(state: RunStreamState, part: LanguageModelV3StreamPart): Step {
+export function step(state: RunStreamState, part: LanguageModelV4StreamPart): Step {
   switch (part.type) {
     case 'stream-start': {
       // The vendor package's own warnings about the request, before any content (decision 017).
@@ -257,9 +257,9 @@ function replayOf(block: Block, provider: string, kind: ReplayKind): { replay?: 
 }
 
 /** A starting block's metadata field, from its first part's providerMetadata. */
-const metadataOf = (metadata: SharedV3ProviderMetadata | undefined): Pick<Block, 'metadata'> => (metadata ? { metadata: mergeMetadata(undefined, metadata) } : {})
+const metadataOf = (metadata: SharedV4ProviderMetadata | undefined): Pick<Block, 'metadata'> => (metadata ? { metadata: mergeMetadata(undefined, metadata) } : {})
 
-function keepMetadata(state: RunStreamState, id: string, metadata: SharedV3ProviderMetadata | undefined): RunStreamState {
+function keepMetadata(state: RunStreamState, id: string, metadata: SharedV4ProviderMetadata | undefined): RunStreamState {
   const block = openBlock(state, id)
   // A refusal keeps no replay data: its block was marked by the sandbox, not signed by a vendor.
   if (!metadata || !block || block.kind === 'refusal') return state
@@ -281,7 +281,7 @@ export function usageFrom(u: { inputTokens: { total?: number; noCache?: number; 
 /** A block's provider metadata so far, with a later part's merged in, vendor by vendor. */
 export function mergeMetadata(
   into: Record<string, Record<string, unknown>> | undefined,
-  metadata: SharedV3ProviderMetadata,
+  metadata: SharedV4ProviderMetadata,
 ): Record<string, Record<string, unknown>> {
   const merged: Record<string, Record<string, unknown>> = { ...into }
   for (const [vendor, values] of Object.entries(metadata)) {

@@ -1,11 +1,11 @@
 import { currentVendorCall } from '../vendor-call-record.ts'
 import {
   APICallError,
-  type LanguageModelV3,
-  type LanguageModelV3CallOptions,
-  type LanguageModelV3FinishReason,
-  type LanguageModelV3FunctionTool,
-  type LanguageModelV3StreamPart,
+  type LanguageModelV4,
+  type LanguageModelV4CallOptions,
+  type LanguageModelV4FinishReason,
+  type LanguageModelV4FunctionTool,
+  type LanguageModelV4StreamPart,
 } from '@ai-sdk/provider'
 import { randomUUID } from 'node:crypto'
 import { estimateTokens, saturatingAdd } from '../../domain/tokens/estimate-tokens.ts'
@@ -58,18 +58,18 @@ function textDeltas(turn: ReturnType<typeof newestTurn>, script: SandboxScript, 
  * The offline model of docs/guide/sandbox.md, behind the same AI SDK interface as every vendor. It answers
  * deterministically, steered by magic lines of the newest prompt.
  */
-export function createSandboxLanguageModel(modelId: string): LanguageModelV3 {
+export function createSandboxLanguageModel(modelId: string): LanguageModelV4 {
   // Per model, as a vendor's cache is: a chat that changes model starts cold.
   const prefixCache = createSandboxPrefixCache()
   return {
-    specificationVersion: 'v3',
+    specificationVersion: 'v4',
     provider: 'sandbox',
     modelId,
     supportedUrls: {},
     async doGenerate() {
       throw new Error('the sandbox model only streams')
     },
-    async doStream(options: LanguageModelV3CallOptions) {
+    async doStream(options: LanguageModelV4CallOptions) {
       // The sandbox is this call's vendor: it counts as a request sent (src/providers/vendor-call-record.ts).
       const vendorCall = currentVendorCall()
       if (vendorCall) vendorCall.requests += 1
@@ -83,7 +83,7 @@ export function createSandboxLanguageModel(modelId: string): LanguageModelV3 {
       if (script.fail) throw failure(modelId, 'sandbox: scripted provider failure (/fail)')
       if (script.flaky && !retry) throw failure(modelId, 'sandbox: scripted provider failure (/flaky: a retry of this run succeeds)')
 
-      const tools = (options.tools ?? []).filter((t): t is LanguageModelV3FunctionTool => t.type === 'function')
+      const tools = (options.tools ?? []).filter((t): t is LanguageModelV4FunctionTool => t.type === 'function')
       // Counted item by item, in one pass, so the cached share is a leading run of the same counts
       // whose sum is estimatePromptTokens (docs/guide/sandbox.md). A request failed before its first byte
       // (above) never reached the cache.
@@ -96,16 +96,16 @@ export function createSandboxLanguageModel(modelId: string): LanguageModelV3 {
       const signal = options.abortSignal
       const responseId = `sandbox-${randomUUID()}`
 
-      const stream = new ReadableStream<LanguageModelV3StreamPart>({
+      const stream = new ReadableStream<LanguageModelV4StreamPart>({
         async start(controller) {
           let output = ''
           let reasoning = ''
           let spent = 0
-          let finish: LanguageModelV3FinishReason = { unified: 'stop', raw: 'end_turn' }
+          let finish: LanguageModelV4FinishReason = { unified: 'stop', raw: 'end_turn' }
           // Deltas go out in slices, the event loop turning over between them (issue 22): a
           // `/long 40000` or a long echo must not hold every other request until it is all queued.
           const pace = createIoPacer()
-          const emit = async (part: LanguageModelV3StreamPart, delay = false) => {
+          const emit = async (part: LanguageModelV4StreamPart, delay = false) => {
             if (delay && script.slowMs > 0) await sleep(script.slowMs, signal)
             else await pace()
             if (!signal?.aborted) controller.enqueue(part)

@@ -1,4 +1,4 @@
-import type { LanguageModelV3FunctionTool, LanguageModelV3Prompt } from '@ai-sdk/provider'
+import type { LanguageModelV4FunctionTool, LanguageModelV4Prompt } from '@ai-sdk/provider'
 import { createHash } from 'node:crypto'
 import { saturatingAdd } from '../../domain/tokens/estimate-tokens.ts'
 import { promptTokenItems, type PromptTokenItem } from '../estimate-prompt-tokens.ts'
@@ -66,7 +66,7 @@ function identityOf(item: PromptTokenItem): string {
  * A request's items in the order a vendor's prefix cache reads them: the tools block, the system
  * message, then each content item of each message. Their tokens sum to estimatePromptTokens.
  */
-export function prefixItems(prompt: LanguageModelV3Prompt, tools: readonly LanguageModelV3FunctionTool[] = []): PrefixItem[] {
+export function prefixItems(prompt: LanguageModelV4Prompt, tools: readonly LanguageModelV4FunctionTool[] = []): PrefixItem[] {
   const items: PrefixItem[] = []
   for (const item of promptTokenItems(prompt, tools)) items.push({ identity: identityOf(item), tokens: item.tokens })
   return items

@@ -1,4 +1,4 @@
-import type { LanguageModelV3Prompt } from '@ai-sdk/provider'
+import type { LanguageModelV4Prompt } from '@ai-sdk/provider'
 
 /** What the newest prompt asks the sandbox to do (docs/guide/sandbox.md). */
 export type SandboxScript = {
@@ -51,7 +51,7 @@ function isJsonObject(text: string): boolean {
 }
 
 /** The turn the sandbox answers: the newest user prompt, or the tool results that end the context. */
-export function newestTurn(prompt: LanguageModelV3Prompt): { kind: 'prompt'; text: string } | { kind: 'tool_results'; text: string } {
+export function newestTurn(prompt: LanguageModelV4Prompt): { kind: 'prompt'; text: string } | { kind: 'tool_results'; text: string } {
   const last = prompt.at(-1)
   if (last?.role === 'tool') {
     const text = last.content

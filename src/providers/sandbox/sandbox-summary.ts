@@ -1,4 +1,4 @@
-import { APICallError, type LanguageModelV3CallOptions, type LanguageModelV3StreamPart } from '@ai-sdk/provider'
+import { APICallError, type LanguageModelV4CallOptions, type LanguageModelV4StreamPart } from '@ai-sdk/provider'
 import { randomUUID } from 'node:crypto'
 import { estimateTokens } from '../../domain/tokens/estimate-tokens.ts'
 import { estimatePromptTokens } from '../estimate-prompt-tokens.ts'
@@ -18,7 +18,7 @@ const OWN_HEAD = /^Summary of ordinals \d+-\d+:\s*/
  * the first words of each part (of each summary's gist, when it merges summaries); a block holding a prompt with the line `/fail-summary` cannot be
  * summarised (the compaction run fails before its first byte).
  */
-export function sandboxSummaryCall(modelId: string, options: LanguageModelV3CallOptions, range: SandboxCompaction) {
+export function sandboxSummaryCall(modelId: string, options: LanguageModelV4CallOptions, range: SandboxCompaction) {
   const items = options.prompt.flatMap((m) => (m.role === 'user' ? m.content : [])).flatMap((c) => (c.type === 'text' ? [ITEM.exec(c.text)] : []))
   const parts = items.flatMap((match) => (match ? [{ kind: match[2]!, text: match[2] === 'summary' ? match[3]!.replace(OWN_HEAD, '') : match[3]! }] : []))
   if (parts.some((p) => p.kind === 'prompt' && p.text.split('\n').some((line) => line.trim() === '/fail-summary'))) {
@@ -28,7 +28,7 @@ export function sandboxSummaryCall(modelId: string, options: LanguageModelV3Call
   const words = `Summary of ordinals ${range.firstOrdinal}-${range.lastOrdinal}: ${gist.join(' / ')}`.split(/(?<=\s)/)
   const max = options.maxOutputTokens ?? Number.MAX_SAFE_INTEGER
   const inputTokens = estimatePromptTokens(options.prompt)
-  const stream = new ReadableStream<LanguageModelV3StreamPart>({
+  const stream = new ReadableStream<LanguageModelV4StreamPart>({
     start(controller) {
       const id = randomUUID()
       controller.enqueue({ type: 'stream-start', warnings: [] })

@@ -1,4 +1,4 @@
-import type { LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provider'
+import type { LanguageModelV4, LanguageModelV4StreamPart } from '@ai-sdk/provider'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { LanguageModelFor } from '../../../src/providers/language-models.ts'
 import { createSandboxLanguageModel } from '../../../src/providers/sandbox/sandbox-language-model.ts'
@@ -22,7 +22,7 @@ const BURST_PARTS = 10_000
  */
 type Observed = { deltas: number; deltasAtTurn: number | null }
 
-function observed(inner: LanguageModelV3, seen: Observed[]): LanguageModelV3 {
+function observed(inner: LanguageModelV4, seen: Observed[]): LanguageModelV4 {
   return {
     ...inner,
     async doStream(options) {
@@ -32,7 +32,7 @@ function observed(inner: LanguageModelV3, seen: Observed[]): LanguageModelV3 {
       seen.push(o)
       const source = call.stream.getReader()
       // Pull-based: a part is counted when the consumer asks for it, not before.
-      const stream = new ReadableStream<LanguageModelV3StreamPart>(
+      const stream = new ReadableStream<LanguageModelV4StreamPart>(
         {
           async pull(controller) {
             // Scheduled as the consumer starts reading: it runs at the loop's next turn.
@@ -53,9 +53,9 @@ function observed(inner: LanguageModelV3, seen: Observed[]): LanguageModelV3 {
 }
 
 /** A vendor's buffered burst: every part already queued when the stream is handed over. */
-function burstModel(words: number): LanguageModelV3 {
+function burstModel(words: number): LanguageModelV4 {
   return {
-    specificationVersion: 'v3',
+    specificationVersion: 'v4',
     provider: 'fake',
     modelId: 'burst',
     supportedUrls: {},
@@ -63,7 +63,7 @@ function burstModel(words: number): LanguageModelV3 {
       throw new Error('streams only')
     },
     async doStream() {
-      const stream = new ReadableStream<LanguageModelV3StreamPart>({
+      const stream = new ReadableStream<LanguageModelV4StreamPart>({
         start(controller) {
           controller.enqueue({ type: 'stream-start', warnings: [] })
           controller.enqueue({ type: 'text-start', id: 't' })
@@ -128,7 +128,7 @@ describe('a burst of ready parts lets the event loop turn over', () => {
 
   it('the whole turn: `/long 40000` on the sandbox relays in slices, the loop turning over before its end', async () => {
     const seen: Observed[] = []
-    const sandbox = new Map<string, LanguageModelV3>()
+    const sandbox = new Map<string, LanguageModelV4>()
     const models: LanguageModelFor = (entry) => {
       let model = sandbox.get(entry.vendor_model_id)
       if (!model) sandbox.set(entry.vendor_model_id, (model = observed(createSandboxLanguageModel(entry.vendor_model_id), seen)))

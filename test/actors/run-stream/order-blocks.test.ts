@@ -1,4 +1,4 @@
-import type { LanguageModelV3StreamPart } from '@ai-sdk/provider'
+import type { LanguageModelV4StreamPart } from '@ai-sdk/provider'
 import { describe, expect, it } from 'vitest'
 import { endOfStream, initialRunStream, step, type Effect, type RunStreamState } from '../../../src/actors/run-stream/order-blocks.ts'
 import { ANTHROPIC_OVERLOADED_MID } from '../../e2e/vendor-fixtures/anthropic.ts'
@@ -10,7 +10,7 @@ import { OPENAI_REASONING_TOOL_CALL } from '../../e2e/vendor-fixtures/openai-rea
 import { recordParts } from './record-parts.ts'
 
 /** The reducer over a whole part sequence, then the stream's end: the final state and every effect in order. */
-function run(provider: string, parts: LanguageModelV3StreamPart[], options: { end?: boolean } = {}): { state: RunStreamState; effects: Effect[] } {
+function run(provider: string, parts: LanguageModelV4StreamPart[], options: { end?: boolean } = {}): { state: RunStreamState; effects: Effect[] } {
   let state = initialRunStream(provider)
   const effects: Effect[] = []
   for (const part of parts) {

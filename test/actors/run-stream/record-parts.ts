@@ -3,7 +3,7 @@ import { createDeepSeek } from '@ai-sdk/deepseek'
 import { createGoogleGenerativeAI } from '@ai-sdk/google'
 import { createMistral } from '@ai-sdk/mistral'
 import { createOpenAI } from '@ai-sdk/openai'
-import type { LanguageModelV3, LanguageModelV3FunctionTool, LanguageModelV3StreamPart } from '@ai-sdk/provider'
+import type { LanguageModelV4, LanguageModelV4FunctionTool, LanguageModelV4StreamPart } from '@ai-sdk/provider'
 import { createXai } from '@ai-sdk/xai'
 import type { ReplayResponse, Vendor } from '../../e2e/vendor-fixtures/index.ts'
 
@@ -13,7 +13,7 @@ import type { ReplayResponse, Vendor } from '../../e2e/vendor-fixtures/index.ts'
  * end. These are the sequences executeRun's reducer sees in production, recorded in milliseconds.
  */
 
-const MODELS: Record<Vendor, (fetch: typeof globalThis.fetch) => LanguageModelV3> = {
+const MODELS: Record<Vendor, (fetch: typeof globalThis.fetch) => LanguageModelV4> = {
   anthropic: (fetch) => createAnthropic({ apiKey: 'k', baseURL: 'http://replay/anthropic/v1', fetch })('claude-sonnet-4-5'),
   openai: (fetch) => createOpenAI({ apiKey: 'k', baseURL: 'http://replay/openai/v1', fetch })('gpt-5'),
   google: (fetch) => createGoogleGenerativeAI({ apiKey: 'k', baseURL: 'http://replay/google/v1beta', fetch })('gemini-2.5-flash'),
@@ -22,7 +22,7 @@ const MODELS: Record<Vendor, (fetch: typeof globalThis.fetch) => LanguageModelV3
   deepseek: (fetch) => createDeepSeek({ apiKey: 'k', baseURL: 'http://replay/deepseek', fetch })('deepseek-reasoner'),
 }
 
-const WEATHER: LanguageModelV3FunctionTool = {
+const WEATHER: LanguageModelV4FunctionTool = {
   type: 'function',
   name: 'get_weather',
   description: 'The weather in a city',
@@ -53,17 +53,17 @@ function responseOf(response: ReplayResponse): Response {
  * its `raw` parts too (as executeRun asks for them from the providers it reads usage from). A
  * stream that breaks (`end: 'destroy'`) gives its parts up to the break.
  */
-export async function recordParts(vendor: Vendor, response: ReplayResponse, options: { includeRawChunks?: boolean } = {}): Promise<LanguageModelV3StreamPart[]> {
+export async function recordParts(vendor: Vendor, response: ReplayResponse, options: { includeRawChunks?: boolean } = {}): Promise<LanguageModelV4StreamPart[]> {
   const fetch = (async () => responseOf(response)) as typeof globalThis.fetch
   const { stream } = await MODELS[vendor](fetch).doStream({
     prompt: [{ role: 'user', content: [{ type: 'text', text: 'What is the weather in Oslo?' }] }],
     tools: [WEATHER],
     ...(options.includeRawChunks ? { includeRawChunks: true } : {}),
   })
-  const parts: LanguageModelV3StreamPart[] = []
+  const parts: LanguageModelV4StreamPart[] = []
   const reader = stream.getReader()
   for (;;) {
-    let next: ReadableStreamReadResult<LanguageModelV3StreamPart>
+    let next: ReadableStreamReadResult<LanguageModelV4StreamPart>
     try {
       next = await reader.read()
     } catch (error) {

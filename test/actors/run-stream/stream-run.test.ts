@@ -1,4 +1,4 @@
-import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3StreamPart } from '@ai-sdk/provider'
+import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4StreamPart } from '@ai-sdk/provider'
 import { describe, expect, it } from 'vitest'
 import type { RunDeps } from '../../../src/actors/run-deps.ts'
 import { streamRun, type RunSink } from '../../../src/actors/stream-run.ts'
@@ -12,28 +12,28 @@ import { scriptedModel } from '../../helpers/turns.ts'
  * (blocks kept in memory), with the frames counted to show what a customer's channel would get.
  */
 
-const FINISH: LanguageModelV3StreamPart = {
+const FINISH: LanguageModelV4StreamPart = {
   type: 'finish',
   finishReason: { unified: 'stop', raw: 'stop' },
   usage: { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 5, text: 5, reasoning: 0 } },
 }
 
-const text = (id: string, delta: string): LanguageModelV3StreamPart[] => [
+const text = (id: string, delta: string): LanguageModelV4StreamPart[] => [
   { type: 'text-start', id },
   { type: 'text-delta', id, delta },
   { type: 'text-end', id },
 ]
 
-type Fake = { model: LanguageModelV3; calls: LanguageModelV3CallOptions[] }
+type Fake = { model: LanguageModelV4; calls: LanguageModelV4CallOptions[] }
 
 /** A model whose stream sends `parts`, then closes, or stays open (`hold`) until the run cancels it. */
-function fakeModel(parts: LanguageModelV3StreamPart[], options: { hold?: boolean; headers?: Record<string, string>; refuse?: Error } = {}): Fake {
-  const calls: LanguageModelV3CallOptions[] = []
+function fakeModel(parts: LanguageModelV4StreamPart[], options: { hold?: boolean; headers?: Record<string, string>; refuse?: Error } = {}): Fake {
+  const calls: LanguageModelV4CallOptions[] = []
   const scripted = scriptedModel(async (emit) => {
     for (const part of parts) emit(part)
     if (options.hold) await new Promise<never>(() => undefined)
   }, options.headers)
-  const model: LanguageModelV3 = {
+  const model: LanguageModelV4 = {
     ...scripted,
     async doStream(call) {
       calls.push(call)

@@ -1,4 +1,4 @@
-import type { LanguageModelV3StreamPart } from '@ai-sdk/provider'
+import type { LanguageModelV4StreamPart } from '@ai-sdk/provider'
 import { describe, expect, it } from 'vitest'
 import { endOfStream, initialRunStream, step, type Effect, type RunStreamState } from '../../../src/actors/run-stream/order-blocks.ts'
 import { ANTHROPIC_CUT_AFTER_START, ANTHROPIC_CUT_BY_ERROR, ANTHROPIC_CUT_DROPPED, ANTHROPIC_USAGE_IN_MESSAGE_DELTA } from '../../e2e/vendor-fixtures/anthropic.ts'
@@ -7,7 +7,7 @@ import { DEEPSEEK_USAGE_NULL_UNTIL_LAST } from '../../e2e/vendor-fixtures/deepse
 import { GOOGLE_FINISH_IN_OWN_CHUNK, GOOGLE_THOUGHT_SIGNATURE, GOOGLE_THOUGHT_SUMMARIES } from '../../e2e/vendor-fixtures/google.ts'
 import type { Vendor } from '../../e2e/vendor-fixtures/index.ts'
 import { MISTRAL_TOOL_CALLS_WITHOUT_INDEX } from '../../e2e/vendor-fixtures/mistral.ts'
-import { XAI_USAGE_AFTER_FINISH } from '../../e2e/vendor-fixtures/xai.ts'
+import { XAI_USAGE_IN_COMPLETED } from '../../e2e/vendor-fixtures/xai.ts'
 import type { ReplayResponse } from '../../e2e/vendor-fixtures/wire.ts'
 import { recordParts } from './record-parts.ts'
 
@@ -21,7 +21,7 @@ async function reduce(
   vendor: Vendor,
   response: ReplayResponse,
   options: { includeRawChunks?: boolean } = {},
-): Promise<{ state: RunStreamState; effects: Effect[]; parts: LanguageModelV3StreamPart[] }> {
+): Promise<{ state: RunStreamState; effects: Effect[]; parts: LanguageModelV4StreamPart[] }> {
   const parts = await recordParts(vendor, response, options)
   let state = initialRunStream(vendor)
   const effects: Effect[] = []
@@ -50,11 +50,11 @@ describe('usage is the last the vendor reported', () => {
     })
   })
 
-  it('xAI: the chunk with `choices: []` after the finish', async () => {
-    const c = XAI_USAGE_AFTER_FINISH.counts
-    const { state } = await reduce('xai', XAI_USAGE_AFTER_FINISH.response)
+  it('xAI Responses: response.completed’s usage, whose output_tokens already count the reasoning', async () => {
+    const c = XAI_USAGE_IN_COMPLETED.counts
+    const { state } = await reduce('xai', XAI_USAGE_IN_COMPLETED.response)
     expect(state).toMatchObject({ finished: true, stopReason: 'end_turn' })
-    expect(state.usage).toEqual({ input_tokens: c.prompt - c.cached, output_tokens: c.completion + c.reasoning, reasoning_tokens: c.reasoning, cache_read_tokens: c.cached, cache_write_tokens: 0 })
+    expect(state.usage).toEqual({ input_tokens: c.input - c.cached, output_tokens: c.output, reasoning_tokens: c.reasoning, cache_read_tokens: c.cached, cache_write_tokens: 0 })
   })
 
   it('DeepSeek: `usage: null` until the last chunk is no usage; the last chunk’s counts are', async () => {

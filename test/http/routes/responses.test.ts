@@ -1,5 +1,5 @@
 import { estimateTokens } from '../../../src/domain/tokens/estimate-tokens.ts'
-import type { LanguageModelV3CallOptions } from '@ai-sdk/provider'
+import type { LanguageModelV4CallOptions } from '@ai-sdk/provider'
 import { Decimal } from 'decimal.js'
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
@@ -36,7 +36,7 @@ const FAKE_CUT = variantOf('fake/cut', '7f0c5a3e-1111-4a1a-9b1b-000000000004', {
 /** Released by the test once it has cancelled; the `hold` model then waits for its abort signal. */
 let holding = deferred()
 /** What the provider was last called with (the `capture` model). */
-let captured: LanguageModelV3CallOptions | null = null
+let captured: LanguageModelV4CallOptions | null = null
 
 const fakes = {
   // Exactly 7 text deltas: the route must send exactly 7 delta frames.

@@ -46,7 +46,7 @@ describe('reasoning_effort high, as each vendor package sends it', () => {
 test.each([
   ['openai', (body: any) => body.tools[0].strict],
   ['mistral', (body: any) => body.tools[0].function.strict],
-  ['xai', (body: any) => body.tools[0].function.strict],
+  ['xai', (body: any) => body.tools[0].strict],
 ] as const)('strict reaches %s, which has it, and its package warns of nothing', async (vendor, strictOf) => {
   const t = await runRecorded(vendor, [FIXTURES[vendor].text.response], { tools: [{ ...WEATHER, strict: true }] })
   expect(t.frames.at(-1)!.event).toBe('done')
