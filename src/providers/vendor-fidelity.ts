@@ -144,7 +144,7 @@ export function isErrorWarnings(provider: string, parts: readonly PackedPart[]):
       code: 'is_error_dropped',
       message: isError
         ? `${provider} takes no error flag on a tool result with attachments: ${ids.length} result(s) sent without is_error`
-        : `${provider} has no equivalent of is_error on a tool result: ${ids.length} result(s) sent as plain results`,
+        : `${provider} has no equivalent of is_error on a tool result: ${ids.length} result(s) sent without the flag`,
       details: { provider, tool_use_ids: ids },
     },
   ]

@@ -138,7 +138,7 @@ describe('vendor fidelity through the real server process (decision 017)', () =>
   test.each([
     ['openai', (body: any) => body.tools[0].strict],
     ['mistral', (body: any) => body.tools[0].function.strict],
-    ['xai', (body: any) => body.tools[0].function.strict],
+    ['xai', (body: any) => body.tools[0].strict],
   ] as const)('strict reaches %s, which has it, without a warning', async (vendor, strictOf) => {
     const t = await turn(vendor, await vendors.newChat(), { input: [{ type: 'prompt', text: 'Weather in Oslo?' }], tools: STRICT_TOOLS })
     expect(t.last.event).toBe('done')
@@ -146,7 +146,7 @@ describe('vendor fidelity through the real server process (decision 017)', () =>
     expect(translationWarnings(t.frames).map((w) => w.code)).not.toContain('strict_dropped')
   })
 
-  test('is_error reaches Anthropic as is_error: true; OpenAI gets the plain result and an is_error_dropped warning', async () => {
+  test('is_error reaches Anthropic as is_error: true; OpenAI gets no flag (its package wraps the text as {"error": …}) and an is_error_dropped warning', async () => {
     // Anthropic: the result answering its call is flagged.
     const anthropicChat = await vendors.newChat()
     vendors.replay.respondNext('anthropic', FIXTURES.anthropic.toolCall.response)
@@ -160,7 +160,7 @@ describe('vendor fidelity through the real server process (decision 017)', () =>
     expect(block).toMatchObject({ tool_use_id: toolUseId, content: 'weather service unavailable', is_error: true })
     expect(translationWarnings(answered.frames).map((w) => w.code)).not.toContain('is_error_dropped')
 
-    // OpenAI: no error flag on function_call_output; the loss is warned, naming the result.
+    // OpenAI: no error flag on function_call_output (@ai-sdk/openai 4 sends the text as {"error": text}); the flag's loss is warned, naming the result.
     const openaiChat = await vendors.newChat()
     vendors.replay.respondNext('openai', FIXTURES.openai.toolCall.response)
     const openaiCall = await turn('openai', openaiChat, { input: [{ type: 'prompt', text: 'Weather in Oslo?' }], tools: [WEATHER] })
@@ -170,7 +170,7 @@ describe('vendor fidelity through the real server process (decision 017)', () =>
       tools: [WEATHER],
     })
     const output = only(t.vendorRequests, 'openai request').body.input.at(-1)
-    expect(output).toMatchObject({ type: 'function_call_output', call_id: callId, output: 'weather service unavailable' })
+    expect(output).toMatchObject({ type: 'function_call_output', call_id: callId, output: JSON.stringify({ error: 'weather service unavailable' }) })
     expect(t.frames[2]!.data.warnings).toContainEqual({
       code: 'is_error_dropped',
       message: expect.any(String),

@@ -23,7 +23,7 @@ const textStream = (vendor: Vendor) => {
 }
 
 // Where each vendor says how its answer ended: everything before it is a partial answer.
-const FINISH = /"finish_reason":"|"finishReason"|event: message_delta|event: response\.completed|^data: \[DONE\]/
+const FINISH = /"finish_reason":"|"finishReason"|event: message_delta|event: response\.completed|"type":"response\.completed"|^data: \[DONE\]/
 const partialEvents = (vendor: Vendor) => {
   const { events } = textStream(vendor)
   const finish = events.findIndex((e) => FINISH.test(e))

@@ -317,6 +317,7 @@ function vendorCall(limits: DocumentedLimits, texts: string[], output: number) {
     case 'anthropic':
       return { path: `${base}/messages`, body: { model, max_tokens: output, stream: true, messages: [{ role: 'user', content: texts.map((text) => ({ type: 'text', text })) }] } }
     case 'openai':
+    case 'xai':
       return { path: `${base}/responses`, body: { model, max_output_tokens: output, stream: true, input: [{ role: 'user', content: texts.map((text) => ({ type: 'input_text', text })) }] } }
     case 'google':
       return { path: `${base}/models/${model}:streamGenerateContent?alt=sse`, body: { contents: [{ role: 'user', parts: texts.map((text) => ({ text })) }], generationConfig: { maxOutputTokens: output } } }
@@ -399,7 +400,20 @@ describe('the vendor double: requests are held to the documented limits as the v
         '/google/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse',
       ],
       mistral: [null, ''],
-      xai: [null, ''],
+      // @ai-sdk/xai 5: the Responses API, the system prompt as an input item.
+      xai: [
+        {
+          tools: [{ type: 'function', name: 'lookup', description: marks[3], parameters: { type: 'object' } }],
+          input: [
+            { role: 'system', content: marks[0] },
+            { role: 'user', content: [{ type: 'input_text', text: marks[1] }] },
+            { role: 'assistant', content: marks[2] },
+            { type: 'function_call', call_id: 'c', name: 'lookup', arguments: JSON.stringify({ q: marks[4] }) },
+            { type: 'function_call_output', call_id: 'c', output: marks[5] },
+          ],
+        },
+        '/xai/v1/responses',
+      ],
       deepseek: [null, ''],
     }
     const chat = {

@@ -57,9 +57,11 @@ function anthropic(model: string, c: Required<CountedInput>, answer: Answer): Re
   }
 }
 
-function openai(model: string, c: Required<CountedInput>, answer: Answer): ReplayResponse {
+/** The Responses API stream: OpenAI names each event (`event:` lines), xAI sends `data:` lines only. */
+function responses(vendor: 'openai' | 'xai', model: string, c: Required<CountedInput>, answer: Answer): ReplayResponse {
   let n = 0
-  const e = (type: string, fields: Record<string, unknown>) => namedEvent(type, { type, sequence_number: n++, ...fields })
+  const e = (type: string, fields: Record<string, unknown>) =>
+    vendor === 'openai' ? namedEvent(type, { type, sequence_number: n++, ...fields }) : dataEvent({ type, sequence_number: n++, ...fields })
   const id = `resp_counted${nextId()}`
   const messageId = `msg_counted${nextId()}`
   const text = answer.text
@@ -121,7 +123,7 @@ function google(model: string, c: Required<CountedInput>, answer: Answer): Repla
 }
 
 /** Mistral, xAI and DeepSeek: chat-completions chunks, usage on the chunk with finish_reason, then [DONE]. */
-function chatCompletions(vendor: 'mistral' | 'xai' | 'deepseek', model: string, c: Required<CountedInput>, answer: Answer): ReplayResponse {
+function chatCompletions(vendor: 'mistral' | 'deepseek', model: string, c: Required<CountedInput>, answer: Answer): ReplayResponse {
   const id = `counted-${nextId()}`
   const chunk = (delta: Record<string, unknown>, finishReason: string | null, usage?: unknown) =>
     dataEvent({ id, object: 'chat.completion.chunk', created: 1760547301, model, choices: [{ index: 0, delta, finish_reason: finishReason }], ...(usage ? { usage } : {}) })
@@ -129,9 +131,7 @@ function chatCompletions(vendor: 'mistral' | 'xai' | 'deepseek', model: string, 
   const usage =
     vendor === 'deepseek'
       ? { ...base, prompt_tokens_details: { cached_tokens: c.cacheRead }, prompt_cache_hit_tokens: c.cacheRead, prompt_cache_miss_tokens: c.total - c.cacheRead }
-      : vendor === 'xai'
-        ? { ...base, prompt_tokens_details: { text_tokens: c.total, audio_tokens: 0, image_tokens: 0, cached_tokens: c.cacheRead }, completion_tokens_details: { reasoning_tokens: 0 } }
-        : base
+      : base
   return {
     kind: 'stream',
     headers: { 'content-type': 'text/event-stream; charset=utf-8' },
@@ -156,11 +156,11 @@ export function countedUsageAnswer(vendor: Vendor, model: string, input: Counted
     case 'anthropic':
       return anthropic(model, c, answer)
     case 'openai':
-      return openai(model, c, answer)
+    case 'xai':
+      return responses(vendor, model, c, answer)
     case 'google':
       return google(model, c, answer)
     case 'mistral':
-    case 'xai':
     case 'deepseek':
       return chatCompletions(vendor, model, c, answer)
   }

@@ -61,7 +61,8 @@ function anthropic(body: any): RequestFacts {
   return { model: body.model ?? null, texts, outputCeiling: number(body.max_tokens) }
 }
 
-function openaiResponses(body: any): RequestFacts {
+/** OpenAI and xAI (@ai-sdk/xai 5 speaks only the Responses API): the Responses shape. */
+function responses(body: any): RequestFacts {
   const texts: string[] = []
   if (typeof body.instructions === 'string') texts.push(body.instructions)
   for (const tool of body.tools ?? []) texts.push(tool.name ?? '', tool.description ?? '', json(tool.parameters))
@@ -91,7 +92,7 @@ function gemini(body: any, path: string): RequestFacts {
   return { model, texts, outputCeiling: number(body.generationConfig?.maxOutputTokens) }
 }
 
-/** Mistral, xAI and DeepSeek: the chat-completions shape. */
+/** Mistral and DeepSeek: the chat-completions shape. */
 function chatCompletions(body: any): RequestFacts {
   const texts: string[] = []
   for (const tool of body.tools ?? []) texts.push(tool.function?.name ?? '', tool.function?.description ?? '', json(tool.function?.parameters))
@@ -109,11 +110,11 @@ export function requestFacts(vendor: Vendor, body: any, path: string): RequestFa
     case 'anthropic':
       return anthropic(b)
     case 'openai':
-      return openaiResponses(b)
+    case 'xai':
+      return responses(b)
     case 'google':
       return gemini(b, path)
     case 'mistral':
-    case 'xai':
     case 'deepseek':
       return chatCompletions(b)
   }
