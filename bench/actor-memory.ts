@@ -9,6 +9,7 @@
  *
  * Prints one JSON object on stdout.
  */
+import { fixedCatalogue } from '../src/providers/catalogue/catalogue-service.ts'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -51,7 +52,7 @@ async function main(): Promise<void> {
   const echo = sandbox.find((e) => e.name === 'sandbox/echo')!
   const deps = composeApp({
     store,
-    catalogue: { list: () => sandbox, findByName: (name) => sandbox.find((m) => m.name === name), pricesAsOf: '2025-10-15' },
+    catalogue: fixedCatalogue(sandbox),
     allModels: sandbox,
     env: { NODE_ID: 'bench-node' },
     build: { version: '0.0.0-bench', commit: 'bench' },

@@ -8,6 +8,7 @@
  *
  * Environment: BENCH_ITERATIONS (rounds per case, default 5).
  */
+import { fixedCatalogue } from '../src/providers/catalogue/catalogue-service.ts'
 import { mkdtempSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -32,7 +33,7 @@ async function listeningApp() {
   const db = openDatabase(join(dir, 'parley.db'))
   const deps = composeApp({
     store: createStore(db),
-    catalogue: { list: () => [], findByName: () => undefined, pricesAsOf: '2025-10-15' },
+    catalogue: fixedCatalogue([]),
     allModels: [],
     env: { NODE_ID: 'bench-node' },
     build: { version: '0.0.0-bench', commit: 'bench' },

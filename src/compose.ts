@@ -15,7 +15,7 @@ import { ALWAYS_PRIMARY, type ReplicationRoleSource } from './store/replication-
 export type Composition = {
   /** Its clock (createStore's `now`) is the service's clock: the actors and the routes read it too. */
   store: Store
-  catalogue: Pick<CatalogueService, 'list' | 'findByName' | 'pricesAsOf'>
+  catalogue: Pick<CatalogueService, 'list' | 'findByName' | 'pricesAsOf' | 'resolve' | 'pricesAt' | 'checkVersion'>
   /** Every model of the catalogue file, active or not, for settling old runs. */
   allModels: LoadedCatalogue['entries']
   build: { version: string; commit: string }
@@ -53,6 +53,7 @@ export function composeApp(c: Composition): AppDeps {
     history: createContextHistory(c.store),
     languageModelFor: c.languageModelFor ?? createLanguageModels(env),
     modelById: (id) => c.allModels.find((m) => m.id === id),
+    pricesAt: (id, at) => c.catalogue.pricesAt(id, at),
     now,
     nodeId: env.NODE_ID ?? env.FLY_MACHINE_ID ?? hostname(),
     leaseTtlMs: leaseTtlMs(env),

@@ -9,6 +9,7 @@ import { SERVER_AUTOCHECKPOINT_PAGES, startWalCheckpointer, type WalCheckpointer
 import { activeProviders } from './providers/catalogue/active-providers.ts'
 import { activeModels, activeProvidersLine } from './providers/catalogue/active-providers-line.ts'
 import { createCatalogueService } from './providers/catalogue/catalogue-service.ts'
+import { storedCatalogueVersions } from './providers/catalogue/catalogue-import.ts'
 import { loadCatalogue } from './providers/catalogue/load-catalogue.ts'
 import { readSettings } from './settings.ts'
 import { keepDevCredentials, markDevBannerShown, owedDevBanner, renderDevBanner } from './cli/dev-banner.ts'
@@ -38,6 +39,8 @@ const catalogue = createCatalogueService(
   activeProviders(process.env, settings.sandbox),
   (since) => store.providerCalls.statsSince(since),
   store.now,
+  // Imported catalogue versions, read from the (replicated) database on each refresh and version check (decision 041).
+  storedCatalogueVersions(store),
 )
 const stopStats = catalogue.start()
 // Registered again on each new connection's query modules (a role change).

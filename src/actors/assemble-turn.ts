@@ -1,3 +1,4 @@
+import { deprecationWarning } from '../domain/catalogue/lifecycle.ts'
 import type { LanguageModelV4FunctionTool, LanguageModelV4Prompt } from '@ai-sdk/provider'
 import type { ConfigWarning } from '../domain/config/config-types.ts'
 import type { ContextManifest } from '../domain/context/context-manifest.ts'
@@ -101,6 +102,8 @@ export function assembleTurn(
   translationWarnings.push(...vendorReasoning.warnings)
   // What the vendor will not keep: strict, is_error (decision 017).
   translationWarnings.push(...vendorTranslationWarnings(model.provider, packed.parts, frame.tools))
+  // A deprecated model runs with a warning naming its retirement and successor (decision 041).
+  if (model.status === 'deprecated') translationWarnings.push(deprecationWarning(model))
   const estimated = packed.estimatedTokens
   const manifest = (context: ContextManifest) => ({
     model: model.name,

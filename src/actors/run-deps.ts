@@ -14,6 +14,11 @@ export type RunDeps = {
   languageModelFor: LanguageModelFor
   /** Any catalogue model by id, active or not: runs settle even after a vendor is switched off. */
   modelById: (id: string) => CatalogueEntry | undefined
+  /**
+   * A model's rates and tiers in the catalogue version in force at a run's start (decision 041): a price imported
+   * with a later effective time leaves the runs before it as they were. Absent: the model's own rates.
+   */
+  pricesAt?: (modelId: string, at: Date) => Pick<CatalogueEntry, 'rates' | 'tiers'> | undefined
   now: () => Date
   /** This node's name; its leases mark the runs it streams. */
   nodeId: string

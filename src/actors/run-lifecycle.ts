@@ -68,7 +68,9 @@ export function settleInLedger(deps: RunDeps, s: Settlement): string | null {
   const now = deps.now().toISOString()
   const settle = () => {
     const o = s.outcome
-    const cost = customerCost(o.usage, s.model, s.markupPercent)
+    // Priced with the catalogue of the run's start (decision 041), not of its end.
+    const priced = (s.startedAt !== null ? deps.pricesAt?.(s.model.id, new Date(s.startedAt)) : undefined) ?? s.model
+    const cost = customerCost(o.usage, priced, s.markupPercent)
     const finished = store.runs.finish(
       s.runId,
       {

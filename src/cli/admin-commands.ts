@@ -8,6 +8,8 @@ import type { Organisation } from '../store/organisations.ts'
 import { UPDATE_KINDS, type UpdateKind } from '../store/platform-updates.ts'
 import { RUN_STATUSES, type RunStatus } from '../store/runs.ts'
 import { USAGE_DIMENSIONS, type UsageBin, type UsageDimension } from '../store/usage-report.ts'
+import { importCatalogue } from '../providers/catalogue/catalogue-import.ts'
+import { CatalogueFileError } from '../providers/catalogue/load-catalogue.ts'
 import { balanceTable, keyTable, runTable, usageTable, type RunLine } from './admin-tables.ts'
 
 /** A failure the operator can fix; the message goes to stderr as is. */
@@ -176,7 +178,42 @@ function listing<F extends Flags, R>(
   }
 }
 
+/** `catalogue import FILE`: prints the diff for people, then one JSON line with what was done. */
+function catalogueImport(): Command {
+  const flags = {
+    'effective-at': { type: 'string', value: '<date|time>', description: 'when its prices and lifecycle take effect (now when absent); never in the past' },
+    'dry-run': { type: 'boolean', description: 'check the file and show the diff; change nothing' },
+  } satisfies Flags
+  const runArgs = (store: Store, args: string[]) => {
+    const { values, positionals } = parse(args, flags, 1)
+    const file = positionals[0]
+    if (!file) throw new AdminError('catalogue import needs the FILE to import')
+    try {
+      return importCatalogue(store, file, {
+        ...(values['effective-at'] === undefined ? {} : { effectiveAt: instantOf(values['effective-at'], 'effective-at') }),
+        dryRun: values['dry-run'] === true,
+      })
+    } catch (error) {
+      if (error instanceof CatalogueFileError) throw new AdminError(error.message)
+      throw error
+    }
+  }
+  return {
+    summary: 'check a catalogue file, show what it changes, and make it the catalogue from --effective-at (docs/decisions/041-catalogue-lifecycle.md)',
+    argument: { name: 'FILE', description: 'a catalogue file in the shape of catalogue/models.json' },
+    flags,
+    run: runArgs,
+    print: (store, args) => {
+      const plan = runArgs(store, args)
+      const { diff, ...rest } = plan
+      return `${plan.lines.join('\n')}\n${JSON.stringify({ ...rest, lines: undefined, added: diff.added, removed: diff.removed, changed: diff.changed.map((c) => c.name) })}\n`
+    },
+    readOnly: false,
+  }
+}
+
 const commands: Record<string, Command> = {
+  'catalogue import': catalogueImport(),
   'org create': command(
     'create an organisation',
     {

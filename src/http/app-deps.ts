@@ -7,7 +7,7 @@ import type { ReplicationRoleSource } from '../store/replication-role.ts'
 /** What the HTTP layer is given to serve; built once by main (or by a test). */
 export type AppDeps = {
   store: Store
-  catalogue: Pick<CatalogueService, 'list' | 'findByName' | 'pricesAsOf'>
+  catalogue: Pick<CatalogueService, 'list' | 'findByName' | 'pricesAsOf' | 'resolve' | 'pricesAt' | 'checkVersion'>
   /** The clock, so usage windows can be tested at a fixed time. */
   now: () => Date
   /** The chat actors of this node: every turn and cancel goes through them. */

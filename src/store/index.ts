@@ -1,3 +1,4 @@
+import { createCatalogueVersionStore } from './catalogue-versions.ts'
 import { createApiKeyStore } from './api-keys.ts'
 import { createBalanceStore } from './balance.ts'
 import { createBalanceHistoryStore } from './balance-history.ts'
@@ -48,6 +49,8 @@ export function createStore(db: Db, options: StoreOptions = {}) {
     summaries: createSummaryStore(db),
     idempotencyKeys: createIdempotencyKeyStore(db),
     tokenCorrections: createTokenCorrectionStore(db, now),
+    /** Imported catalogue versions (docs/decisions/041-catalogue-lifecycle.md). */
+    catalogueVersions: createCatalogueVersionStore(db, now),
     /** Forks: a chat's rows copied into a new chat (docs/decisions/037-fork.md). */
     forks: createForkStore(db, now),
     /** Group commit for the turn path: admissions, closed blocks and settlements. */

@@ -1,3 +1,4 @@
+import { fixedCatalogue } from '../../src/providers/catalogue/catalogue-service.ts'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -51,7 +52,7 @@ async function relayedMessages(content: 'on' | undefined): Promise<string[]> {
   const catalogue = sandboxCatalogue()
   const deps = composeApp({
     store: createStore(db),
-    catalogue: { list: () => catalogue, findByName: (name) => catalogue.find((m) => m.name === name), pricesAsOf: '2025-10-15' },
+    catalogue: fixedCatalogue(catalogue),
     allModels: catalogue,
     env: { NODE_ID: 'inspect-test', STATELY_INSPECT: relay.url, ...(content ? { STATELY_INSPECT_CONTENT: content } : {}) },
     build: { version: '0.0.0-test', commit: 'test' },

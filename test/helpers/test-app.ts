@@ -6,6 +6,8 @@ import type { ChatActorHost } from '../../src/actors/chat-actor-host.ts'
 import { composeApp } from '../../src/compose.ts'
 import { Writable } from 'node:stream'
 import { buildApp, type App, type BuildAppOptions } from '../../src/http/app.ts'
+import { storedCatalogueVersions } from '../../src/providers/catalogue/catalogue-import.ts'
+import { createCatalogueService } from '../../src/providers/catalogue/catalogue-service.ts'
 import type { LanguageModelFor } from '../../src/providers/language-models.ts'
 import { openDatabase } from '../../src/store/database.ts'
 import { createStore, type Store } from '../../src/store/index.ts'
@@ -45,11 +47,14 @@ export async function createTestApp(
   const catalogue = options.catalogue ?? []
   const deps = composeApp({
     store,
-    catalogue: {
-      list: () => catalogue,
-      findByName: (name) => catalogue.find((m) => m.name === name),
-      pricesAsOf: '2025-10-15',
-    },
+    // The real service over the given models, every provider on, on the store's clock, reading imported versions.
+    catalogue: createCatalogueService(
+      { pricesAsOf: '2025-10-15', entries: catalogue },
+      new Set(catalogue.map((m) => m.provider)),
+      () => new Map(),
+      store.now,
+      storedCatalogueVersions(store),
+    ),
     allModels: catalogue,
     languageModelFor: options.languageModelFor,
     env: { NODE_ID: 'test-node' },

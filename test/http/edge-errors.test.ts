@@ -1,3 +1,4 @@
+import { fixedCatalogue } from '../../src/providers/catalogue/catalogue-service.ts'
 import { connect } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { composeApp } from '../../src/compose.ts'
@@ -28,7 +29,7 @@ beforeAll(async () => {
   const store = createStore(db)
   const deps = composeApp({
     store,
-    catalogue: { list: () => [], findByName: () => undefined, pricesAsOf: '2025-10-15' },
+    catalogue: fixedCatalogue([]),
     allModels: [],
     env: { NODE_ID: 'test-node' },
     build: { version: '0.0.0-test', commit: 'test' },

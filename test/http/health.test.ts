@@ -1,3 +1,4 @@
+import { fixedCatalogue } from '../../src/providers/catalogue/catalogue-service.ts'
 import Database from 'better-sqlite3'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -39,7 +40,7 @@ async function appAs(role: ReplicationRole, options: { readOnly?: boolean; provi
   const db = options.readOnly ? openDatabase(file, { replica: true }) : openDatabase(file)
   const deps = composeApp({
     store: createStore(db),
-    catalogue: { list: () => active, findByName: () => undefined, pricesAsOf: '2025-10-15' },
+    catalogue: { ...fixedCatalogue([]), list: () => active },
     allModels: [],
     env: { NODE_ID: 'health-test' },
     build: { version: '0.0.0-test', commit: 'test' },

@@ -1,3 +1,4 @@
+import { fixedCatalogue } from '../../src/providers/catalogue/catalogue-service.ts'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -33,7 +34,7 @@ beforeAll(async () => {
   store = createStore(db)
   const deps = composeApp({
     store,
-    catalogue: { list: () => [], findByName: () => undefined, pricesAsOf: '2025-10-15' },
+    catalogue: fixedCatalogue([]),
     allModels: [],
     env: { NODE_ID: 'test-node' },
     build: { version: '0.0.0-test', commit: 'test' },

@@ -1,3 +1,4 @@
+import { fixedCatalogue } from '../../src/providers/catalogue/catalogue-service.ts'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -46,7 +47,7 @@ describe('read your writes across replicas', () => {
     const catalogue = sandboxCatalogue()
     const deps = composeApp({
       store,
-      catalogue: { list: () => catalogue, findByName: (n) => catalogue.find((m) => m.name === n), pricesAsOf: '2025-10-15' },
+      catalogue: fixedCatalogue(catalogue),
       allModels: catalogue,
       env: { NODE_ID: name },
       build: { version: '0.0.0-test', commit: 'test' },

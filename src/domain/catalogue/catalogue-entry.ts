@@ -28,6 +28,11 @@ export type Tier = {
 /** The header that opens a model's long context, and the window that holds without it. */
 export type LongContextOptIn = { standard_window: number; header: string; value: string }
 
+export type ModelStatus = 'active' | 'deprecated' | 'retired'
+
+/** Where a figure was read and when (decision 041). */
+export type FigureSource = { source: string; checked: string }
+
 export type CatalogueEntry = {
   id: string
   name: string
@@ -44,6 +49,16 @@ export type CatalogueEntry = {
   max_input_tokens?: number | null
   /** A larger window the vendor opens only on request (docs/decisions/027-model-limits.md). */
   long_context?: LongContextOptIn | null
+  /** The vendor's documented limit on one request's bytes (Anthropic's Messages API: 32 MB). */
+  max_request_bytes: number
+  /** As the catalogue file says; the service derives it against the clock (decision 041). */
+  status: ModelStatus
+  deprecated_at: string | null
+  retires_at: string | null
+  /** A catalogue name to move to; it exists in the same catalogue. */
+  successor: string | null
+  /** Where each figure was read, and when. */
+  sources?: Record<string, FigureSource>
   supports_reasoning: boolean
   supports_tools: boolean
   thinking: string

@@ -37,6 +37,11 @@ const LongContext = Type.Object(
   closed,
 )
 
+/** Where one figure was read, and the day it was checked (decision 041). */
+const FigureSource = Type.Object({ source: Type.String({ minLength: 1 }), checked: Type.String({ format: 'date' }) }, closed)
+export const SOURCED_FIGURES = ['context_window', 'max_input_tokens', 'max_output_tokens', 'max_request_bytes', 'rates', 'tiers', 'lifecycle'] as const
+const REQUIRED_SOURCES: readonly string[] = ['context_window', 'max_output_tokens', 'max_request_bytes', 'rates', 'lifecycle']
+
 export const CatalogueModelSource = Type.Object(
   {
     id: Type.String({ format: 'uuid' }),
@@ -54,9 +59,19 @@ export const CatalogueModelSource = Type.Object(
     }),
     max_output_tokens: Type.Integer({ minimum: 1 }),
     long_context: Type.Union([LongContext, Type.Null()]),
-    limits_source: Type.Object(
-      { context_window: Type.String({ minLength: 1 }), max_input_tokens: Type.Optional(Type.String({ minLength: 1 })), max_output_tokens: Type.String({ minLength: 1 }) },
-      { ...closed, description: 'where each limit was read: the vendor page, or why it is ours' },
+    max_request_bytes: Type.Integer({ minimum: 1, description: "the vendor's documented limit on one request's bytes" }),
+    status: Type.Union([Type.Literal('active'), Type.Literal('deprecated'), Type.Literal('retired')]),
+    deprecated_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+    retires_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+    successor: Type.Union([Type.String({ pattern: '^[a-z0-9-]+/[a-z0-9.-]+$' }), Type.Null()]),
+    sources: Type.Object(
+      Object.fromEntries(
+        SOURCED_FIGURES.map((f) => [
+          f,
+          REQUIRED_SOURCES.includes(f) ? FigureSource : Type.Optional(FigureSource),
+        ]),
+      ),
+      { ...closed, description: 'where each figure was read and when: the vendor page, or why it is ours' },
     ),
     supports_reasoning: Type.Boolean(),
     max_reasoning_effort: Type.Union(

@@ -1,4 +1,5 @@
 import type { CatalogueEntry } from '../../domain/catalogue/catalogue-entry.ts'
+import { resolveModelForTurn, statusAt, versionInForce, type TurnModelResolution } from '../../domain/catalogue/lifecycle.ts'
 import type { LoadedCatalogue } from './load-catalogue.ts'
 
 export type ModelStats = { avgTimeToFirstTokenMs: number | null; uptime: string | null }
@@ -8,23 +9,41 @@ export const STATS_WINDOW_MS = 24 * 3600 * 1000
 /** How soon after a provider call the figures include it (decision 015): current, at most one refresh a second. */
 export const STATS_AFTER_CALL_MS = 1000
 
+/** One catalogue version (decision 041): the shipped file is version 0, effective from the epoch; imports follow. */
+export type CatalogueVersion = { version: number; effective_at: string; loaded: LoadedCatalogue }
+
+/** Where imported versions are read: the highest version number (a cheap check), and all of them. */
+export type CatalogueVersionSource = { latestVersion(): number; all(): CatalogueVersion[] }
+
 export type CatalogueService = {
-  /** Active models at provider cost, with the latest refreshed statistics. */
+  /** The models a customer may name now (active and deprecated, with their status), at provider cost, with the latest statistics. */
   list(): CatalogueEntry[]
-  /** An active model by its public name. */
+  /** A model a customer may name now, by its public name; undefined for a retired or unknown one. */
   findByName(name: string): CatalogueEntry | undefined
-  pricesAsOf: string
+  /** What a turn naming `name` gets now (decision 041): the model, with a warning when deprecated, or its refusal with the successor. */
+  resolve(name: string): TurnModelResolution
+  /** A model's rates and tiers in the catalogue version in force at `at` (a run's created_at); undefined where that version lacks it. */
+  pricesAt(modelId: string, at: Date): Pick<CatalogueEntry, 'rates' | 'tiers'> | undefined
+  /** The date the prices in force now were read. */
+  readonly pricesAsOf: string
+  /** The catalogue version in force now. */
+  readonly version: number
   refreshStats(now?: Date): void
+  /** Re-reads the versions when the source has a newer one; cheap when it has not. */
+  checkVersion(): void
   /** A provider call was recorded: refresh within STATS_AFTER_CALL_MS rather than at the next quarter hour. */
   noteCall(): void
   /** Refreshes now and then every 15 minutes; returns the stop function. */
   start(): () => void
 }
 
+const BASE_EFFECTIVE_AT = new Date(0).toISOString()
+
 /**
- * Serves the active part of the catalogue. Latency and uptime are recomputed from the last 24
- * hours of provider calls (docs/decisions/015-vendor-calls-deadlines-retries-uptime.md): at start, every 15 minutes (which brings in other nodes'
- * calls), and within a second of a call settled here, never per request.
+ * Serves the catalogue version in force (docs/decisions/041-catalogue-lifecycle.md), each model's status derived
+ * against the clock. Latency and uptime are recomputed from the last 24 hours of provider calls
+ * (docs/decisions/015-vendor-calls-deadlines-retries-uptime.md): at start, every 15 minutes (which brings in other
+ * nodes' calls and imported catalogue versions), and within a second of a call settled here, never per request.
  */
 export function createCatalogueService(
   loaded: LoadedCatalogue,
@@ -32,23 +51,63 @@ export function createCatalogueService(
   statsSince: (sinceIso: string) => Map<string, ModelStats>,
   /** The service's clock (store.now): the 24 h window ends at its now, as the calls' own dates do. */
   clock: () => Date = () => new Date(),
+  versionSource: CatalogueVersionSource | null = null,
 ): CatalogueService {
-  const active = loaded.entries.filter((entry) => activeProviders.has(entry.provider))
-  let current: CatalogueEntry[] = active.map((e) => ({ ...e, avg_time_to_first_token_ms: null, uptime: null }))
-  let byName = new Map(current.map((e) => [e.name, e]))
+  const base: CatalogueVersion = { version: 0, effective_at: BASE_EFFECTIVE_AT, loaded }
+  let versions: CatalogueVersion[] = [base]
+  let seenVersion = 0
+  let stats = new Map<string, ModelStats>()
+  let inForce: CatalogueVersion = base
+  let all: CatalogueEntry[] = []
+
+  const readVersions = () => {
+    if (!versionSource) return
+    seenVersion = versionSource.latestVersion()
+    versions = [base, ...versionSource.all()]
+  }
+  const withStats = (entry: CatalogueEntry): CatalogueEntry => {
+    const s = stats.get(entry.id)
+    return { ...entry, avg_time_to_first_token_ms: s?.avgTimeToFirstTokenMs ?? null, uptime: s?.uptime ?? null }
+  }
+  /** The version in force now, its providers' models with statistics; recomputed when the clock passes a version's start. */
+  const current = (): CatalogueEntry[] => {
+    const now = clock()
+    const version = versionInForce(versions, now) ?? base
+    if (version !== inForce || all.length === 0) {
+      inForce = version
+      all = version.loaded.entries.filter((e) => activeProviders.has(e.provider)).map(withStats)
+    }
+    return all.map((e) => ({ ...e, status: statusAt(e, now) }))
+  }
   let afterCall: NodeJS.Timeout | null = null
 
   const service: CatalogueService = {
-    list: () => current,
-    findByName: (name) => byName.get(name),
-    pricesAsOf: loaded.pricesAsOf,
+    list: () => current().filter((e) => e.status !== 'retired'),
+    findByName: (name) => current().find((e) => e.name === name && e.status !== 'retired'),
+    resolve: (name) => resolveModelForTurn(current(), name, clock()),
+    pricesAt(modelId, at) {
+      const version = versionInForce(versions, at) ?? base
+      const entry = version.loaded.entries.find((e) => e.id === modelId)
+      return entry ? { rates: entry.rates, tiers: entry.tiers } : undefined
+    },
+    get pricesAsOf() {
+      current()
+      return inForce.loaded.pricesAsOf
+    },
+    get version() {
+      current()
+      return inForce.version
+    },
     refreshStats(now = clock()) {
-      const stats = statsSince(new Date(now.getTime() - STATS_WINDOW_MS).toISOString())
-      current = active.map((entry) => {
-        const s = stats.get(entry.id)
-        return { ...entry, avg_time_to_first_token_ms: s?.avgTimeToFirstTokenMs ?? null, uptime: s?.uptime ?? null }
-      })
-      byName = new Map(current.map((e) => [e.name, e]))
+      readVersions()
+      stats = statsSince(new Date(now.getTime() - STATS_WINDOW_MS).toISOString())
+      all = []
+      current()
+    },
+    checkVersion() {
+      if (!versionSource || versionSource.latestVersion() === seenVersion) return
+      readVersions()
+      all = []
     },
     noteCall() {
       if (afterCall) return
@@ -68,5 +127,11 @@ export function createCatalogueService(
       }
     },
   }
+  readVersions()
   return service
+}
+
+/** The service over a fixed list of models, every one's provider on, with no statistics: benches and tests compose the app with it. */
+export function fixedCatalogue(entries: CatalogueEntry[], clock: () => Date = () => new Date()): CatalogueService {
+  return createCatalogueService({ pricesAsOf: '2025-10-15', entries }, new Set(entries.map((e) => e.provider)), () => new Map(), clock)
 }

@@ -13,6 +13,7 @@ import * as tokenCorrections from './0010-token-corrections.ts'
 import * as runningRunsByOrg from './0012-running-runs-by-org.ts'
 import * as runsByOrg from './0013-runs-by-org.ts'
 import * as inheritedRuns from './0014-inherited-runs.ts'
+import * as catalogueVersions from './0015-catalogue-versions.ts'
 
 export type Migration = { name: string; up: (db: Database) => void }
 
@@ -32,4 +33,5 @@ export const migrations: Migration[] = [
   { name: '0012-running-runs-by-org', up: runningRunsByOrg.up },
   { name: '0013-runs-by-org', up: runsByOrg.up },
   { name: '0014-inherited-runs', up: inheritedRuns.up },
+  { name: '0015-catalogue-versions', up: catalogueVersions.up },
 ]

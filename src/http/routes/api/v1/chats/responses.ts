@@ -1,3 +1,4 @@
+import { retiredMessage } from '../../../../../domain/catalogue/lifecycle.ts'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from '@sinclair/typebox'
@@ -119,10 +120,17 @@ export const responseRoutes =
         const orgId = orgOf(request)
         const chat = findChat(deps, orgId, request.params.chat_id)
         const body = request.body as TurnRequest
-        const model = deps.catalogue.findByName(body.model)
-        if (!model) {
+        // An imported catalogue version is taken up at once (decision 041); the check is one indexed read.
+        deps.catalogue.checkVersion()
+        const resolved = deps.catalogue.resolve(body.model)
+        if (resolved.kind === 'retired') {
+          // Decision 041: a retired model is refused with its successor named, never swapped in silently.
+          throw new ValidationError([{ in: 'body', pointer: '/model', message: retiredMessage(resolved) }])
+        }
+        if (resolved.kind === 'unknown') {
           throw new ValidationError([{ in: 'body', pointer: '/model', message: `"${body.model}" is not an active model of the catalogue` }])
         }
+        const model = resolved.entry
         // Attachments are read whole off the event loop when large (src/http/body-work/body-work.ts).
         const decoded = await decodeSubmission(body, model, options.bodyWork)
         const submission = prepareSubmission(body, model, { orgId, apiKeyId: request.identity?.keyId ?? null, chatId: chat.id, namespace: chat.namespace }, decoded)
