@@ -51,7 +51,7 @@ export async function createTestApp(
     catalogue: createCatalogueService(
       { pricesAsOf: '2025-10-15', entries: catalogue },
       new Set(catalogue.map((m) => m.provider)),
-      () => new Map(),
+      () => new Map(catalogue.map((e) => [e.id, { avgTimeToFirstTokenMs: e.avg_time_to_first_token_ms ?? null, uptime: e.uptime ?? null }])),
       store.now,
       storedCatalogueVersions(store),
     ),

@@ -131,7 +131,7 @@ export function createCatalogueService(
   return service
 }
 
-/** The service over a fixed list of models, every one's provider on, with no statistics: benches and tests compose the app with it. */
+/** The service over a fixed list of models, every one's provider on, with the statistics they carry: benches and tests compose the app with it. */
 export function fixedCatalogue(entries: CatalogueEntry[], clock: () => Date = () => new Date()): CatalogueService {
-  return createCatalogueService({ pricesAsOf: '2025-10-15', entries }, new Set(entries.map((e) => e.provider)), () => new Map(), clock)
+  return createCatalogueService({ pricesAsOf: '2025-10-15', entries }, new Set(entries.map((e) => e.provider)), () => new Map(entries.map((e) => [e.id, { avgTimeToFirstTokenMs: e.avg_time_to_first_token_ms ?? null, uptime: e.uptime ?? null }])), clock)
 }

@@ -29,8 +29,8 @@ afterEach(() => {
   vi.useRealTimers()
 })
 
-const serviceOver = (active: string[]) =>
-  createCatalogueService(loaded, new Set(active), (since) => t.store.providerCalls.statsSince(since))
+const serviceOver = (active: string[], clock = () => new Date('2026-11-28T12:00:00Z')) =>
+  createCatalogueService(loaded, new Set(active), (since) => t.store.providerCalls.statsSince(since), clock)
 
 describe('createCatalogueService', () => {
   it('lists only the models of active providers', () => {
@@ -38,6 +38,7 @@ describe('createCatalogueService', () => {
     expect(service.list().map((m) => m.name).sort()).toEqual([
       'anthropic/claude-haiku-4.5',
       'anthropic/claude-sonnet-4.5',
+      'anthropic/claude-sonnet-5.5',
       'sandbox/echo',
       'sandbox/echo-1m',
       'sandbox/echo-8k',
@@ -55,7 +56,9 @@ describe('createCatalogueService', () => {
 
   it('lists every model when every provider is active, at provider cost', () => {
     const service = serviceOver(['anthropic', 'openai', 'google', 'mistral', 'xai', 'deepseek', 'sandbox'])
-    expect(service.list()).toHaveLength(15)
+    // 22 in the file, less the five retired by 2026-11-28 (decision 041).
+    expect(service.list()).toHaveLength(17)
+    expect(service.list().map((m) => m.name)).not.toContain('xai/grok-4')
     expect(service.findByName('sandbox/echo')!.rates.input).toBe('1.00')
   })
 
@@ -164,7 +167,7 @@ describe('createCatalogueService', () => {
 
   it('includes a call settled here within a second, one refresh for a burst of calls', () => {
     vi.useFakeTimers({ now: NOW })
-    const service = serviceOver(['sandbox'])
+    const service = serviceOver(['sandbox'], () => new Date())
     let refreshes = 0
     const refresh = service.refreshStats.bind(service)
     service.refreshStats = (now) => {

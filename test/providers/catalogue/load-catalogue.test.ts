@@ -17,8 +17,8 @@ const RATE = /^\d+(\.\d+)?$/
 describe('loadCatalogue on catalogue/models.json', () => {
   const loaded = loadCatalogue()
 
-  it('loads the 15 models of the six vendors and the sandbox', () => {
-    expect(loaded.entries).toHaveLength(15)
+  it('loads the 22 models of the six vendors and the sandbox', () => {
+    expect(loaded.entries).toHaveLength(22)
     expect(new Set(loaded.entries.map((m) => m.provider))).toEqual(new Set([...VENDORS, 'sandbox']))
     expect(loaded.pricesAsOf).toMatch(/^\d{4}-\d{2}-\d{2}$/)
   })
@@ -35,8 +35,8 @@ describe('loadCatalogue on catalogue/models.json', () => {
   })
 
   it('gives every model a unique id and a public name prefixed by its provider', () => {
-    expect(new Set(loaded.entries.map((m) => m.id)).size).toBe(15)
-    expect(new Set(loaded.entries.map((m) => m.name)).size).toBe(15)
+    expect(new Set(loaded.entries.map((m) => m.id)).size).toBe(22)
+    expect(new Set(loaded.entries.map((m) => m.name)).size).toBe(22)
     for (const m of loaded.entries) {
       expect(m.id, m.name).toMatch(UUID)
       expect(m.name.startsWith(`${m.provider}/`), m.name).toBe(true)
@@ -79,12 +79,35 @@ describe('loadCatalogue on catalogue/models.json', () => {
     }
   })
 
-  it('includes the real long-context cliff tiers of Gemini 2.5 Pro and Claude Sonnet over 200k', () => {
-    for (const name of ['google/gemini-2.5-pro', 'anthropic/claude-sonnet-4.5', 'sandbox/echo-1m']) {
+  it('includes the real long-context cliff tiers of Gemini 2.5 Pro over 200k and GPT-5.5 over 272k', () => {
+    for (const [name, min] of [['google/gemini-2.5-pro', 200_000], ['openai/gpt-5.5', 272_000], ['sandbox/echo-1m', 200_000]] as const) {
       const tiers = loaded.entries.find((m) => m.name === name)!.tiers
-      expect(tiers, name).toContainEqual(expect.objectContaining({ metric: 'context_tokens', mode: 'cliff', min: 200_000 }))
+      expect(tiers, name).toContainEqual(expect.objectContaining({ metric: 'context_tokens', mode: 'cliff', min }))
     }
+    // Sonnet 4.5's 1M beta header was withdrawn: 200k, no long context, no tier (issue 33).
+    expect(loaded.entries.find((m) => m.name === 'anthropic/claude-sonnet-4.5')).toMatchObject({ context_window: 200_000, long_context: null, tiers: [] })
     expect(loaded.entries.find((m) => m.name === 'sandbox/echo')!.tiers).toEqual([])
+  })
+
+  it('gives every model a lifecycle, a request byte limit and a dated source for every figure', () => {
+    const names = new Set(loaded.entries.map((m) => m.name))
+    for (const m of loaded.entries) {
+      expect(['active', 'deprecated', 'retired'], m.name).toContain(m.status)
+      expect(m.max_request_bytes, m.name).toBeGreaterThan(0)
+      if (m.successor !== null) expect(names.has(m.successor), `${m.name} → ${m.successor}`).toBe(true)
+      for (const figure of ['context_window', 'max_output_tokens', 'max_request_bytes', 'rates', 'lifecycle']) {
+        expect(m.sources?.[figure]?.source, `${m.name} ${figure}`).toBeTruthy()
+        expect(m.sources?.[figure]?.checked, `${m.name} ${figure}`).toMatch(/^\d{4}-\d{2}-\d{2}$/)
+      }
+    }
+    // Issue 33's claims, as the catalogue records them.
+    const at = (name: string) => loaded.entries.find((m) => m.name === name)!
+    expect(at('deepseek/deepseek-chat')).toMatchObject({ status: 'retired', successor: 'deepseek/deepseek-v4-flash' })
+    expect(at('deepseek/deepseek-reasoner')).toMatchObject({ status: 'retired', successor: 'deepseek/deepseek-v4-pro' })
+    expect(at('xai/grok-4')).toMatchObject({ status: 'retired', retires_at: '2026-05-15T19:00:00Z', successor: 'xai/grok-4.3' })
+    expect(at('anthropic/claude-sonnet-4.5')).toMatchObject({ status: 'deprecated', retires_at: '2026-11-30T00:00:00Z', successor: 'anthropic/claude-sonnet-5.5' })
+    expect(at('google/gemini-2.5-flash')).toMatchObject({ status: 'deprecated', retires_at: '2026-12-01T00:00:00Z' })
+    expect(at('anthropic/claude-haiku-4.5').max_request_bytes).toBe(32 * 1024 * 1024)
   })
 
   it('keeps reasoning effort consistent with reasoning support', () => {
@@ -127,7 +150,35 @@ describe('loadCatalogue on a broken file', () => {
   }
 
   it('accepts an unchanged copy (the mutations below are what break it)', () => {
-    expect(loadCatalogue(write(JSON.stringify(original()))).entries).toHaveLength(15)
+    expect(loadCatalogue(write(JSON.stringify(original()))).entries).toHaveLength(22)
+  })
+
+  const mutated = (change: (models: Record<string, unknown>[]) => void) => {
+    const data = original()
+    change(data.models)
+    return write(JSON.stringify(data))
+  }
+  const named = (models: Record<string, unknown>[], name: string) => models.find((m) => m.name === name)!
+
+  it('rejects a successor that is not in the file, naming the path', () => {
+    const error = failure(mutated((models) => (named(models, 'xai/grok-4').successor = 'xai/grok-9')))
+    expect(error.message).toMatch(/\/models\/\d+\/successor "xai\/grok-9" is not a model of this catalogue/)
+  })
+
+  it('rejects a retired model without retires_at, and a deprecated one without deprecated_at', () => {
+    expect(failure(mutated((models) => (named(models, 'xai/grok-4').retires_at = null))).message).toMatch(/retires_at is required of a retired model/)
+    expect(failure(mutated((models) => (named(models, 'google/gemini-2.5-pro').deprecated_at = null))).message).toMatch(/deprecated_at is required of a deprecated model/)
+  })
+
+  it('rejects a retired vendor model with no successor, a status it does not know, and a figure with no source', () => {
+    expect(failure(mutated((models) => (named(models, 'xai/grok-4').successor = null))).message).toMatch(/successor is required of a retired model/)
+    expect(failure(mutated((models) => (named(models, 'xai/grok-4').status = 'sunset'))).message).toMatch(/status/)
+    expect(failure(mutated((models) => delete (named(models, 'xai/grok-4.3').sources as Record<string, unknown>).rates)).message).toMatch(/sources/)
+    expect(failure(mutated((models) => delete named(models, 'xai/grok-4.3').max_request_bytes)).message).toMatch(/max_request_bytes/)
+  })
+
+  it('rejects a deprecation after the retirement', () => {
+    expect(failure(mutated((models) => (named(models, 'xai/grok-4').deprecated_at = '2027-01-01T00:00:00Z'))).message).toMatch(/deprecated_at is after retires_at/)
   })
 
   it('rejects a file that is not JSON', () => {
