@@ -7,7 +7,8 @@ import { composeApp } from '../../src/compose.ts'
 import { Writable } from 'node:stream'
 import { buildApp, type App, type BuildAppOptions } from '../../src/http/app.ts'
 import { storedCatalogueVersions } from '../../src/providers/catalogue/catalogue-import.ts'
-import { createCatalogueService } from '../../src/providers/catalogue/catalogue-service.ts'
+import { fixedCatalogue } from '../../src/providers/catalogue/catalogue-service.ts'
+import { loadCatalogue } from '../../src/providers/catalogue/load-catalogue.ts'
 import type { LanguageModelFor } from '../../src/providers/language-models.ts'
 import { openDatabase } from '../../src/store/database.ts'
 import { createStore, type Store } from '../../src/store/index.ts'
@@ -48,13 +49,7 @@ export async function createTestApp(
   const deps = composeApp({
     store,
     // The real service over the given models, every provider on, on the store's clock, reading imported versions.
-    catalogue: createCatalogueService(
-      { pricesAsOf: '2025-10-15', entries: catalogue },
-      new Set(catalogue.map((m) => m.provider)),
-      () => new Map(catalogue.map((e) => [e.id, { avgTimeToFirstTokenMs: e.avg_time_to_first_token_ms ?? null, uptime: e.uptime ?? null }])),
-      store.now,
-      storedCatalogueVersions(store),
-    ),
+    catalogue: fixedCatalogue(catalogue, store.now, loadCatalogue().pricesAsOf, storedCatalogueVersions(store)),
     allModels: catalogue,
     languageModelFor: options.languageModelFor,
     env: { NODE_ID: 'test-node' },

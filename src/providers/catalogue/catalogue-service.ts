@@ -132,6 +132,8 @@ export function createCatalogueService(
 }
 
 /** The service over a fixed list of models, every one's provider on, with the statistics they carry: benches and tests compose the app with it. */
-export function fixedCatalogue(entries: CatalogueEntry[], clock: () => Date = () => new Date()): CatalogueService {
-  return createCatalogueService({ pricesAsOf: '2025-10-15', entries }, new Set(entries.map((e) => e.provider)), () => new Map(entries.map((e) => [e.id, { avgTimeToFirstTokenMs: e.avg_time_to_first_token_ms ?? null, uptime: e.uptime ?? null }])), clock)
+export function fixedCatalogue(entries: CatalogueEntry[], clock: () => Date = () => new Date(), pricesAsOf = '2025-10-15', versionSource: CatalogueVersionSource | null = null): CatalogueService {
+  const service = createCatalogueService({ pricesAsOf, entries }, new Set(entries.map((e) => e.provider)), () => new Map(entries.map((e) => [e.id, { avgTimeToFirstTokenMs: e.avg_time_to_first_token_ms ?? null, uptime: e.uptime ?? null }])), clock, versionSource)
+  service.refreshStats()
+  return service
 }

@@ -15,16 +15,16 @@ const loaded = loadCatalogue()
 const source = (name: string) => loaded.entries.find((m) => m.name === name)!
 const ECHO = source('sandbox/echo')
 const ECHO_1M = source('sandbox/echo-1m')
-const SONNET = source('anthropic/claude-sonnet-4.5')
+const GPT = source('openai/gpt-5.5')
 
 // The models as the catalogue service serves them, with refreshed statistics for sandbox/echo.
 const service = createCatalogueService(
   loaded,
-  new Set(['sandbox', 'anthropic']),
+  new Set(['sandbox', 'openai']),
   () => new Map<string, ModelStats>([[ECHO.id, { avgTimeToFirstTokenMs: 123.5, uptime: '0.9950' }]]),
 )
 service.refreshStats(new Date('2026-11-22T10:30:00Z'))
-const MODELS: CatalogueEntry[] = [ECHO.name, ECHO_1M.name, SONNET.name].map((name) => service.findByName(name)!)
+const MODELS: CatalogueEntry[] = [ECHO.name, ECHO_1M.name, GPT.name].map((name) => service.findByName(name)!)
 
 const REQUIRED = ['id', 'name', 'display_name', 'provider', 'provider_label', 'model_family', 'context_window', 'max_output_tokens',
   'supports_reasoning', 'supports_tools', 'thinking', 'media', 'rates', 'tiers']
@@ -124,12 +124,12 @@ describe('GET /v1/catalogue with the real sandbox and vendor entries', () => {
     expect(Object.keys(body).sort()).toEqual(['markup_percent', 'models', 'organisation_specific'])
     expect(body.markup_percent).toBe('5')
     expect(body.organisation_specific).toBe(false)
-    expect(body.models.map((m: Json) => m.name)).toEqual(['sandbox/echo', 'sandbox/echo-1m', 'anthropic/claude-sonnet-4.5'])
+    expect(body.models.map((m: Json) => m.name)).toEqual(['sandbox/echo', 'sandbox/echo-1m', 'openai/gpt-5.5'])
     body.models.forEach((m: Json, i: number) => expectCatalogueModel(m, MODELS[i]!, '5'))
   })
 
   it('marks up the sandbox prices of decisions §6 by 5 percent', async () => {
-    const [echo, echo1m, sonnet] = (await ctx.app.inject({ url: '/v1/catalogue' })).json().models
+    const [echo, echo1m, gpt] = (await ctx.app.inject({ url: '/v1/catalogue' })).json().models
     // 1.00 × 1.05 = 1.05; 2.00 × 1.05 = 2.10; 0.10 × 1.05 = 0.105
     expect(echo.rates.input).toBe('1.05')
     eq(echo.rates.output, '2.10')
@@ -142,15 +142,15 @@ describe('GET /v1/catalogue with the real sandbox and vendor entries', () => {
     eq(echo1m.tiers[0].output, '4.20')
     eq(echo1m.tiers[0].cache_read, '0.21')
     expect(echo1m.tiers[0].cache_write ?? null).toBeNull()
-    // sonnet: 3.00 → 3.15, 15.00 → 15.75, 0.30 → 0.315, 3.75 → 3.9375; tier 6.00 → 6.30, 22.50 → 23.625, 0.60 → 0.63, 7.50 → 7.875
-    eq(sonnet.rates.input, '3.15')
-    eq(sonnet.rates.output, '15.75')
-    eq(sonnet.rates.cache_read, '0.315')
-    eq(sonnet.rates.cache_write, '3.9375')
-    eq(sonnet.tiers[0].input, '6.30')
-    eq(sonnet.tiers[0].output, '23.625')
-    eq(sonnet.tiers[0].cache_read, '0.63')
-    eq(sonnet.tiers[0].cache_write, '7.875')
+    // gpt-5.5: 5.00 → 5.25, 30.00 → 31.50, 0.50 → 0.525, no cache write; tier 10.00 → 10.50, 45.00 → 47.25, 1.00 → 1.05
+    eq(gpt.rates.input, '5.25')
+    eq(gpt.rates.output, '31.50')
+    eq(gpt.rates.cache_read, '0.525')
+    expect(gpt.rates.cache_write).toBeNull()
+    eq(gpt.tiers[0].input, '10.50')
+    eq(gpt.tiers[0].output, '47.25')
+    eq(gpt.tiers[0].cache_read, '1.05')
+    expect(gpt.tiers[0].cache_write).toBeNull()
   })
 
   it('serves the refreshed statistics, null where there are no samples', async () => {
@@ -178,7 +178,7 @@ describe('GET /v1/catalogue with the real sandbox and vendor entries', () => {
     const { cookie } = session('0')
     const body = (await ctx.app.inject({ url: '/v1/catalogue', headers: { cookie } })).json()
     expect(body).toMatchObject({ markup_percent: '0', organisation_specific: true })
-    eq(body.models[2].rates.output, '15.00')
+    eq(body.models[2].rates.output, '30.00')
   })
 
   it('treats an invalid session as anonymous', async () => {
@@ -203,7 +203,7 @@ describe('GET /v1/catalogue/{name}', () => {
   })
 
   it('resolves the vendor model and a name with a dot', async () => {
-    const body = (await ctx.app.inject({ url: '/v1/catalogue/anthropic/claude-sonnet-4.5' })).json()
+    const body = (await ctx.app.inject({ url: '/v1/catalogue/openai/gpt-5.5' })).json()
     expectCatalogueModel(body, MODELS[2]!, '5', ['markup_percent'])
   })
 
@@ -250,8 +250,8 @@ describe('GET /v1/catalogue/models.md', () => {
       eq(cells[7], priced(m.rates.output, '5'), `${m.name} output`)
       eq(cells[8], priced(m.rates.cache_read!, '5'), `${m.name} cache read`)
     })
-    // Sonnet meters cache writes; the sandbox does not.
-    eq(rows[2]![9], '3.9375')
+    // Neither GPT-5.5 nor the sandbox meters cache writes.
+    expect(rows[2]![9]).not.toMatch(/\d/)
     expect(rows[0]![9]).not.toMatch(/\d/)
   })
 
@@ -268,11 +268,11 @@ describe('GET /v1/catalogue/models.md', () => {
     expect(md).toContain(loaded.pricesAsOf)
     const conditions = md.slice(md.indexOf('## Pricing conditions'))
     expect(md.indexOf('## Pricing conditions')).toBeGreaterThan(0)
-    for (const name of ['sandbox/echo-1m', 'anthropic/claude-sonnet-4.5']) {
-      const line = conditions.split('\n').find((l) => l.includes(name))
+    for (const [name, min] of [['sandbox/echo-1m', '200000'], ['openai/gpt-5.5', '272000']]) {
+      const line = conditions.split('\n').find((l) => l.includes(name!))
       expect(line, name).toBeDefined()
       expect(line).toMatch(/cliff/)
-      expect(line).toContain('200000')
+      expect(line).toContain(min)
       expect(line).toMatch(/whole request/)
     }
     expect(conditions.split('\n').some((l) => l.includes('sandbox/echo ') || l.includes('sandbox/echo:'))).toBe(false)
@@ -287,7 +287,7 @@ describe('GET /v1/catalogue/models.md', () => {
     const md = (await ctx.app.inject({ url: '/v1/catalogue/models.md', headers: { cookie } })).body
     const rows = tableAfter(md, null)
     eq(rows[0]![6], '1.10')
-    eq(rows[2]![7], '16.50')
+    eq(rows[2]![7], '33.00')
   })
 })
 

@@ -70,7 +70,8 @@ describe('GET /v1/catalogue', () => {
     eq(model.tiers[0].output, '4.20')
     expect(model.tiers[0].cache_read).toBeNull()
     // Everything but the prices is the entry as given, in CatalogueModel's fields only (spec §2.7).
-    const { rates: _r, tiers: _t, vendor_model_id: _v, ...rest } = MODEL
+    // The lifecycle and the request byte limit are ours (decision 041): not CatalogueModel fields.
+    const { rates: _r, tiers: _t, vendor_model_id: _v, max_request_bytes: _b, status: _s, deprecated_at: _d, retires_at: _x, successor: _n, ...rest } = MODEL
     expect(model).toMatchObject(rest)
     const specFields = ['id', 'name', 'display_name', 'provider', 'provider_label', 'model_family', 'context_window', 'max_output_tokens',
       'supports_reasoning', 'supports_tools', 'thinking', 'media', 'rates', 'tiers', 'avg_time_to_first_token_ms', 'icon_url',
