@@ -357,7 +357,7 @@ describe('context packing through the HTTP API', () => {
   })
 
   describe('3. an older attachment the model cannot take becomes a marker; the ledger keeps its bytes', () => {
-    test('a PNG sent to sandbox/echo, then a turn on text-only deepseek/deepseek-chat', { timeout: 60_000 }, async () => {
+    test('a PNG sent to sandbox/echo, then a turn on text-only deepseek/deepseek-v4-flash', { timeout: 60_000 }, async () => {
       const chatId = await newChat()
       // A first exchange: the platform default pins the first two parts as anchors; the picture comes after them.
       await turn(chatId, { model: 'sandbox/echo', input: [{ type: 'prompt', text: 'Hello, I have a picture for you.' }] })
@@ -370,11 +370,11 @@ describe('context packing through the HTTP API', () => {
 
       const sent = replay.requestsTo('deepseek').length
       const partsBefore = (await ledger(chatId)).length
-      const second = await turn(chatId, { model: 'deepseek/deepseek-chat', input: [{ type: 'prompt', text: 'Describe it in words, please.' }] })
+      const second = await turn(chatId, { model: 'deepseek/deepseek-v4-flash', input: [{ type: 'prompt', text: 'Describe it in words, please.' }] })
       const vendorRequests = replay.requestsTo('deepseek').slice(sent)
       expect(vendorRequests).toHaveLength(1)
       const body = vendorRequests[0]!.body
-      expect(body.model).toBe('deepseek-chat')
+      expect(body.model).toBe('deepseek-v4-flash')
       const wire = JSON.stringify(body)
       const markerText = `[attachment dot.png (image/png, ${PNG_BYTES} bytes) not sent: `
       expect(wire).toContain(JSON.stringify(markerText).slice(1, -1))
@@ -414,7 +414,7 @@ describe('context packing through the HTTP API', () => {
       const imageOrdinal = (await ledger(chatId))[0]!.ordinal
 
       const sent = replay.requestsTo('mistral').length
-      const second = await turn(chatId, { model: 'mistral/mistral-medium-3.1', input: [{ type: 'prompt', text: 'Which one is brightest?' }] })
+      const second = await turn(chatId, { model: 'mistral/mistral-medium-3.5', input: [{ type: 'prompt', text: 'Which one is brightest?' }] })
       const vendorRequests = replay.requestsTo('mistral').slice(sent)
       expect(vendorRequests).toHaveLength(1)
       const userContent = vendorRequests[0]!.body.messages.find((m: any) => m.role === 'user').content as any[]
@@ -452,7 +452,7 @@ describe('context packing through the HTTP API', () => {
       const text = `word${' word'.repeat(inputBudget - pictureTokens - 1)}`
       expect(estimateTokens(text)).toBe(inputBudget - pictureTokens)
       const sent = replay.requestsTo('mistral').length
-      const t = await turn(chatId, { model: 'mistral/mistral-medium-3.1', input: [{ type: 'prompt', text }] })
+      const t = await turn(chatId, { model: 'mistral/mistral-small-3.2', input: [{ type: 'prompt', text }] })
       // Nothing of the dropped part was sent, so nothing about its pictures is warned of.
       expect(t.translationWarnings.filter((w) => w.code === 'attachment_replaced_by_marker')).toEqual([])
       expect(t.configWarnings).toContainEqual(expect.objectContaining({ code: 'history_dropped', dropped: 1, start_ordinal: picture!.ordinal }))

@@ -12,7 +12,9 @@ import { loadCatalogue } from '../../../src/providers/catalogue/load-catalogue.t
 
 const catalogue = loadCatalogue()
 const model = (name: string): CatalogueEntry => catalogue.entries.find((m) => m.name === name)!
-const SONNET = model('anthropic/claude-sonnet-4.5')
+// Claude Sonnet 4.5 as its runs were billed while the 1M beta was open (2025-10-15 to its withdrawal): the tier arithmetic
+// is the point here, and the shipped entry no longer has the tier (decision 041; issue 33).
+const SONNET: CatalogueEntry = { ...model('anthropic/claude-sonnet-4.5'), tiers: [{ id: 'long-context', metric: 'context_tokens', min: 200000, max: null, mode: 'cliff', input: '6.00', output: '22.50', cache_read: '0.60', cache_write: '7.50' }] }
 const ECHO_1M = model('sandbox/echo-1m')
 const GPT_5_MINI = model('openai/gpt-5-mini')
 

@@ -16,7 +16,9 @@ const model = (name: string): CatalogueEntry => {
   if (!found) throw new Error(`${name} is not in catalogue/models.json`)
   return found
 }
-const SONNET = model('anthropic/claude-sonnet-4.5')
+// Claude Sonnet 4.5 as its runs were billed while the 1M beta was open (2025-10-15 to its withdrawal): the tier arithmetic
+// is the point here, and the shipped entry no longer has the tier (decision 041; issue 33).
+const SONNET: CatalogueEntry = { ...model('anthropic/claude-sonnet-4.5'), tiers: [{ id: 'long-context', metric: 'context_tokens', min: 200000, max: null, mode: 'cliff', input: '6.00', output: '22.50', cache_read: '0.60', cache_write: '7.50' }] }
 const GEMINI_PRO = model('google/gemini-2.5-pro')
 const ECHO_1M = model('sandbox/echo-1m')
 
@@ -26,9 +28,7 @@ const cost = (u: Partial<Usage>, m: Pick<CatalogueEntry, 'rates' | 'tiers'>) => 
 describe('the real catalogue entries these examples rely on', () => {
   it('has the published base and long-context rates used in the hand-worked figures', () => {
     expect(SONNET.rates).toMatchObject({ input: '3.00', output: '15.00', cache_read: '0.30', cache_write: '3.75' })
-    expect(SONNET.tiers).toEqual([
-      { id: 'long-context', metric: 'context_tokens', min: 200000, max: null, mode: 'cliff', input: '6.00', output: '22.50', cache_read: '0.60', cache_write: '7.50' },
-    ])
+    expect(model('anthropic/claude-sonnet-4.5').tiers).toEqual([])
     expect(GEMINI_PRO.rates).toMatchObject({ input: '1.25', output: '10.00', cache_read: '0.31', cache_write: null })
     expect(GEMINI_PRO.tiers).toEqual([
       { id: 'long-context', metric: 'context_tokens', min: 200000, max: null, mode: 'cliff', input: '2.50', output: '15.00', cache_read: '0.625', cache_write: null },
@@ -248,15 +248,15 @@ describe('the smallest rate in the catalogue', () => {
     .filter((r): r is { model: CatalogueEntry; rate: string } => typeof r.rate === 'string')
     .sort((a, b) => Number(a.rate) - Number(b.rate))[0]!
 
-  it('is openai/gpt-5-mini cache read at 0.025', () => {
-    expect(smallest.rate).toBe('0.025')
-    expect(smallest.model.name).toBe('openai/gpt-5-mini')
-    expect(smallest.model.rates.cache_read).toBe('0.025')
+  it('is deepseek/deepseek-v4-flash cache read at 0.0028', () => {
+    expect(smallest.rate).toBe('0.0028')
+    expect(smallest.model.name).toBe('deepseek/deepseek-v4-flash')
+    expect(smallest.model.rates.cache_read).toBe('0.0028')
   })
 
   it('prices one token exactly, with no float drift', () => {
-    // 1 × 0.025 / 1,000,000 = 0.000000025
-    expect(cost({ cache_read_tokens: 1 }, smallest.model)).toBe('0.000000025')
+    // 1 × 0.0028 / 1,000,000 = 0.0000000028, within the ledger's 10 fractional digits
+    expect(cost({ cache_read_tokens: 1 }, smallest.model)).toBe('0.0000000028')
   })
 
   it('prices one token at every rate of every model exactly as rate / 1,000,000', () => {
