@@ -15,14 +15,18 @@ import { XAI_RESPONSE_ID } from '../e2e/vendor-fixtures/xai.ts'
  * double) and test/e2e/vendors.test.ts (through the real server process and the replay server).
  */
 
-/** One catalogue model per vendor: the one its fixtures answer for. */
+/**
+ * One catalogue model per vendor: the one its fixtures answer for. The fixtures were recorded on earlier models
+ * (their model_served says which); these are current models of the same wire behaviour (decision 041), so the
+ * tests keep passing after the recorded models' retirement.
+ */
 export const VENDOR_MODELS: Record<Vendor, string> = {
-  anthropic: 'anthropic/claude-sonnet-4.5',
+  anthropic: 'anthropic/claude-haiku-4.5',
   openai: 'openai/gpt-5',
-  google: 'google/gemini-2.5-flash',
-  mistral: 'mistral/mistral-medium-3.1',
-  xai: 'xai/grok-4-fast',
-  deepseek: 'deepseek/deepseek-reasoner',
+  google: 'google/gemini-3.8-flash',
+  mistral: 'mistral/mistral-small-3.2',
+  xai: 'xai/grok-4.3',
+  deepseek: 'deepseek/deepseek-v4-pro',
 }
 
 /** The one item of `items`, asserting there is exactly one. */
@@ -103,7 +107,7 @@ export const VENDOR_CASES: VendorCase[] = [
   {
     vendor: 'anthropic',
     model: VENDOR_MODELS.anthropic,
-    vendorModelId: 'claude-sonnet-4-5-20250929',
+    vendorModelId: 'claude-haiku-4-5-20251001',
     path: '/anthropic/v1/messages',
     auth: (key) => ({ 'x-api-key': key, 'anthropic-version': '2023-06-01' }),
     streamed: (body) => body.stream === true,
@@ -156,8 +160,8 @@ export const VENDOR_CASES: VendorCase[] = [
   {
     vendor: 'google',
     model: VENDOR_MODELS.google,
-    vendorModelId: 'gemini-2.5-flash',
-    path: '/google/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse',
+    vendorModelId: 'gemini-3.8-flash',
+    path: '/google/v1beta/models/gemini-3.8-flash:streamGenerateContent?alt=sse',
     auth: (key) => ({ 'x-goog-api-key': key }),
     streamed: (_body, endpoint) => endpoint.endsWith(':streamGenerateContent?alt=sse'),
     conversation: (body) => body.contents,
@@ -189,7 +193,7 @@ export const VENDOR_CASES: VendorCase[] = [
   {
     vendor: 'mistral',
     model: VENDOR_MODELS.mistral,
-    vendorModelId: 'mistral-medium-2508',
+    vendorModelId: 'mistral-small-2506',
     path: '/mistral/v1/chat/completions',
     auth: bearer,
     streamed: (body) => body.stream === true,
@@ -206,7 +210,7 @@ export const VENDOR_CASES: VendorCase[] = [
   {
     vendor: 'xai',
     model: VENDOR_MODELS.xai,
-    vendorModelId: 'grok-4-fast-reasoning',
+    vendorModelId: 'grok-4.3',
     path: '/xai/v1/responses',
     auth: bearer,
     streamed: (body) => body.stream === true,
@@ -225,7 +229,7 @@ export const VENDOR_CASES: VendorCase[] = [
   {
     vendor: 'deepseek',
     model: VENDOR_MODELS.deepseek,
-    vendorModelId: 'deepseek-reasoner',
+    vendorModelId: 'deepseek-v4-pro',
     path: '/deepseek/chat/completions',
     auth: bearer,
     streamed: (body) => body.stream === true && body.stream_options?.include_usage === true,

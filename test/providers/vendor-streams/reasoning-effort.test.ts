@@ -18,17 +18,19 @@ describe('reasoning_effort high, as each vendor package sends it', () => {
   const HIGH: Record<Vendor, { sent: (body: any) => unknown; expected: unknown; warnings: string[]; maxTokens?: (body: any) => unknown; expectedMax?: number }> = {
     anthropic: { sent: (b) => b.thinking, expected: { type: 'enabled', budget_tokens: 16_384 }, warnings: [], maxTokens: (b) => b.max_tokens, expectedMax: 30_000 },
     openai: { sent: (b) => b.reasoning, expected: { effort: 'high' }, warnings: [] },
+    // Gemini 3.8 Flash (thinking `level`): a level, not a budget, so max_tokens is the answer's and the thinking's alike.
     google: {
       sent: (b) => b.generationConfig.thinkingConfig,
-      expected: { thinkingBudget: 24_576, includeThoughts: true },
+      expected: { thinkingLevel: 'high', includeThoughts: true },
       warnings: [],
       maxTokens: (b) => b.generationConfig.maxOutputTokens,
-      expectedMax: 30_000 - 24_576,
+      expectedMax: 30_000,
     },
     // Mistral Medium does not reason: nothing is sent (admission coerces the effort off first, with its own warning).
     mistral: { sent: (b) => b.reasoning_effort ?? null, expected: null, warnings: [] },
-    xai: { sent: (b) => b.reasoning_effort ?? null, expected: null, warnings: ['reasoning_effort_fixed'] },
-    deepseek: { sent: (b) => b.reasoning_effort ?? null, expected: null, warnings: ['reasoning_effort_fixed'] },
+    // Grok 4.3 (thinking `effort`) and DeepSeek V4 Pro (thinking `switch`) take the effort by name.
+    xai: { sent: (b) => b.reasoning?.effort ?? b.reasoning_effort ?? null, expected: 'high', warnings: [] },
+    deepseek: { sent: (b) => b.reasoning_effort ?? null, expected: 'high', warnings: [] },
   }
 
   test.each(Object.keys(HIGH) as Vendor[])('%s', async (vendor) => {
