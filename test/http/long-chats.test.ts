@@ -43,7 +43,8 @@ const vendorEnv = (replay: ReplayServer): NodeJS.ProcessEnv => ({
 })
 
 const CATALOGUE = loadCatalogue().entries
-const VENDOR_MODELS = CATALOGUE.filter((e) => e.provider !== 'sandbox')
+// Retired models are refused before any request (decision 041): the ones a chat can still name.
+const VENDOR_MODELS = CATALOGUE.filter((e) => e.provider !== 'sandbox' && e.status !== 'retired')
 const entry = (name: string): CatalogueEntry => CATALOGUE.find((e) => e.name === name)!
 const limitsOf = (e: CatalogueEntry): DocumentedLimits => {
   const limits = documentedLimits(e.provider as Vendor, e.vendor_model_id)
@@ -190,22 +191,13 @@ describe('long chats on the vendors: a chat packed to its input budget is taken'
     }
   })
 
-  test('Claude Sonnet 4.5: a chat past 200k tokens is sent with the 1M opt-in header and taken; one under it is sent without, its output ceiling within 200k', async () => {
-    const { limits, t: long, request: longRequest } = await seededTurn('anthropic/claude-sonnet-4.5', 260_000, 'Summarise the harbour plans so far.')
-    const optIn = limits.longContext!
-    expect(longRequest.countedInputTokens!).toBeGreaterThan(optIn.standardWindow)
-    expect(optInHeader(longRequest)).toContain(optIn.value)
-    expect(longRequest.window).toBe(limits.window)
-    expectWithinDocumentedLimits(longRequest, limits)
-    expectAnswered(long)
-    expect(historyDropped(long)).toBeUndefined()
-
-    // 150k of input and the model's 64k output ceiling would not fit 200k: without the opt-in, the
-    // output ceiling must come down instead.
-    const { t: short, request: shortRequest } = await seededTurn('anthropic/claude-sonnet-4.5', 150_000, 'Summarise the harbour plans so far.')
-    expect(shortRequest.window).toBe(optIn.standardWindow)
-    expectWithinDocumentedLimits(shortRequest, limits)
-    expectAnswered(short)
+  test('Claude Sonnet 4.5 after its 1M beta was withdrawn: no opt-in header, and its output ceiling comes down to fit 200k', async () => {
+    // 150k of input and the model's 64k output ceiling would not fit 200k: the output ceiling must come down instead.
+    const { limits, t, request } = await seededTurn('anthropic/claude-sonnet-4.5', 150_000, 'Summarise the harbour plans so far.')
+    expect(request.window).toBe(200_000)
+    expect(optInHeader(request)).not.toContain('context-1m-2025-08-07')
+    expectWithinDocumentedLimits(request, limits)
+    expectAnswered(t)
   })
 
   test('Claude Haiku 4.5 at its budget: input plus max_tokens within its 200k window', async () => {
@@ -218,9 +210,9 @@ describe('long chats on the vendors: a chat packed to its input budget is taken'
     expect(historyDropped(t)).toBeDefined()
   })
 
-  test('deepseek-reasoner: a chat of about 67k tokens is taken (its 64K output ceiling lowered to fit 128K)', async () => {
-    const { limits, t, request } = await seededTurn('deepseek/deepseek-reasoner', 67_500, 'Which moorings are free?')
-    // With the whole 64K output ceiling this request would be over the 131,072 window.
+  test('deepseek-v4-flash: a chat of about 700k tokens is taken (its 384K output ceiling lowered to fit 1M)', async () => {
+    const { limits, t, request } = await seededTurn('deepseek/deepseek-v4-flash', 700_000, 'Which moorings are free?')
+    // With the whole 384K output ceiling this request would be over the 1,048,576 window.
     expect(request.countedInputTokens! + limits.outputLimit!).toBeGreaterThan(limits.window!)
     expectWithinDocumentedLimits(request, limits)
     expectAnswered(t)
