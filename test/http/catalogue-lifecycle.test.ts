@@ -1,6 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import Decimal from 'decimal.js'
+import { Decimal } from 'decimal.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { importCatalogue } from '../../src/providers/catalogue/catalogue-import.ts'
 import { DEFAULT_CATALOGUE_FILE } from '../../src/providers/catalogue/load-catalogue.ts'
