@@ -98,3 +98,18 @@ describe('prices billed match the catalogue of the day (decision 041)', () => {
     expect(after.div(before).toNumber()).toBeCloseTo(10, 6)
   })
 })
+
+describe('the models document (decision 041)', () => {
+  let ctx: TestContext
+  beforeAll(async () => {
+    clock = new Date('2026-11-28T12:00:00Z')
+    ctx = await createTestApp({ catalogue: [...sandboxCatalogue(), RETIRED, DEPRECATED], now: () => clock })
+  })
+  afterAll(() => ctx.close())
+
+  it('names each deprecated model with its retirement and successor, and leaves the retired out', async () => {
+    const md = (await ctx.app.inject({ url: '/v1/catalogue/models.md' })).body
+    expect(md).toContain('- sandbox/echo-soon is deprecated; it retires at 2026-12-01T00:00:00Z; its successor is sandbox/echo.')
+    expect(md).not.toContain('sandbox/echo-old')
+  })
+})

@@ -33,8 +33,20 @@ export function renderModelsMarkdown(entries: CatalogueEntry[], markupPercent: s
     '',
     ...pricingConditions(entries),
     '',
+    '## Lifecycle',
+    '',
+    ...lifecycle(entries),
+    '',
   ]
   return lines.join('\n')
+}
+
+/** Deprecated models with their retirement and successor (docs/decisions/041-catalogue-lifecycle.md); retired ones are not listed. */
+function lifecycle(entries: CatalogueEntry[]): string[] {
+  const lines = entries
+    .filter((m) => m.status === 'deprecated')
+    .map((m) => `- ${m.name} is deprecated${m.retires_at ? `; it retires at ${m.retires_at}` : ''}${m.successor ? `; its successor is ${m.successor}` : ''}.`)
+  return lines.length > 0 ? lines : ['Every model listed is active.']
 }
 
 function pricingConditions(entries: CatalogueEntry[]): string[] {
