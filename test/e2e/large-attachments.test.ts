@@ -29,8 +29,8 @@ type Case = { mib: number; model: string; mime: string; vendor: Vendor | null }
 
 /** Each size on a model whose limit is at least that size: a 5 MiB, a 10 MiB and a 20 MiB model. */
 const ACCEPTED: Case[] = [
-  { mib: 1, model: 'anthropic/claude-sonnet-4.5', mime: 'image/png', vendor: 'anthropic' },
-  { mib: 4, model: 'anthropic/claude-sonnet-4.5', mime: 'application/pdf', vendor: 'anthropic' },
+  { mib: 1, model: 'anthropic/claude-haiku-4.5', mime: 'image/png', vendor: 'anthropic' },
+  { mib: 4, model: 'anthropic/claude-haiku-4.5', mime: 'application/pdf', vendor: 'anthropic' },
   { mib: 8, model: 'xai/grok-4.3', mime: 'image/png', vendor: 'xai' },
   { mib: 20, model: 'sandbox/echo', mime: 'image/png', vendor: null },
   // Its pages are counted (one), so its estimate fits gpt-5's context (it did not when guessed from the size).
@@ -39,7 +39,7 @@ const ACCEPTED: Case[] = [
 
 /** One byte over each chosen model's limit (5, 10 and 20 MiB). */
 const OVER: { model: string; mime: string; limit: number }[] = [
-  { model: 'anthropic/claude-sonnet-4.5', mime: 'image/png', limit: 5 * MiB },
+  { model: 'anthropic/claude-haiku-4.5', mime: 'image/png', limit: 5 * MiB },
   { model: 'xai/grok-4.3', mime: 'image/png', limit: 10 * MiB },
   { model: 'sandbox/echo', mime: 'application/pdf', limit: 20 * MiB },
 ]

@@ -54,12 +54,12 @@ describe('vendor replay data between tool steps (decision 026)', () => {
   test("Gemini: the functionCall's thoughtSignature goes back on the functionCall part, and a text's on its text part", async () => {
     const chatId = await vendors.newChat()
     vendors.replay.respondNext('google', GEMINI_SIGNED_TOOL_CALL.response)
-    const call = await turn('google', 'google/gemini-2.5-flash', chatId, { input: [{ type: 'prompt', text: 'Weather in Oslo?' }], reasoning_effort: 'low' })
+    const call = await turn('google', 'google/gemini-3.8-flash', chatId, { input: [{ type: 'prompt', text: 'Weather in Oslo?' }], reasoning_effort: 'low' })
     const toolUseId = call.last.data.pending_tool_calls[0].tool_use_id as string
     expect(call.raw).not.toContain(GEMINI_SIGNED_TOOL_CALL.signature)
 
     vendors.replay.respondNext('google', GEMINI_SIGNED_ANSWER.response)
-    const answer = await turn('google', 'google/gemini-2.5-flash', chatId, { ...toolResult(toolUseId), reasoning_effort: 'low' })
+    const answer = await turn('google', 'google/gemini-3.8-flash', chatId, { ...toolResult(toolUseId), reasoning_effort: 'low' })
     const sent = only(answer.vendorRequests, 'request after the tool result').body
     const modelParts = sent.contents.filter((c: any) => c.role === 'model').flatMap((c: any) => c.parts)
     expect(modelParts.find((p: any) => p.functionCall)).toEqual({
@@ -71,7 +71,7 @@ describe('vendor replay data between tool steps (decision 026)', () => {
     expect(answer.raw).not.toContain(GEMINI_SIGNED_ANSWER.signature)
 
     // The next turn sends the answer's text back with its signature, the call's still on its call.
-    const next = await turn('google', 'google/gemini-2.5-flash', chatId, { input: [{ type: 'prompt', text: 'Thanks!' }] })
+    const next = await turn('google', 'google/gemini-3.8-flash', chatId, { input: [{ type: 'prompt', text: 'Thanks!' }] })
     const nextParts = only(next.vendorRequests, 'next request').body.contents.filter((c: any) => c.role === 'model').flatMap((c: any) => c.parts)
     expect(nextParts).toContainEqual({ text: GEMINI_SIGNED_ANSWER.text, thoughtSignature: GEMINI_SIGNED_ANSWER.signature })
     expect(nextParts.find((p: any) => p.functionCall).thoughtSignature).toBe(GEMINI_SIGNED_TOOL_CALL.signature)
@@ -100,14 +100,14 @@ describe('vendor replay data between tool steps (decision 026)', () => {
     await expectHistoryWithout(chatId, [fixture.encryptedContent])
   })
 
-  test('a call Claude made, answered on deepseek-reasoner: the assistant message with tool_calls carries reasoning_content', async () => {
+  test('a call Claude made, answered on deepseek-v4-pro: the assistant message with tool_calls carries reasoning_content', async () => {
     const chatId = await vendors.newChat()
     vendors.replay.respondNext('anthropic', FIXTURES.anthropic.toolCall.response)
     const call = await turn('anthropic', 'anthropic/claude-haiku-4.5', chatId, { input: [{ type: 'prompt', text: 'Weather in Oslo?' }] })
     const toolUseId = call.last.data.pending_tool_calls[0].tool_use_id as string
 
     vendors.replay.respondNext('deepseek', FIXTURES.deepseek.afterToolResult.response)
-    const answer = await turn('deepseek', 'deepseek/deepseek-reasoner', chatId, toolResult(toolUseId))
+    const answer = await turn('deepseek', 'deepseek/deepseek-v4-pro', chatId, toolResult(toolUseId))
     const messages = only(answer.vendorRequests, 'deepseek request').body.messages as any[]
     const assistant = only(messages.filter((m) => m.role === 'assistant' && m.tool_calls), 'assistant messages with tool calls')
     expect(assistant.tool_calls.map((c: any) => c.id)).toEqual([toolUseId])
@@ -116,14 +116,14 @@ describe('vendor replay data between tool steps (decision 026)', () => {
     expect(messages.at(-1)).toMatchObject({ role: 'tool', tool_call_id: toolUseId })
   })
 
-  test("a call Claude made thinking, answered on deepseek-reasoner: Claude's thinking text goes as reasoning_content, its signature with a replay_dropped warning", async () => {
+  test("a call Claude made thinking, answered on deepseek-v4-pro: Claude's thinking text goes as reasoning_content, its signature with a replay_dropped warning", async () => {
     const fixture = ANTHROPIC_THINKING_TOOL_CALL
     const chatId = await vendors.newChat()
     vendors.replay.respondNext('anthropic', fixture.response)
-    await turn('anthropic', 'anthropic/claude-sonnet-4.5', chatId, { input: [{ type: 'prompt', text: 'Weather in Oslo?' }], reasoning_effort: 'low' })
+    await turn('anthropic', 'anthropic/claude-haiku-4.5', chatId, { input: [{ type: 'prompt', text: 'Weather in Oslo?' }], reasoning_effort: 'low' })
 
     vendors.replay.respondNext('deepseek', FIXTURES.deepseek.afterToolResult.response)
-    const answer = await turn('deepseek', 'deepseek/deepseek-reasoner', chatId, toolResult(fixture.toolUseId))
+    const answer = await turn('deepseek', 'deepseek/deepseek-v4-pro', chatId, toolResult(fixture.toolUseId))
     const body = only(answer.vendorRequests, 'deepseek request').body
     const assistant = only((body.messages as any[]).filter((m) => m.role === 'assistant' && m.tool_calls), 'assistant messages with tool calls')
     expect(assistant.reasoning_content).toBe(fixture.thinking)

@@ -22,7 +22,7 @@ const KEY_VARIABLES: Partial<Record<Vendor, string>> = { anthropic: 'ANTHROPIC_A
 
 /** One byte over each chosen model's limit (5, 10 and 20 MiB). */
 const OVER: { model: string; mime: string; limit: number }[] = [
-  { model: 'anthropic/claude-sonnet-4.5', mime: 'image/png', limit: 5 * MiB },
+  { model: 'anthropic/claude-haiku-4.5', mime: 'image/png', limit: 5 * MiB },
   { model: 'xai/grok-4.3', mime: 'image/png', limit: 10 * MiB },
   { model: 'sandbox/echo', mime: 'application/pdf', limit: 20 * MiB },
 ]
