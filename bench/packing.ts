@@ -55,7 +55,7 @@ const WARMUP_TURNS = 40
 /** The measured turns run in this many rounds, the chats (and the raw reads) interleaved, so drift in the machine's load hits all alike. */
 const ROUNDS = 10
 const SEED_BATCH = 2_000
-const MODEL_NAME = 'anthropic/claude-sonnet-4.5'
+const MODEL_NAME = 'anthropic/claude-sonnet-5.5'
 /** With the default headroom of 0.1: floor(222,223 × 0.9) = 200,000 tokens of input budget. */
 const CONTEXT_WINDOW = 222_223
 /**
