@@ -213,7 +213,6 @@ function catalogueImport(): Command {
 }
 
 const commands: Record<string, Command> = {
-  'catalogue import': catalogueImport(),
   'org create': command(
     'create an organisation',
     {
@@ -395,6 +394,7 @@ const commands: Record<string, Command> = {
       })
     },
   ),
+  'catalogue import': catalogueImport(),
 }
 
 const HELP_WORDS = new Set(['help', '--help', '-h'])

@@ -113,7 +113,7 @@ describe('/readyz', () => {
     const { app } = await appAs({ kind: 'primary' }, { providers: ['openai', 'anthropic', 'sandbox'] })
     const res = await app.inject({ method: 'GET', url: '/readyz' })
     expect(res.statusCode).toBe(200)
-    expect(res.json()).toMatchObject({ providers: { anthropic: 2, openai: 2, sandbox: 3 }, models: 7, warnings: [] })
+    expect(res.json()).toMatchObject({ providers: { anthropic: 3, openai: 3, sandbox: 3 }, models: 9, warnings: [] })
   })
 
   it('stays ready with no model active, but warns that every turn answers 422 and what to set', async () => {
