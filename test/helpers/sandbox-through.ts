@@ -1,6 +1,7 @@
 import type { LanguageModelV3, LanguageModelV3CallOptions } from '@ai-sdk/provider'
 import type { LanguageModelFor } from '../../src/providers/language-models.ts'
 import { createSandboxLanguageModel } from '../../src/providers/sandbox/sandbox-language-model.ts'
+import { sandboxLimitsOf } from './turns.ts'
 
 /** A compaction run's range, as src/actors/summarise-block.ts tells the sandbox; null for a customer call. */
 export const compactionOf = (options: LanguageModelV3CallOptions): { firstOrdinal: number; lastOrdinal: number } | null =>
@@ -13,9 +14,11 @@ export const compactionOf = (options: LanguageModelV3CallOptions): { firstOrdina
 export function sandboxThrough(before: (options: LanguageModelV3CallOptions) => Promise<void> | void): LanguageModelFor {
   const models = new Map<string, LanguageModelV3>()
   return (entry) => {
-    let model = models.get(entry.vendor_model_id)
+    const key = `${entry.vendor_model_id}@${entry.context_window}`
+    let model = models.get(key)
     if (!model) {
-      const inner = createSandboxLanguageModel(entry.vendor_model_id)
+      // Held to its entry's window, as the app's sandbox is.
+      const inner = createSandboxLanguageModel(entry.vendor_model_id, sandboxLimitsOf(entry))
       model = {
         ...inner,
         async doStream(options) {
@@ -23,7 +26,7 @@ export function sandboxThrough(before: (options: LanguageModelV3CallOptions) => 
           return inner.doStream(options)
         },
       }
-      models.set(entry.vendor_model_id, model)
+      models.set(key, model)
     }
     return model
   }
