@@ -1,6 +1,7 @@
 import type { LanguageModelV3, LanguageModelV3CallOptions } from '@ai-sdk/provider'
 import type { LanguageModelFor } from '../../src/providers/language-models.ts'
 import { createSandboxLanguageModel } from '../../src/providers/sandbox/sandbox-language-model.ts'
+import { estimatePromptTokens } from '../../src/providers/estimate-prompt-tokens.ts'
 import { sandboxLimitsOf } from './turns.ts'
 
 /** A compaction run's range, as src/actors/summarise-block.ts tells the sandbox; null for a customer call. */
@@ -30,4 +31,55 @@ export function sandboxThrough(before: (options: LanguageModelV3CallOptions) => 
     }
     return model
   }
+}
+
+/** One compaction call as the sandbox received it: its own count of the prompt, the max_tokens asked, the window of the model it reached. */
+export type ReceivedCompaction = {
+  model: string
+  firstOrdinal: number
+  lastOrdinal: number
+  input: number
+  maxTokens: number
+  window: number
+  inputLimit: number | null
+  text: string
+}
+
+/**
+ * The real sandbox models held to their entries' windows, recording every compaction call as it
+ * arrived (decision 043): what the model actually received, counted by the vendor's side, not a
+ * figure Parley computed for itself. `also` sees every call first (a recorder of customer prompts).
+ */
+export function recordingCompactions(also: (options: LanguageModelV3CallOptions) => void = () => undefined) {
+  const received: ReceivedCompaction[] = []
+  const models = new Map<string, LanguageModelV3>()
+  const languageModelFor: LanguageModelFor = (entry) => {
+    const key = `${entry.vendor_model_id}@${entry.context_window}`
+    let model = models.get(key)
+    if (!model) {
+      const inner = createSandboxLanguageModel(entry.vendor_model_id, sandboxLimitsOf(entry))
+      model = {
+        ...inner,
+        async doStream(options) {
+          also(options)
+          const range = compactionOf(options)
+          if (range) {
+            received.push({
+              model: entry.vendor_model_id,
+              ...range,
+              input: estimatePromptTokens(options.prompt),
+              maxTokens: options.maxOutputTokens ?? 0,
+              window: entry.context_window!,
+              inputLimit: entry.max_input_tokens ?? null,
+              text: options.prompt.flatMap((m) => (typeof m.content === 'string' ? [m.content] : m.content.flatMap((c) => (c.type === 'text' ? [c.text] : [])))).join('\n'),
+            })
+          }
+          return inner.doStream(options)
+        },
+      }
+      models.set(key, model)
+    }
+    return model
+  }
+  return { languageModelFor, received }
 }
