@@ -42,6 +42,8 @@ export type ReceivedCompaction = {
   maxTokens: number
   window: number
   inputLimit: number | null
+  /** The model's token correction when the call was made (the factor Parley expects the vendor to count by). */
+  correction: number
   text: string
 }
 
@@ -50,7 +52,10 @@ export type ReceivedCompaction = {
  * arrived (decision 043): what the model actually received, counted by the vendor's side, not a
  * figure Parley computed for itself. `also` sees every call first (a recorder of customer prompts).
  */
-export function recordingCompactions(also: (options: LanguageModelV3CallOptions) => void = () => undefined) {
+export function recordingCompactions(
+  also: (options: LanguageModelV3CallOptions) => void = () => undefined,
+  correctionOf: (modelId: string) => number = () => 1,
+) {
   const received: ReceivedCompaction[] = []
   const models = new Map<string, LanguageModelV3>()
   const languageModelFor: LanguageModelFor = (entry) => {
@@ -71,6 +76,8 @@ export function recordingCompactions(also: (options: LanguageModelV3CallOptions)
               maxTokens: options.maxOutputTokens ?? 0,
               window: entry.context_window!,
               inputLimit: entry.max_input_tokens ?? null,
+              // The run layer passes the whole catalogue entry: its id names the model's correction.
+              correction: correctionOf((entry as { id?: string }).id ?? ''),
               text: options.prompt.flatMap((m) => (typeof m.content === 'string' ? [m.content] : m.content.flatMap((c) => (c.type === 'text' ? [c.text] : [])))).join('\n'),
             })
           }
