@@ -105,7 +105,12 @@ describe('compaction runs inside the window (issue 33, decision 043)', () => {
     expect(run.fit.input_limit).toBe(8_192 - run.max_tokens)
   })
 
-  it('blocks sealed on sandbox/echo, summarised after the chat moved to sandbox/echo-8k, fit the smaller window', { timeout: 60_000 }, async () => {
+  // With a correction of 1.25 learned for echo-8k, the run must fit as that vendor would count it:
+  // a quarter more than our estimate.
+  it.each([1, 1.25])('blocks sealed on sandbox/echo, summarised after the chat moved to sandbox/echo-8k (correction %s), fit the smaller window', { timeout: 60_000 }, async (correction) => {
+    const small = sandboxCatalogue().find((e) => e.name === 'sandbox/echo-8k')!
+    if (correction !== 1) ctx.store.tokenCorrections.record(small.id, correction)
+    expect(ctx.store.tokenCorrections.correctionFor(small.id).correction).toBe(correction)
     await publish('budgets', 'switch', { headroom: 0.1, history_mode: 'summarize' })
     const chatId = await newChat(ctx, org.auth, { namespace: 'switch' })
     // On the 128k model: a tool exchange of six 1,900-token results (11,400 tokens, one unit), and prose around it.
@@ -122,8 +127,14 @@ describe('compaction runs inside the window (issue 33, decision 043)', () => {
     }
     const received = expectInsideAndSummarised(chatId)
     expect(received.every((r) => r.model === 'echo-8k')).toBe(true)
+    // As the vendor is expected to count it: our estimate times the correction, plus max_tokens.
+    for (const r of received) expect(Math.ceil(r.input * correction) + r.maxTokens).toBeLessThanOrEqual(8_192)
     const big = largest(received)
     expect(big.text).toMatch(/\[… \d+ tokens truncated …\]/)
+    // The fit used up the window it had: cut to the room left, not to some fixed small size.
+    expect(Math.ceil(big.input * correction) + big.maxTokens).toBeGreaterThan(8_192 * 0.9)
+    const manifests = compactionRunsOf(ctx.store, chatId).map((r) => JSON.parse(r.manifest))
+    expect(manifests.every((m) => m.fit.correction === correction)).toBe(true)
   })
 })
 
