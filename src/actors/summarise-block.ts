@@ -2,7 +2,7 @@ import { summaryTokens, type BlockSummary } from '../domain/context/render-summa
 import { newId } from '../domain/new-id.ts'
 import type { PartBody } from '../domain/parts.ts'
 import { compactionPrompt, mergePrompt, transcriptText } from '../providers/compaction-prompt.ts'
-import { compactionEstimateLimit, compactionInputLimit, compactionMaxTokens, textShares } from '../domain/context/fit-compaction-input.ts'
+import { compactionEstimateLimit, compactionFits, compactionInputLimit, compactionMaxTokens, textShares } from '../domain/context/fit-compaction-input.ts'
 import { correctedTokens } from '../domain/context/model-limits.ts'
 import { estimateTokens } from '../domain/tokens/estimate-tokens.ts'
 import { estimatePromptTokens } from '../providers/estimate-prompt-tokens.ts'
@@ -49,12 +49,14 @@ function fittedPrompt(deps: RunDeps, job: CompactionJob, block: BlockToSummarise
   let prompt = build([])
   let estimated = estimatePromptTokens(prompt)
   let cut = 0
-  if (estimated > limit) {
+  // Judged as the vendor counts (times the correction, rounded up), not against the floored estimate limit alone.
+  const over = () => !compactionFits(job.model, estimated, maxTokens, correction)
+  if (over()) {
     // What the run costs with every text cut to nothing but its marker: the instruction, the headers, the markers.
     const frame = estimatePromptTokens(build(texts.map(() => 0)))
     const tokens = texts.map((t) => estimateTokens(t))
     let room = limit - frame
-    for (let attempt = 0; attempt < FIT_ATTEMPTS && estimated > limit && room >= 0; attempt++) {
+    for (let attempt = 0; attempt < FIT_ATTEMPTS && over() && room >= 0; attempt++) {
       const keep = textShares(tokens, room)
       prompt = build(keep)
       estimated = estimatePromptTokens(prompt)
@@ -62,7 +64,7 @@ function fittedPrompt(deps: RunDeps, job: CompactionJob, block: BlockToSummarise
       room -= Math.max(1, estimated - limit)
     }
     // Only a window smaller than our instruction and the headers of the block's parts gets here: no cut makes it fit.
-    if (estimated > limit) throw new Error(`the compaction run of ordinals ${block.firstOrdinal}-${block.lastOrdinal} does not fit ${job.model.name}'s window even cut (${estimated} > ${limit} estimated tokens)`)
+    if (over()) throw new Error(`the compaction run of ordinals ${block.firstOrdinal}-${block.lastOrdinal} does not fit ${job.model.name}'s window even cut (${estimated} > ${limit} estimated tokens)`)
   }
   const fit = { input_limit: compactionInputLimit(job.model, maxTokens), correction, corrected_input_tokens: correctedTokens(estimated, correction), cut_items: cut }
   const described =
