@@ -27,12 +27,26 @@ export function mergeInstruction(maxTokens: number): string {
   ].join('\n')
 }
 
-/** A long part is sent to the summariser cut to this many tokens (head and tail), so a block always fits. */
+/**
+ * A long part is sent to the summariser cut to this many tokens (head and tail): a summary needs the
+ * gist, not every line. It does not make a block fit a window by itself (several long parts, or a
+ * small model, still overflow): decision 043 fits the whole run.
+ */
 const PART_TOKENS = 2000
 
-/** One part of a block as the summariser reads it: a header naming its ordinal and kind, then its text. */
-export function transcriptItem(ordinal: number, body: PartBody): string {
-  return `[#${ordinal} ${body.type}]\n${truncateText(partText(body), { mode: 'always', to: PART_TOKENS, keep: 'head_and_tail' }, true).text}`
+/** A part's text as the summariser may read it at most: cut to PART_TOKENS, head and tail. */
+export const transcriptText = (body: PartBody): string => truncateText(partText(body), { mode: 'always', to: PART_TOKENS, keep: 'head_and_tail' }, true).text
+
+/**
+ * `text` cut to `keep` tokens, head and tail, with the visible marker (the summariser sees that
+ * something was left out, and how much); whole when `keep` is null (decision 043: a run that would
+ * not fit its model's window sends each long text cut to its share).
+ */
+const keptOf = (text: string, keep: number | null): string => (keep === null ? text : truncateText(text, { mode: 'always', to: keep, keep: 'head_and_tail' }, true).text)
+
+/** One part of a block as the summariser reads it: a header naming its ordinal and kind, then its text (cut to `keep` tokens if given). */
+export function transcriptItem(ordinal: number, body: PartBody, keep: number | null = null): string {
+  return `[#${ordinal} ${body.type}]\n${keptOf(transcriptText(body), keep)}`
 }
 
 function partText(body: PartBody): string {
@@ -63,6 +77,7 @@ export function compactionPrompt(
   lastOrdinal: number,
   parts: readonly { ordinal: number; body: PartBody }[],
   maxTokens = 400,
+  keep: readonly (number | null)[] = [],
 ): LanguageModelV4Prompt {
   return [
     { role: 'system', content: summarisationInstruction(maxTokens) },
@@ -70,14 +85,14 @@ export function compactionPrompt(
       role: 'user',
       content: [
         { type: 'text', text: `Transcript of ledger ordinals ${firstOrdinal}-${lastOrdinal}:` },
-        ...parts.map((p) => ({ type: 'text' as const, text: transcriptItem(p.ordinal, p.body) })),
+        ...parts.map((p, i) => ({ type: 'text' as const, text: transcriptItem(p.ordinal, p.body, keep[i] ?? null) })),
       ],
     },
   ]
 }
 
-/** One summary a merge reads: a header naming its range, then its text. */
-export const mergeItem = (firstOrdinal: number, lastOrdinal: number, text: string) => `[#${firstOrdinal}-${lastOrdinal} summary]\n${text}`
+/** One summary a merge reads: a header naming its range, then its text (cut to `keep` tokens if given). */
+export const mergeItem = (firstOrdinal: number, lastOrdinal: number, text: string, keep: number | null = null) => `[#${firstOrdinal}-${lastOrdinal} summary]\n${keptOf(text, keep)}`
 
 /** The prompt of a merge: our instruction, then the summaries, oldest first, as one user message. */
 export function mergePrompt(
@@ -85,6 +100,7 @@ export function mergePrompt(
   lastOrdinal: number,
   summaries: readonly { firstOrdinal: number; lastOrdinal: number; text: string }[],
   maxTokens: number,
+  keep: readonly (number | null)[] = [],
 ): LanguageModelV4Prompt {
   return [
     { role: 'system', content: mergeInstruction(maxTokens) },
@@ -92,7 +108,7 @@ export function mergePrompt(
       role: 'user',
       content: [
         { type: 'text', text: `Summaries of ledger ordinals ${firstOrdinal}-${lastOrdinal}, oldest first:` },
-        ...summaries.map((s) => ({ type: 'text' as const, text: mergeItem(s.firstOrdinal, s.lastOrdinal, s.text) })),
+        ...summaries.map((s, i) => ({ type: 'text' as const, text: mergeItem(s.firstOrdinal, s.lastOrdinal, s.text, keep[i] ?? null) })),
       ],
     },
   ]

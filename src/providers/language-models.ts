@@ -12,7 +12,8 @@ import { createSandboxLanguageModel } from './sandbox/sandbox-language-model.ts'
 import { readVendorCallLimits } from './vendor-call-limits.ts'
 import { createVendorFetch, networkFetch, sleep, type VendorFetchDeps } from './vendor-fetch.ts'
 
-export type LanguageModelFor = (entry: Pick<CatalogueEntry, 'provider' | 'vendor_model_id'>) => LanguageModelV4
+/** The model a catalogue entry names; a sandbox entry's window and input limit are the limits the sandbox holds requests to. */
+export type LanguageModelFor = (entry: Pick<CatalogueEntry, 'provider' | 'vendor_model_id'> & Partial<Pick<CatalogueEntry, 'context_window' | 'max_input_tokens'>>) => LanguageModelV4
 
 type VendorFactory = (settings: { apiKey?: string; baseURL?: string; fetch: typeof globalThis.fetch }) => (modelId: string) => LanguageModelV4
 
@@ -44,10 +45,14 @@ export function createLanguageModelsOver(env: NodeJS.ProcessEnv, network: Vendor
   const limits = readVendorCallLimits(env)
   const fetch = createVendorFetch(limits, network) as typeof globalThis.fetch
   return (entry) => {
-    const key = `${entry.provider}/${entry.vendor_model_id}`
+    // A sandbox model holds its entry's window: entries sharing a vendor id with another window are another model.
+    const key = `${entry.provider}/${entry.vendor_model_id}${entry.provider === 'sandbox' ? `@${entry.context_window}` : ''}`
     let model = cache.get(key)
     if (!model) {
-      if (entry.provider === 'sandbox') model = createSandboxLanguageModel(entry.vendor_model_id)
+      if (entry.provider === 'sandbox') model = createSandboxLanguageModel(
+          entry.vendor_model_id,
+          entry.context_window === undefined ? undefined : { contextWindow: entry.context_window, maxInputTokens: entry.max_input_tokens ?? null },
+        )
       else {
         const factory = VENDORS[entry.provider]
         if (!factory) throw new Error(`no provider adapter for ${entry.provider}`)

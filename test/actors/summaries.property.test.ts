@@ -7,10 +7,12 @@ import { compactionSizes, summaryBound } from '../../src/domain/context/compacti
 import { JUMP_FILL } from '../../src/domain/context/plan-summaries.ts'
 import { estimateTokens } from '../../src/domain/tokens/estimate-tokens.ts'
 import type { LanguageModelFor } from '../../src/providers/language-models.ts'
+import { correctedTokens } from '../../src/domain/context/model-limits.ts'
 import { createSandboxLanguageModel } from '../../src/providers/sandbox/sandbox-language-model.ts'
+import { compactionOf, recordingCompactions } from '../helpers/sandbox-through.ts'
 import { until } from '../helpers/compaction-turns.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
-import { deferred, fundedOrg, getRun, newChat, postTurn, sandboxCatalogue, streamOf, turn, type Turn } from '../helpers/turns.ts'
+import { deferred, fundedOrg, getRun, newChat, postTurn, sandboxCatalogue, sandboxLimitsOf, streamOf, turn, type Turn } from '../helpers/turns.ts'
 
 /**
  * Summaries and dropping as properties (issue 21, decisions §5.3–5.4): random chats (15–40 turns
@@ -28,7 +30,11 @@ import { deferred, fundedOrg, getRun, newChat, postTurn, sandboxCatalogue, strea
  *    all dropping turns the median share left empty is at most a tenth;
  * 5. no block is summarised twice: a summary made for a run was never sent before, no two
  *    compaction runs of a chat summarise the same block (nor overlapping ones), no two stored
- *    summaries have the same range.
+ *    summaries have the same range;
+ * 6. every compaction run (block or merge) stays inside the window of the model it reached (decision
+ *    043): its input as that model counted it, times the model's correction, plus its max_tokens is
+ *    at most the window, and the input at most the model's input limit. Some chats begin on a large
+ *    window with large turns and move to a small one, so blocks sealed there are summarised here.
  *
  * FC_RUNS sets the number of chats (12); FC_SEED and FC_PATH replay a failure; FC_NO_SHRINK stops
  * at the first failure.
@@ -36,43 +42,39 @@ import { deferred, fundedOrg, getRun, newChat, postTurn, sandboxCatalogue, strea
 
 const RUNS = Number(process.env.FC_RUNS ?? 12)
 
-// ---- the sandbox, recording what each customer run was sent ----------------------------------
+// ---- the sandbox, recording what each customer run and each compaction run was sent ------------
 
+/**
+ * The real sandbox held to each entry's window (it refuses a request over it, as a vendor does),
+ * recording every customer prompt's text and every compaction call as it arrived (decision 043).
+ */
 function recordingSandbox() {
   const prompts: string[] = []
-  const models = new Map<string, LanguageModelV4>()
   const textOf = (prompt: LanguageModelV4Prompt) =>
     prompt
       .flatMap((m) => (typeof m.content === 'string' ? [m.content] : m.content.flatMap((c) => (c.type === 'text' ? [c.text] : []))))
       .join('\n')
-  const languageModelFor: LanguageModelFor = (entry) => {
-    let model = models.get(entry.vendor_model_id)
-    if (!model) {
-      const inner = createSandboxLanguageModel(entry.vendor_model_id)
-      model = {
-        ...inner,
-        async doStream(options) {
-          if (!(options.providerOptions?.sandbox as { compaction?: unknown } | undefined)?.compaction) prompts.push(textOf(options.prompt))
-          return inner.doStream(options)
-        },
-      }
-      models.set(entry.vendor_model_id, model)
-    }
-    return model
-  }
-  return { languageModelFor, prompts }
+  const { languageModelFor, received } = recordingCompactions(
+    (options) => {
+      if (!compactionOf(options)) prompts.push(textOf(options.prompt))
+    },
+    (modelId) => ctx.store.tokenCorrections.correctionFor(modelId).correction,
+  )
+  return { languageModelFor, prompts, received }
 }
 
 // ---- the catalogue: sandbox/echo-8k, and the same model with larger windows --------------------
 
 const WINDOWS = [8192, 12_288, 16_384, 32_768, 65_536, 131_072] as const
+/** A window smaller than sandbox/echo-8k's, only moved to (a block sealed on a large window is larger than it). */
+const SMALLEST = 4096
 const modelName = (window: number) => (window === 8192 ? 'sandbox/echo-8k' : `sandbox/echo-w${window}`)
 function catalogue(): CatalogueEntry[] {
   const base = sandboxCatalogue()
   const small = base.find((e) => e.name === 'sandbox/echo-8k')!
   // Same sandbox model (vendor_model_id echo-8k, max output 2,048), another context_window: packing
   // reads the window from the entry (src/domain/context/model-limits.ts).
-  const variants = WINDOWS.filter((w) => w !== 8192).map((w): CatalogueEntry => ({ ...small, id: randomUUID(), name: modelName(w), context_window: w }))
+  const variants = [...WINDOWS.filter((w) => w !== 8192), SMALLEST].map((w): CatalogueEntry => ({ ...small, id: randomUUID(), name: modelName(w), context_window: w }))
   return [...base, ...variants]
 }
 
@@ -175,6 +177,7 @@ const chatSpec = fc.oneof(
       retention: retention(optional(fc.integer({ min: 0, max: 4 }))),
       /** The largest prompt, in hundredths of the input budget. */
       scale: fc.integer({ min: 2, max: 8 }),
+      switchTo: fc.constant(null),
       /**
        * The first prompt's size (an anchor, with its echo, when there are anchors), per mille of
        * what the fixed parts leave it (see runChat): a large one leaves a tiny history budget.
@@ -191,7 +194,25 @@ const chatSpec = fc.oneof(
       where: fc.record({ window: fc.constantFrom(8192, 12_288), budget: budget(headroom(0.8, 0.9), fc.constant('summarize')) }),
       retention: retention(fc.integer({ min: 2, max: 4 })),
       scale: fc.integer({ min: 2, max: 3 }),
+      switchTo: fc.constant(null),
       first: fc.integer({ min: 700, max: 1000 }),
+      turns,
+    }),
+  },
+  // A chat that begins on a large window with turns sized to it (each part up to 8% of its budget)
+  // and moves to a 4k variant or sandbox/echo-8k after `at` turns (issue 33): blocks sealed there
+  // are summarised by the small model (a block of 1,024 tokens and a tool unit whose parts reach the
+  // 2,000-token cut is larger than 4k), and history that fitted no longer does. `window` is the
+  // small window, which sizes the anchor and the turns after the move; at most one anchor, so no
+  // turn sized for the large window is an anchor the small one must hold.
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      where: fc.record({ window: fc.constantFrom(SMALLEST, 8192), budget: budget(headroom(0.1, 0.5), fc.constant('summarize')) }),
+      retention: retention(fc.integer({ min: 0, max: 1 })),
+      scale: fc.integer({ min: 2, max: 8 }),
+      switchTo: fc.record({ from: fc.constantFrom(65_536, 131_072), at: fc.integer({ min: 4, max: 12 }) }),
+      first: fc.integer({ min: 0, max: 300 }),
       turns,
     }),
   },
@@ -233,7 +254,9 @@ const compactionRuns = (chatId: string) =>
 /** A dropping turn: the share of its history budget left empty, and the bound it was checked against. */
 type Observed = { mode: string; empty: number; emptyTokens: number; historyBudget: number; bound: number; chat: string }
 const dropping: Observed[] = []
-const totals = { chats: 0, runs: 0, summarising: 0, merges: 0, compactionRuns: 0 }
+const totals = { chats: 0, runs: 0, summarising: 0, merges: 0, compactionRuns: 0, switched: 0 }
+/** The compaction call that came nearest its window: corrected input plus max_tokens, and that window. */
+const nearest = { input: 0, maxTokens: 0, window: 1, share: 0, cut: 0 }
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b)
@@ -392,7 +415,28 @@ async function runChat(spec: ChatSpec) {
   // L = `largest`: a prompt holds at most L of prose, 0.4 L of /think and 0.3 L of tool arguments
   // (1.7 L and some framing); its reasoning 0.4 L, its echo L, its call 0.3 L, a tool result L.
   const largest = Math.max(16, Math.floor((inputBudget * spec.scale) / 100))
-  const share = (perMille: number, most = Number.POSITIVE_INFINITY) => Math.max(1, Math.min(most, Math.round((largest * perMille) / 1000)))
+  // Before a move, turns are sized to the large window's budget (its parts reach past the 2,000-token cut a compaction run makes).
+  const from = spec.switchTo
+  const largeBudget = from === null ? inputBudget : Math.min(Math.floor(from.from * (1 - (budget.headroom as number))), from.from - 512)
+  const largestAt = (i: number) => (from !== null && i >= 1 && i < from.at ? Math.max(16, Math.floor((largeBudget * spec.scale) / 100)) : largest)
+  const modelAt = (i: number) => (from !== null && i < from.at ? modelName(from.from) : model)
+  if (from !== null) totals.switched++
+  // 6. Every compaction call inside its model's window, as the model received it (recorded by the
+  // sandbox), checked after each turn before anything else: a call over it is refused, and what
+  // follows from that (a block dropped) would otherwise be the first thing to fail.
+  let checked = sandbox.received.length
+  const checkCompactions = (when: string) => {
+    for (const r of sandbox.received.slice(checked)) {
+      const corrected = correctedTokens(r.input, r.correction)
+      const label = `${namespace} ${when}: compaction ${r.firstOrdinal}-${r.lastOrdinal} on the ${r.window} window`
+      expect(corrected + r.maxTokens, label).toBeLessThanOrEqual(r.window)
+      if (r.inputLimit !== null) expect(corrected, label).toBeLessThanOrEqual(r.inputLimit)
+      if ((corrected + r.maxTokens) / r.window > nearest.share) {
+        Object.assign(nearest, { input: corrected, maxTokens: r.maxTokens, window: r.window, share: (corrected + r.maxTokens) / r.window, cut: r.text.match(/tokens truncated …\]/g)?.length ?? 0 })
+      }
+    }
+    checked = sandbox.received.length
+  }
   // The fixed parts at their largest: anchors of the first prompt F (no tool call), its echo, and the
   // next turn's tool unit (prompt, reasoning, echo, call, result: 4.4 L), extended to the whole unit;
   // a tool result's exchange (4.4 L again). 2 F + 8.8 L and framing fit the input budget.
@@ -402,9 +446,10 @@ async function runChat(spec: ChatSpec) {
   const seenSummaries = new Map<string, string>()
   totals.chats++
 
-  const oneTurn = async (label: string, input: unknown[]) => {
+  const oneTurn = async (label: string, input: unknown[], model: string) => {
     const before = sandbox.prompts.length
     const t = await turn(ctx, org.auth, chatId, { model, input })
+    checkCompactions(label)
     expect(t.events.at(-1), `${label}: ${JSON.stringify(t.frames.at(-1))}`).toBe('done')
     expect(sandbox.prompts.length, label).toBe(before + 1)
     const manifest = (await getRun(ctx, org.auth, t.runId)).manifest
@@ -432,12 +477,18 @@ async function runChat(spec: ChatSpec) {
   }
 
   for (const [i, spec1] of spec.turns.entries()) {
-    const size = Math.max(8, Math.round(i === 0 ? (firstMost * spec.first) / 1000 : (largest * spec1.size) / 1000))
-    const tool = i === 0 ? null : spec1.tool
+    const L = largestAt(i)
+    const share = (perMille: number, most = Number.POSITIVE_INFINITY) => Math.max(1, Math.min(most, Math.round((L * perMille) / 1000)))
+    // Before a move every turn calls a tool (its result up to the large budget's 8%), its prompt within
+    // 1,800 tokens so the echo ends before max_tokens (2,048) and the call is made: tool units larger
+    // than the small window, which no block boundary splits.
+    const early = from !== null && i >= 1 && i < from.at
+    const size = Math.max(8, Math.min(early ? 1_800 : Number.POSITIVE_INFINITY, Math.round(i === 0 ? (firstMost * spec.first) / 1000 : (L * spec1.size) / 1000)))
+    const tool = i === 0 ? null : early ? (spec1.tool ?? { name: 'lookup' as const, args: 50, result: 1000, isError: false }) : spec1.tool
     const lines = [words(`${i}`, size)]
     if (spec1.think !== null) lines.unshift(`/think ${words(`${i}-think`, share(spec1.think, 200))}`)
     if (tool !== null) lines.push(`/tool ${tool.name} ${JSON.stringify({ q: words(`${i}-args`, share(tool.args, 100)) })}`)
-    const t = await oneTurn(`turn ${i}`, [{ type: 'prompt', text: lines.join('\n') }])
+    const t = await oneTurn(`turn ${i}`, [{ type: 'prompt', text: lines.join('\n') }], modelAt(i))
     if (tool === null) continue
     const done = t.of('done')[0]!.data
     const pending = done.pending_tool_calls as { tool_name: string; tool_use_id: string }[]
@@ -445,11 +496,12 @@ async function runChat(spec: ChatSpec) {
     if (pending.length === 0 && done.stop_reason === 'max_tokens') continue
     expect(pending.length, `turn ${i}`).toBe(1)
     const text = words(`${i}-result`, share(tool.result))
-    await oneTurn(`turn ${i} result`, [{ type: 'tool_result', tool_use_id: pending[0]!.tool_use_id, tool_name: pending[0]!.tool_name, text, is_error: tool.isError }])
+    await oneTurn(`turn ${i} result`, [{ type: 'tool_result', tool_use_id: pending[0]!.tool_use_id, tool_name: pending[0]!.tool_name, text, is_error: tool.isError }], modelAt(i))
   }
 
   // 5b. Over the chat's compaction runs: no range summarised twice, merges of adjacent summaries.
   await eagerSettled(chatId)
+  checkCompactions('after its turns')
   const runs = compactionRuns(chatId)
   expect(runs.filter((r) => r.status !== 'succeeded'), namespace).toEqual([])
   totals.compactionRuns += runs.length
@@ -501,6 +553,7 @@ describe('summaries over random chats, budgets and retention documents (issue 21
     const byMode = (mode: string) => dropping.filter((d) => d.mode === mode)
     const figures = {
       ...totals,
+      nearestCompaction: nearest,
       dropping: dropping.length,
       droppingSummarize: byMode('summarize').length,
       droppingDropOldest: byMode('drop_oldest').length,
@@ -527,9 +580,10 @@ function gatedSandbox() {
   const entered: string[] = []
   const models = new Map<string, LanguageModelV4>()
   const languageModelFor: LanguageModelFor = (entry) => {
-    let model = models.get(entry.vendor_model_id)
+    const key = `${entry.vendor_model_id}@${entry.context_window}`
+    let model = models.get(key)
     if (!model) {
-      const inner = createSandboxLanguageModel(entry.vendor_model_id)
+      const inner = createSandboxLanguageModel(entry.vendor_model_id, sandboxLimitsOf(entry))
       model = {
         ...inner,
         async doStream(options) {
@@ -541,7 +595,7 @@ function gatedSandbox() {
           return inner.doStream(options)
         },
       }
-      models.set(entry.vendor_model_id, model)
+      models.set(key, model)
     }
     return model
   }

@@ -215,6 +215,10 @@ export function scriptedModel(
   }
 }
 
+/** The limits a sandbox model holds a catalogue entry's requests to: its window and input limit. */
+export const sandboxLimitsOf = (entry: { context_window?: number; max_input_tokens?: number | null }) =>
+  entry.context_window === undefined ? undefined : { contextWindow: entry.context_window, maxInputTokens: entry.max_input_tokens ?? null }
+
 /** The sandbox for sandbox entries, the given fakes by vendor_model_id for provider `fake`. */
 export function withFakes(fakes: Record<string, LanguageModelV4>): LanguageModelFor {
   // One sandbox model per id, as the app makes them: each holds its simulated prefix cache.
@@ -225,8 +229,10 @@ export function withFakes(fakes: Record<string, LanguageModelV4>): LanguageModel
       if (!model) throw new Error(`no fake model ${entry.vendor_model_id}`)
       return model
     }
-    let model = sandbox.get(entry.vendor_model_id)
-    if (!model) sandbox.set(entry.vendor_model_id, (model = createSandboxLanguageModel(entry.vendor_model_id)))
+    // Held to its entry's window, as the app's sandbox is (a variant with another window is another model).
+    const key = `${entry.vendor_model_id}@${entry.context_window}`
+    let model = sandbox.get(key)
+    if (!model) sandbox.set(key, (model = createSandboxLanguageModel(entry.vendor_model_id, sandboxLimitsOf(entry))))
     return model
   }
 }

@@ -10,6 +10,7 @@ import {
 import { randomUUID } from 'node:crypto'
 import { estimateTokens, saturatingAdd } from '../../domain/tokens/estimate-tokens.ts'
 import { describeContext } from './sandbox-context.ts'
+import { estimatePromptTokens } from '../estimate-prompt-tokens.ts'
 import { sandboxSummaryCall, type SandboxCompaction } from './sandbox-summary.ts'
 import { createSandboxPrefixCache, prefixItems } from './sandbox-prefix-cache.ts'
 import { newestTurn, readSandboxScript, type SandboxScript } from './sandbox-script.ts'
@@ -39,6 +40,35 @@ const sleep = (ms: number, signal: AbortSignal | undefined) =>
 const failure = (modelId: string, message: string) =>
   new APICallError({ message, url: `sandbox://${modelId}`, requestBodyValues: {}, statusCode: 502, isRetryable: false })
 
+/**
+ * The limits the sandbox holds a request to, as a vendor does: its catalogue entry's window and input
+ * limit (the app passes them: src/providers/language-models.ts). A model made without them (a test's
+ * bare double) takes any request.
+ */
+export type SandboxLimits = { contextWindow: number; maxInputTokens?: number | null }
+
+/**
+ * A vendor's refusal of a request over its window, before the first byte: a 400 worded as Anthropic
+ * words it ("prompt is too long: N tokens > M maximum"), naming the context window and both figures,
+ * so Parley's recognition of context refusals can read the sandbox as it reads a vendor.
+ */
+export function contextRefusal(modelId: string, limits: SandboxLimits, input: number, maxTokens: number): APICallError | null {
+  const inputLimit = Math.min(limits.contextWindow, limits.maxInputTokens ?? limits.contextWindow)
+  let message: string | null = null
+  if (input > inputLimit) message = `prompt is too long: ${input} tokens > ${inputLimit} maximum (the input the ${limits.contextWindow}-token context window takes)`
+  else if (input + maxTokens > limits.contextWindow)
+    message = `prompt is too long: ${input + maxTokens} tokens > ${limits.contextWindow} maximum (input ${input} + max_tokens ${maxTokens} exceed the context window)`
+  if (message === null) return null
+  return new APICallError({
+    message,
+    url: `sandbox://${modelId}`,
+    requestBodyValues: {},
+    statusCode: 400,
+    responseBody: JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message } }),
+    isRetryable: false,
+  })
+}
+
 /** Splits text into word deltas that concatenate back to it exactly. */
 const wordDeltas = (text: string) => text.match(/\S+\s*|\s+/g) ?? []
 
@@ -58,7 +88,7 @@ function textDeltas(turn: ReturnType<typeof newestTurn>, script: SandboxScript, 
  * The offline model of docs/guide/sandbox.md, behind the same AI SDK interface as every vendor. It answers
  * deterministically, steered by magic lines of the newest prompt.
  */
-export function createSandboxLanguageModel(modelId: string): LanguageModelV4 {
+export function createSandboxLanguageModel(modelId: string, limits?: SandboxLimits): LanguageModelV4 {
   // Per model, as a vendor's cache is: a chat that changes model starts cold.
   const prefixCache = createSandboxPrefixCache()
   return {
@@ -73,6 +103,13 @@ export function createSandboxLanguageModel(modelId: string): LanguageModelV4 {
       // The sandbox is this call's vendor: it counts as a request sent (src/providers/vendor-call-record.ts).
       const vendorCall = currentVendorCall()
       if (vendorCall) vendorCall.requests += 1
+      // Over its window the request is refused before anything streams, compaction runs included
+      // (decision 043), as a vendor refuses it: never a silently longer context than the model has.
+      if (limits) {
+        const tools = (options.tools ?? []).filter((t): t is LanguageModelV4FunctionTool => t.type === 'function')
+        const refusal = contextRefusal(modelId, limits, estimatePromptTokens(options.prompt, tools), options.maxOutputTokens ?? 0)
+        if (refusal) throw refusal
+      }
       // A compaction run (src/actors/summarise-block.ts) is answered with the block's summary.
       const compaction = (options.providerOptions?.sandbox as { compaction?: SandboxCompaction } | undefined)?.compaction
       if (compaction) return sandboxSummaryCall(modelId, options, compaction)
