@@ -189,9 +189,11 @@ describe('the sweep at a lease’s expiry', () => {
   it('once serving, a lapsed run of a chat with no actor here is settled by that chat’s actor, loaded for it: customer and compaction runs alike (issue 25)', async () => {
     const customerChat = newChat()
     const compactionChat = newChat()
-    // Both leases lapse after the start's own sweep: the timer at their expiry finds them.
-    const customerRun = orphan(customerChat, inMs(300), { toolCall: true })
-    const compactionRun = orphan(compactionChat, inMs(300), { origin: 'compaction' })
+    // Both leases lapse after the start's own sweep: the timer at their expiry finds them. 1.5 s, not
+    // less: on a loaded machine the host may start later than a shorter lapse, and its start-up sweep
+    // (which settles without loading actors) would find them instead.
+    const customerRun = orphan(customerChat, inMs(1_500), { toolCall: true })
+    const compactionRun = orphan(compactionChat, inMs(1_500), { origin: 'compaction' })
     const host = startHost({ leaseRenewMs: 60_000 })
     expect(host.size).toBe(0)
     await vi.waitFor(

@@ -321,11 +321,14 @@ describe('the six vendors through the real server process, replayed from their s
     const HIGH: Record<Vendor, { sent: (body: any) => unknown; expected: unknown; warnings: string[] }> = {
       anthropic: { sent: (b) => b.thinking, expected: { type: 'enabled', budget_tokens: 16_384 }, warnings: [] },
       openai: { sent: (b) => b.reasoning, expected: { effort: 'high' }, warnings: [] },
-      google: { sent: (b) => b.generationConfig.thinkingConfig, expected: { thinkingBudget: 24_576, includeThoughts: true }, warnings: [] },
+      // Gemini 3.8 Flash takes a thinking level, not a budget.
+      google: { sent: (b) => b.generationConfig.thinkingConfig, expected: { thinkingLevel: 'high', includeThoughts: true }, warnings: [] },
       // Mistral Medium does not reason: the effort is coerced off before any vendor call.
       mistral: { sent: (b) => b.reasoning_effort ?? null, expected: null, warnings: ['reasoning_effort_coerced'] },
-      xai: { sent: (b) => b.reasoning_effort ?? null, expected: null, warnings: ['reasoning_effort_fixed'] },
-      deepseek: { sent: (b) => b.reasoning_effort ?? null, expected: null, warnings: ['reasoning_effort_fixed'] },
+      // Grok 4.3 on the Responses API: reasoning.effort.
+      xai: { sent: (b) => b.reasoning ?? null, expected: { effort: 'high' }, warnings: [] },
+      // DeepSeek V4: thinking switched on, at its high effort.
+      deepseek: { sent: (b) => ({ thinking: b.thinking, effort: b.reasoning_effort }), expected: { thinking: { type: 'enabled' }, effort: 'high' }, warnings: [] },
     }
 
     test.each(CASES)('$vendor: high', async (c) => {
@@ -339,7 +342,8 @@ describe('the six vendors through the real server process, replayed from their s
       const manifest = (await vendors.getRun(t.runId)).manifest
       expect(manifest.max_tokens).toBe(30_000)
       if (c.vendor === 'anthropic') expect(c.maxTokens(body)).toBe(30_000)
-      if (c.vendor === 'google') expect(c.maxTokens(body)).toBe(30_000 - 24_576)
+      // A thinking level takes no budget out of max_tokens.
+      if (c.vendor === 'google') expect(c.maxTokens(body)).toBe(30_000)
     })
 
     test('anthropic: off disables thinking; a max_tokens too small for the least budget turns thinking off with a warning', async () => {
