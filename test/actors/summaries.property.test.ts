@@ -199,25 +199,25 @@ const chatSpec = fc.oneof(
       turns,
     }),
   },
-  // A chat that begins on a large window with turns sized to it (each part up to 8% of its budget)
-  // and moves to a 4k variant or sandbox/echo-8k after `at` turns (issue 33): blocks sealed there
-  // are summarised by the small model (a block of 1,024 tokens and a tool unit whose parts reach the
-  // 2,000-token cut is larger than 4k), and history that fitted no longer does. `window` is the
-  // small window, which sizes the anchor and the turns after the move; at most one anchor, so no
-  // turn sized for the large window is an anchor the small one must hold.
-  {
-    weight: 2,
-    arbitrary: fc.record({
-      where: fc.record({ window: fc.constantFrom(SMALLEST, 8192), budget: budget(headroom(0.1, 0.5), fc.constant('summarize')) }),
-      retention: retention(fc.integer({ min: 0, max: 1 })),
-      scale: fc.integer({ min: 2, max: 8 }),
-      switchTo: fc.record({ from: fc.constantFrom(65_536, 131_072), at: fc.integer({ min: 4, max: 12 }) }),
-      first: fc.integer({ min: 0, max: 300 }),
-      turns,
-    }),
-  },
 )
-type ChatSpec = typeof chatSpec extends fc.Arbitrary<infer T> ? T : never
+
+// A chat that begins on a large window with turns sized to it (each part up to 8% of its budget)
+// and moves to a 4k variant or sandbox/echo-8k after `at` turns (issue 33): blocks sealed there
+// are summarised by the small model (a block of 1,024 tokens and a tool unit whose parts reach the
+// 2,000-token cut is larger than 4k), and history that fitted no longer does. `window` is the
+// small window, which sizes the anchor and the turns after the move; at most one anchor, so no
+// turn sized for the large window is an anchor the small one must hold.
+// Its own property (below), so the chats above keep the space they had.
+const movingChatSpec = fc.record({
+  where: fc.record({ window: fc.constantFrom(SMALLEST, 8192), budget: budget(headroom(0.1, 0.5), fc.constant('summarize')) }),
+  retention: retention(fc.integer({ min: 0, max: 1 })),
+  scale: fc.integer({ min: 2, max: 8 }),
+  switchTo: fc.record({ from: fc.constantFrom(65_536, 131_072), at: fc.integer({ min: 4, max: 12 }) }),
+  first: fc.integer({ min: 0, max: 300 }),
+  turns,
+})
+
+type ChatSpec = (typeof chatSpec | typeof movingChatSpec) extends fc.Arbitrary<infer T> ? T : never
 
 // ---- the app ---------------------------------------------------------------------------------
 
@@ -569,6 +569,20 @@ describe('summaries over random chats, budgets and retention documents (issue 21
     expect(dropping.length).toBeGreaterThan(0)
     // 4. Each dropping turn was within its bound (checked as it came); in the median, at most a tenth is left empty.
     expect(figures.medianEmpty).toBeLessThanOrEqual(0.1)
+  })
+
+  it(`${Math.max(4, Math.round(RUNS / 2))} random chats that move from a large window to a small one (issue 33)`, { timeout: 600_000 }, async () => {
+    await fc.assert(
+      fc.asyncProperty(movingChatSpec, async (spec) => {
+        await runChat(spec)
+      }),
+      {
+        numRuns: Math.max(4, Math.round(RUNS / 2)),
+        ...(process.env.FC_SEED === undefined ? {} : { seed: Number(process.env.FC_SEED) }),
+        ...(process.env.FC_PATH === undefined ? {} : { path: process.env.FC_PATH }),
+        ...(process.env.FC_NO_SHRINK ? { endOnFailure: true } : {}),
+      },
+    )
   })
 })
 
