@@ -62,12 +62,13 @@ let memoChars = 0
 const count = (text: string) => Math.min(TOKEN_ESTIMATE_MAX, text.length <= EXACT_MAX_CHARS ? countExactly(text) : countLong(text))
 
 /*
- * Past EXACT_MAX_CHARS, the kinds of text whose cost a sample misses are taken out first (decision 042):
- * base64 runs, which cost about 0.69 o200k tokens a character where prose costs 0.24, are counted by
- * their length at the measured worst rate; CJK characters, which cost 0.6 to 1.9 tokens each, are
- * sampled as a text of their own; the rest is sampled. Each sampled stretch is raised by a margin
- * from its windows' disagreement (SAMPLED_MARGIN_SE), sized on the classes measured
- * (bench/estimator-error.ts), so the estimate is at least the exact o200k count on every class measured. Texts up to
+ * Past EXACT_MAX_CHARS (decision 042), base64 runs, which cost about 0.69 o200k tokens a character where
+ * prose costs 0.24 and which a sample misses when they fall between its windows, are taken out and
+ * counted by their length at the measured worst rate; the rest is sampled, and the sampled stretch is
+ * raised by a margin (SAMPLED_MARGIN_SHARE, and SAMPLED_MARGIN_SE standard errors of the windows'
+ * rates), sized on the classes measured (bench/estimator-error.ts: prose, code, JSON, base64, CJK), so
+ * the estimate is at least the exact o200k count on each. CJK needs no class of its own: its windows
+ * differ from the others' in tokens a byte, which the margin's second term sees. Texts up to
  * EXACT_MAX_CHARS stay exact: they need no margin.
  */
 
@@ -83,27 +84,23 @@ export const BASE64_MIN_RUN = 64
  */
 export const base64Tokens = (chars: number, runs: number): number => (chars === 0 ? 0 : Math.ceil(0.69 * chars + 1.6 * Math.sqrt(chars)) + runs)
 /**
- * A sampled estimate is raised by this many standard errors of its windows' mean rate (tokens a UTF-8
- * byte), over the stretch it scales: the least that kept every text measured at or above its exact
- * count (bench/estimator-error.ts; decision 042).
+ * A sampled estimate is raised by this share of itself, whatever its windows say: a stretch unlike
+ * every window (a dense record between two windows) is invisible to their disagreement. With
+ * SAMPLED_MARGIN_SE, the least that kept every text measured at or above its exact count (the lowest
+ * measured without either: 0.923 on JSON, 0.939 on prose).
  */
-export const SAMPLED_MARGIN_SE = 3
-/** …and by this share of its estimate whatever the windows say: a stretch unlike every window (a dense record between two windows) is invisible to their disagreement. */
 export const SAMPLED_MARGIN_SHARE = 0.08
+/** …and by this many standard errors of its windows' mean rate (tokens a UTF-8 byte), over the stretch it scales. */
+export const SAMPLED_MARGIN_SE = 3
 
-/** The estimate of a text longer than EXACT_MAX_CHARS: by class, each sampled part with its margin. */
+/** The estimate of a text longer than EXACT_MAX_CHARS: its base64 runs by length, the rest sampled with its margin. */
 function countLong(text: string): number {
-  const parts = splitByClass(text)
+  const parts = withoutBase64(text)
   if (parts === null) return countBySamples(text)
-  return saturatingAdd(countPart(parts.rest), countPart(parts.cjk), base64Tokens(parts.base64Chars, parts.base64Runs))
+  const rest = parts.rest.length <= EXACT_MAX_CHARS ? countExactly(parts.rest) : countBySamples(parts.rest)
+  return saturatingAdd(rest, base64Tokens(parts.base64Chars, parts.base64Runs))
 }
 
-const countPart = (text: string) => (text.length === 0 ? 0 : text.length <= EXACT_MAX_CHARS ? countExactly(text) : countBySamples(text))
-
-/** CJK ideographs, kana, Hangul, CJK punctuation and full-width forms, and the surrogates of the CJK extension planes (U+20000–U+3FFFF). */
-const isCjk = (unit: number) =>
-  unit >= 0x2e80 &&
-  ((unit <= 0x9fff) || (unit >= 0xac00 && unit <= 0xd7af) || (unit >= 0xd840 && unit <= 0xd8bf) || (unit >= 0xf900 && unit <= 0xfaff) || (unit >= 0xfe30 && unit <= 0xfe4f) || (unit >= 0xff00 && unit <= 0xffef))
 const UPPER = 1
 const LOWER = 2
 const DIGIT = 4
@@ -112,21 +109,18 @@ const base64Kind = (unit: number) =>
   unit >= 0x41 && unit <= 0x5a ? UPPER : unit >= 0x61 && unit <= 0x7a ? LOWER : unit >= 0x30 && unit <= 0x39 ? DIGIT : unit === 0x2b || unit === 0x2f || unit === 0x3d ? 8 : 0
 
 /**
- * `text` split by class in one pass: its base64 runs (counted by length), its CJK (its runs joined in
- * order), and the rest;
- * null when it has neither, so the common case builds no strings. A low surrogate belongs to the
- * class of its high surrogate, so no pair is split.
+ * `text` without its base64 runs (at least BASE64_MIN_RUN characters of the alphabet, with upper case,
+ * lower case and a digit, so a long word or a row of digits is not one), found in one pass; null when
+ * it has none, so the common case builds no string.
  */
-function splitByClass(text: string): { rest: string; cjk: string; base64Chars: number; base64Runs: number } | null {
+function withoutBase64(text: string): { rest: string; base64Chars: number; base64Runs: number } | null {
   const rest: string[] = []
-  const cjk: string[] = []
   let base64Chars = 0
   let base64Runs = 0
   let restFrom = 0
   let runStart = -1
   let runKinds = 0
-  let cjkStart = -1
-  const closeBase64 = (end: number) => {
+  const close = (end: number) => {
     if (runStart !== -1 && end - runStart >= BASE64_MIN_RUN && (runKinds & 7) === 7) {
       if (runStart > restFrom) rest.push(text.slice(restFrom, runStart))
       base64Chars += end - runStart
@@ -136,31 +130,18 @@ function splitByClass(text: string): { rest: string; cjk: string; base64Chars: n
     runStart = -1
     runKinds = 0
   }
-  const closeCjk = (end: number) => {
-    if (cjkStart === -1) return
-    if (cjkStart > restFrom) rest.push(text.slice(restFrom, cjkStart))
-    cjk.push(text.slice(cjkStart, end))
-    restFrom = end
-    cjkStart = -1
-  }
   for (let i = 0; i < text.length; i++) {
-    const unit = text.charCodeAt(i)
-    const kind = base64Kind(unit)
-    if (kind !== 0) {
+    const kind = base64Kind(text.charCodeAt(i))
+    if (kind === 0) close(i)
+    else {
       if (runStart === -1) runStart = i
       runKinds |= kind
-    } else closeBase64(i)
-    // A lone low surrogate after a CJK high surrogate stays with it; any other one is not CJK.
-    const cjkUnit = isLowSurrogate(unit) ? cjkStart !== -1 && isCjk(text.charCodeAt(i - 1)) : isCjk(unit)
-    if (cjkUnit) {
-      if (cjkStart === -1) cjkStart = i
-    } else closeCjk(i)
+    }
   }
-  closeBase64(text.length)
-  closeCjk(text.length)
-  if (restFrom === 0) return null
+  close(text.length)
+  if (base64Runs === 0) return null
   if (restFrom < text.length) rest.push(text.slice(restFrom))
-  return { rest: rest.join(''), cjk: cjk.join(''), base64Chars, base64Runs }
+  return { rest: rest.join(''), base64Chars, base64Runs }
 }
 
 /**

@@ -21,8 +21,14 @@ import {
  * token per 128 characters for texts of very few tokens (a run of spaces is one token a window,
  * whatever its length). A text whose kinds differ between the windows (a block of CJK in one gap,
  * spaces elsewhere) can be further off: the estimate is of the sampled windows.
+ *
+ * Margin (decision 042): past EXACT_MAX_CHARS the sampled stretch is raised by SAMPLED_MARGIN_SHARE
+ * plus the windows' disagreement, so the estimate is at or above the exact count and at most about a
+ * quarter above it (test/domain/tokens/estimate-classes.property.test.ts holds the lower bound on real
+ * text of every class).
  */
 const withinTolerance = (estimate: number, exact: number, length: number) => Math.abs(estimate - exact) <= 0.03 * exact + length / 128
+const withinMargin = (estimate: number, exact: number, length: number) => estimate >= exact - length / 128 && estimate <= 1.25 * exact + length / 128
 
 /** A deterministic string of `length` units drawn from `alphabet`. */
 function seeded(alphabet: readonly string[], length: number, seed: number): string {
@@ -106,24 +112,24 @@ describe('past EXACT_MAX_CHARS', () => {
     )
   })
 
-  it(`the estimate is within tolerance of the exact count (3% + 1 token per 128 units)`, () => {
+  it(`the estimate is at or above the exact count, within its margin (at most a quarter above, + 1 token per 128 units)`, () => {
     fc.assert(
       fc.property(longText, (text) => {
         const estimate = estimateTokens(text)
         const exact = countExactly(text)
-        expect(withinTolerance(estimate, exact, text.length), `estimate ${estimate}, exact ${exact}, ${text.length} units`).toBe(true)
+        expect(withinMargin(estimate, exact, text.length), `estimate ${estimate}, exact ${exact}, ${text.length} units`).toBe(true)
       }),
       { numRuns: 60 },
     )
   })
 
-  it('repeating a unit is estimated within tolerance too (prose, code, spaces, one letter)', () => {
+  it('repeating a unit is estimated within the margin too (prose, code, spaces, one letter)', () => {
     fc.assert(
       fc.property(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 200 }), fc.integer({ min: EXACT_MAX_CHARS + 1, max: 4 * EXACT_MAX_CHARS }), (unit, length) => {
         const text = unit.repeat(Math.ceil(length / unit.length))
         const estimate = estimateTokens(text)
         const exact = countExactly(text)
-        expect(withinTolerance(estimate, exact, text.length), `estimate ${estimate}, exact ${exact}, unit ${JSON.stringify(unit)}`).toBe(true)
+        expect(withinMargin(estimate, exact, text.length), `estimate ${estimate}, exact ${exact}, unit ${JSON.stringify(unit)}`).toBe(true)
       }),
       { numRuns: 60 },
     )
@@ -141,13 +147,14 @@ describe('past EXACT_MAX_CHARS', () => {
     )
   })
 
-  it('crossing EXACT_MAX_CHARS by one unit changes the estimate by no more than the tolerance', () => {
+  it('crossing EXACT_MAX_CHARS by one unit changes the estimate by no more than the margin', () => {
     fc.assert(
       fc.property(fc.tuple(alphabet, fc.nat()), ([kind, seed]) => {
         const text = seeded(ALPHABETS[kind], EXACT_MAX_CHARS + 8, seed)
         const below = text.slice(0, EXACT_MAX_CHARS)
         const above = text.slice(0, EXACT_MAX_CHARS + 1)
-        expect(Math.abs(estimateTokens(above) - estimateTokens(below))).toBeLessThanOrEqual(0.03 * estimateTokens(below) + EXACT_MAX_CHARS / 128)
+        expect(estimateTokens(above)).toBeGreaterThanOrEqual(estimateTokens(below) - EXACT_MAX_CHARS / 128)
+        expect(estimateTokens(above)).toBeLessThanOrEqual(1.25 * estimateTokens(below) + EXACT_MAX_CHARS / 128)
       }),
       { numRuns: 30 },
     )
