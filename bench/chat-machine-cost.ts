@@ -15,7 +15,7 @@ import type { TurnFacts } from '../src/domain/turns/admission-rules.ts'
 const TURNS = Number(process.argv[2] ?? 50_000)
 const ACTORS = 32
 
-const admission = (runId: string): RunAdmission => ({ runId, startedAtMs: Date.now(), createdAt: '', estimatedInputTokens: 1, compaction: null })
+const admission = (runId: string): RunAdmission => ({ runId, startedAtMs: Date.now(), createdAt: '', estimatedInputTokens: 1, compaction: null, refits: 0 })
 const result: RunOutcome = {
   status: 'succeeded',
   stopReason: 'end_turn',
@@ -28,6 +28,7 @@ const result: RunOutcome = {
   firstDeltaMs: 1,
   streamOpened: true,
   vendorRequests: 1,
+  contextRefusal: null,
 }
 const machine = chatMachine.provide({
   actors: {

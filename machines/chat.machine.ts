@@ -3,6 +3,7 @@ import { mustBeProvided } from './must-be-provided.ts'
 import { NotFoundError, RunInProgressError, UnavailableError, ValidationError } from '../src/domain/errors.ts'
 import { decideForkCut, forkCutIsSettled } from '../src/domain/chats/fork-cut.ts'
 import { leaseIsLive } from '../src/domain/runs/lease.ts'
+import { MAX_REFITS, mayRefit } from '../src/domain/context/refit.ts'
 import { endedAs, type RunOutcome, runOutcome, usageKnownSoFar } from '../src/domain/runs/run-outcome.ts'
 import { closeCalls, NOTHING_TO_CLOSE, rejectionError, type AdmissionFacts, type ChatFacts } from '../src/domain/turns/decide-admission.ts'
 import {
@@ -27,6 +28,7 @@ import type {
   RunAdmission,
   ReadTurnInput,
   ReapRunInput,
+  RefitTurnInput,
   WriteTurnInput,
   StreamRunInput,
 } from './chat.types.ts'
@@ -207,6 +209,7 @@ export const chatMachine = setup({
     compactHistory: fromPromise<ChatAdmission, CompactHistoryInput>(mustBeProvided('chat machine', 'compactHistory')),
     compactEagerly: fromPromise<void, EagerCompaction>(mustBeProvided('chat machine', 'compactEagerly')),
     streamRun: fromPromise<RunOutcome, StreamRunInput>(mustBeProvided('chat machine', 'streamRun')),
+    refitTurn: fromPromise<ChatAdmission, RefitTurnInput>(mustBeProvided('chat machine', 'refitTurn')),
     // decision 020: written, tried again, or left to the sweep (machines/run-settlement.machine.ts).
     settleRun: runSettlementMachine,
     reapRun: fromPromise<ChatFacts, ReapRunInput>(mustBeProvided('chat machine', 'reapRun')),
@@ -229,6 +232,12 @@ export const chatMachine = setup({
     /** docs/guide/tool-calls.md: the run that just settled left tool calls; they are pending until the next submission. */
     leftToolCalls: ({ context }) => (context.result?.pendingToolCalls.length ?? 0) > 0,
     needsCompaction: (_, admission: ChatAdmission) => (admission.compaction?.blocks ?? 0) > 0,
+    /**
+     * docs/decisions/044-context-refusal-refit.md: the vendor refused the run's request for its context
+     * before the first byte, and the turn was not packed again yet: it is, once (MAX_REFITS), with
+     * the correction the refusal taught, before the client sees anything.
+     */
+    mayRefitAfterContextRefusal: ({ context }, outcome: RunOutcome) => mayRefit(context.admission?.refits ?? MAX_REFITS, outcome.contextRefusal),
     /** docs/guide/context.md at_fill: the settled run left the history past its fill mark, and no eager work runs yet. */
     fillsEagerThreshold: ({ context }, output: RunSettlementOutput) =>
       output.kind === 'settled' && (output.eager?.blocks.length ?? 0) > 0 && context.eagerCompaction === null,
@@ -428,6 +437,8 @@ export const chatMachine = setup({
     // A finished child stays among the children until stopped: its input (the blocks) goes with it.
     removeEagerCompaction: stopChild('eagerCompaction'),
     applyCompaction: assign({ admission: (_, admission: ChatAdmission) => admission }),
+    /** The turn packed again after a context refusal: the refused request's result is set aside, unsent to anyone. */
+    applyRefit: assign({ admission: (_, admission: ChatAdmission) => admission, result: () => null }),
     recordCancelledBeforeStreaming: assign({ result: ({ context }) => endedWithoutResult(context.admission, 'cancelled', null) }),
     recordFailedCompaction: assign({
       result: ({ context }, error: unknown) =>
@@ -670,6 +681,11 @@ export const chatMachine = setup({
                 target: 'settling',
                 actions: [{ type: 'recordResult', params: ({ event }) => event.output }, 'markInterrupted'],
               },
+              {
+                guard: { type: 'mayRefitAfterContextRefusal', params: ({ event }) => event.output },
+                target: 'refitting',
+                actions: [{ type: 'recordResult', params: ({ event }) => event.output }],
+              },
               { target: 'settling', actions: [{ type: 'recordResult', params: ({ event }) => event.output }] },
             ],
             onError: [
@@ -688,6 +704,29 @@ export const chatMachine = setup({
             },
             // The provider call is being stopped; its partial output is still written and settled.
             cancelling: {},
+          },
+        },
+        // docs/decisions/044-context-refusal-refit.md: the vendor refused the request for its context
+        // before the first byte; the turn is packed again with what the refusal taught and sent once
+        // more. A failure to pack it again settles the refused run (its result is kept until then).
+        refitting: {
+          invoke: {
+            src: 'refitTurn',
+            input: ({ context }) => ({ chatId: context.chatId, admission: context.admission!, refusal: context.result!.contextRefusal! }),
+            onDone: [
+              {
+                guard: { type: 'needsCompaction', params: ({ event }) => event.output },
+                target: 'compacting',
+                actions: [{ type: 'applyRefit', params: ({ event }) => event.output }],
+              },
+              { target: 'streaming', actions: [{ type: 'applyRefit', params: ({ event }) => event.output }] },
+            ],
+            onError: { target: 'settling' },
+          },
+          on: {
+            CANCEL: { guard: 'cancelsThisRun', target: 'settling', actions: ['abortRun', 'recordCancelledBeforeStreaming'] },
+            DELETE: { target: 'settling', actions: ['addDeleter', 'abortRun', 'recordDeletedBeforeStreaming'] },
+            INTERRUPT: { target: 'settling', actions: ['noteInterruption', 'abortRun', 'recordInterruptedBeforeStreaming'] },
           },
         },
         // decision 020: a settlement is never lost. The child machine writes it, tries again after a

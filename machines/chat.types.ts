@@ -1,6 +1,7 @@
 import type { BlockToSummarise } from '../src/domain/context/block-to-summarise.ts'
 import type { CompactionJob } from '../src/domain/context/compaction-job.ts'
 import type { RunLease } from '../src/domain/runs/lease.ts'
+import type { ContextRefusal } from '../src/domain/context/refit.ts'
 import type { RunOutcome } from '../src/domain/runs/run-outcome.ts'
 import type { Submission } from '../src/domain/turns/submission.ts'
 import type { PendingCall } from '../src/domain/turns/close-pending-calls.ts'
@@ -22,6 +23,8 @@ export interface RunAdmission {
   estimatedInputTokens: number
   /** Blocks to summarise before the run can stream; null when none. */
   compaction: { blocks: number; inProgressElsewhere: number } | null
+  /** How many times the turn was packed again after the vendor refused its context (src/domain/context/refit.ts). */
+  refits: number
 }
 export type ChatAdmission = RunAdmission
 
@@ -146,6 +149,8 @@ export type WriteTurnInput = { requestId: string; submission: Submission; closin
 export type StreamRunInput = { chatId: string; admission: ChatAdmission }
 /** The admitted run and the blocks to summarise; resolves with the run re-packed over the summaries. */
 export type CompactHistoryInput = { chatId: string; admission: ChatAdmission }
+/** The run whose request the vendor refused for its context, and what the refusal said. */
+export type RefitTurnInput = { chatId: string; admission: ChatAdmission; refusal: ContextRefusal }
 /** Deletes the chat's rows in one transaction, settling first a run left outstanding whose lease lapsed. */
 export type DeleteChatInput = { chatId: string; outstanding: RunLease | null }
 /** Blocks to summarise in the background after a run settled (docs/guide/context.md at_fill), and for whom. */

@@ -183,6 +183,7 @@ export async function writeTurn(
     // What compaction needs to pack the turn again over its new summaries: the turn's parts are in
     // the ledger by then, as parts of this run.
     repack: { ...frame, request: { ...frame.request, newParts: [], currentRuns: [...frame.request.currentRuns, runId] } },
+    refits: 0,
   }
 }
 

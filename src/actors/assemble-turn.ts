@@ -2,6 +2,7 @@ import { deprecationWarning } from '../domain/catalogue/lifecycle.ts'
 import type { LanguageModelV4FunctionTool, LanguageModelV4Prompt } from '@ai-sdk/provider'
 import type { ConfigWarning } from '../domain/config/config-types.ts'
 import type { ContextManifest } from '../domain/context/context-manifest.ts'
+import type { RefitRecord } from '../domain/context/refit.ts'
 import { correctedTokens, type WindowInForce } from '../domain/context/model-limits.ts'
 import type { TranslationWarning } from '../domain/turns/coerce-reasoning-effort.ts'
 import { decideMaxTokens, type BudgetFacts } from '../domain/turns/decide-admission.ts'
@@ -41,6 +42,8 @@ export type TurnFrame = {
   correction: { correction: number; runs: number }
   markupPercent: string
   tools: LanguageModelV4FunctionTool[]
+  /** The vendor refused the run's first request for its context, and the turn was packed again (src/actors/refit-turn.ts). */
+  refit?: RefitRecord
 }
 
 /** What decideMaxTokens decides the 402 and max_tokens on, for a turn packed to `inputTokens` (docs/guide/billing-and-usage.md). */
@@ -53,6 +56,7 @@ export function budgetFactsOf(frame: TurnFrame, inputTokens: number, balance: st
     inputTokens,
     correctedInputTokens: correctedTokens(inputTokens, frame.correction.correction),
     requestedMaxTokens: request.max_tokens,
+    headroom: frame.request.budget.headroom,
   }
 }
 
@@ -122,6 +126,8 @@ export function assembleTurn(
     vendor_reasoning: vendorReasoning.value.providerOptions,
     markup_percent: frame.markupPercent,
     retry_of: frame.submission.request.retry_of ?? null,
+    // docs/decisions/044-context-refusal-refit.md: the refused request, and this one.
+    refit: frame.refit ? { ...frame.refit, after: { estimated_input_tokens: estimated, correction: frame.correction.correction, max_tokens: sent.maxTokens } } : null,
     warnings: { config: configWarnings, translation: translationWarnings },
   })
   return {

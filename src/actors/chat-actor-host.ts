@@ -7,6 +7,7 @@ import type { PartBody } from '../domain/parts.ts'
 import { ALWAYS_PRIMARY, type ReplicationRoleSource } from '../store/replication-role.ts'
 import { readTurn, writeTurn } from './admit-turn.ts'
 import { readSubmissionFacts } from './read-submission-facts.ts'
+import { refitTurn } from './refit-turn.ts'
 import { compactForTurn } from './compact-for-turn.ts'
 import { createCompactor } from './compactor.ts'
 import { planEagerCompaction } from './plan-eager-compaction.ts'
@@ -86,6 +87,11 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
         const runtime = runtimeOf(input.chatId)
         const { admission, abort } = runtime.run(input.admission.runId)
         return runtime.replaceAdmission(await compactForTurn(deps, compactor, admission, abort.signal))
+      }),
+      refitTurn: fromPromise(async ({ input }) => {
+        const runtime = runtimeOf(input.chatId)
+        const { admission } = runtime.run(input.admission.runId)
+        return runtime.replaceAdmission(await refitTurn(deps, compactor, admission, input.refusal))
       }),
       streamRun: fromPromise(async ({ input }) => {
         const { admission, abort } = runtimeOf(input.chatId).run(input.admission.runId)

@@ -143,6 +143,7 @@ export function dataOf(admission: Admission): RunAdmission {
     startedAtMs: admission.startedAtMs,
     estimatedInputTokens: admission.estimatedInputTokens,
     compaction: admission.compaction && { blocks: admission.compaction.blocks.length, inProgressElsewhere: admission.compaction.inProgressElsewhere },
+    refits: admission.refits,
   }
 }
 

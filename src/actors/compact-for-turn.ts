@@ -1,8 +1,7 @@
 import { blockKey } from '../domain/context/cut-blocks.ts'
-import { windowInForce } from '../domain/context/model-limits.ts'
-import { assembleTurn, budgetFactsOf } from './assemble-turn.ts'
 import { compactionReport } from './admit-turn.ts'
 import type { Compactor } from './compactor.ts'
+import { reassembleTurn } from './reassemble-turn.ts'
 import type { RunDeps } from './run-deps.ts'
 import type { CompactionJob } from '../domain/context/compaction-job.ts'
 import type { Admission } from './turn-types.ts'
@@ -38,27 +37,10 @@ export async function compactForTurn(deps: RunDeps, compactor: Compactor, admiss
     for (const block of packed.needed) unavailable.add(blockKey(block))
     packed = deps.history.pack(admission.chatId, { ...repack.request, compaction: { unavailable, madeNow } })
   }
-  // The one assembly (src/actors/assemble-turn.ts), over the balance read now.
-  const turn = assembleTurn(repack, packed, budgetFactsOf(repack, packed.estimatedTokens, deps.store.balance.balanceOf(admission.orgId)), ({ correctedInputTokens }) => {
-    // The turn was admitted and its summaries are paid for: it keeps the max_tokens it was admitted
-    // with, within what the window leaves after the input packed now.
-    const window = windowInForce(admission.model, correctedInputTokens)
-    return { maxTokens: Math.max(1, Math.min(admission.maxTokens, window.window - correctedInputTokens)), window, correctedInputTokens }
-  }, false)
-  const { configWarnings } = turn
-  const manifest = turn.manifest(packed.context)
-  await deps.store.writes.write(() => deps.store.runs.setManifest(admission.runId, manifest))
-  // docs/guide/sandbox.md: config_warnings may repeat after compaction, when they changed.
-  if (JSON.stringify(configWarnings) !== JSON.stringify(admission.configWarnings)) admission.channel.push('config_warnings', { warnings: configWarnings })
+  // The one assembly, over the summaries made now (src/actors/reassemble-turn.ts).
   return {
     ...admission,
-    prompt: turn.prompt,
-    configWarnings,
-    translationWarnings: turn.translationWarnings,
-    maxTokens: turn.maxTokens,
-    window: turn.window,
-    vendorReasoning: turn.vendorReasoning,
-    estimatedInputTokens: turn.estimatedInputTokens,
+    ...(await reassembleTurn(deps, admission, repack, packed)),
     compaction: { ...request, elsewhere: outcome.elsewhere },
     compactionReport: compactionReport(packed.context, outcome.elsewhere),
   }

@@ -1,3 +1,5 @@
+import { contextRefusedMessage } from '../domain/context/refit.ts'
+import { ContextTooLargeError } from '../domain/errors.ts'
 import type { RunOutcome } from '../domain/runs/run-outcome.ts'
 import type { Admission } from './turn-types.ts'
 import type { RunDeps } from './run-deps.ts'
@@ -23,7 +25,8 @@ export function writeSettlement(deps: RunDeps, admission: Admission, result: Run
 /**
  * The stream's last frame once the run is settled (`done` goes out only after the commit): `done`
  * after a success (with the settled cost), `error` after a failure or a cancel. A failure before
- * the stream opened was already answered with an HTTP error, so it sends no frame.
+ * the stream opened was already answered with an HTTP error, so it sends no frame; but a context
+ * refusal, which the chat machine may have refitted, is answered here.
  *
  * A settlement that throws leaves the stream as it is: the chat machine tries it again, and when it
  * gives up the run is left to the sweep and its stream ended by `endUnsettled` (decision 020).
@@ -61,6 +64,16 @@ export function endStream(admission: Admission, result: RunOutcome, cost: string
         details: { run_id: admission.runId },
         hint: 'send input: [] with retry_of set to this run to try again',
       })
+    } else if (result.contextRefusal) {
+      // Refused for its context again after the refit (docs/decisions/044-context-refusal-refit.md):
+      // nothing was told yet, and the answer names the context, not a bare upstream failure.
+      channel.failBeforeStream(
+        new ContextTooLargeError(
+          contextRefusedMessage(result.contextRefusal, admission.refits),
+          { run_id: admission.runId, vendor_count: result.contextRefusal.vendorCount, limit: result.contextRefusal.window },
+          'send input: [] with retry_of set to this run: it is packed with the correction the refusal taught; or choose a budget with more headroom, or a model with a larger context window',
+        ),
+      )
     }
   } finally {
     channel.markSettled()

@@ -102,6 +102,9 @@ export function settleInLedger(deps: RunDeps, s: Settlement): string | null {
     // The vendor's count against our estimate (src/domain/context/token-correction.ts), with the settlement.
     const ratio = o.usageLost || s.estimatedInputTokens === undefined ? null : sampleRatio(s.estimatedInputTokens, contextTokens(o.usage))
     if (ratio !== null) store.tokenCorrections.record(s.model.id, ratio)
+    // A run the vendor refused for its context teaches its count too (docs/decisions/044-context-refusal-refit.md).
+    const refused = o.contextRefusal?.vendorCount == null || s.estimatedInputTokens === undefined ? null : sampleRatio(s.estimatedInputTokens, o.contextRefusal.vendorCount)
+    if (refused !== null) store.tokenCorrections.record(s.model.id, refused)
     // The provider call as a catalogue statistic, written with the settlement.
     if (s.startedAt !== null && isUptimeSample(o)) {
       store.providerCalls.record({ modelId: s.model.id, startedAt: s.startedAt, succeeded: o.status === 'succeeded', firstDeltaMs: o.firstDeltaMs })

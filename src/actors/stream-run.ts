@@ -2,7 +2,9 @@ import { APICallError, type LanguageModelV4CallOptions, type LanguageModelV4Stre
 import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
 import type { PartBody } from '../domain/parts.ts'
 import { type RunOutcome, runOutcome, usageKnownSoFar } from '../domain/runs/run-outcome.ts'
+import { contextRefusedMessage, type ContextRefusal } from '../domain/context/refit.ts'
 import { describeVendorError } from '../providers/describe-vendor-error.ts'
+import { readContextRefusalFrom } from '../providers/read-context-refusal.ts'
 import { createIoPacer } from '../providers/io-pacer.ts'
 import { readsRawChunks, usageOfCutStream } from '../providers/reported-usage.ts'
 import { newVendorCallRecord, withVendorCallRecord } from '../providers/vendor-call-record.ts'
@@ -87,7 +89,7 @@ export async function streamRun(deps: RunDeps, call: RunStreamCall): Promise<Run
     }
   }
 
-  const result = async (status: RunOutcome['status'], error: RunOutcome['error'], streamOpened: boolean): Promise<RunOutcome> => {
+  const result = async (status: RunOutcome['status'], error: RunOutcome['error'], streamOpened: boolean, contextRefusal: ContextRefusal | null = null): Promise<RunOutcome> => {
     if (!keepFailure) await apply(endOfStream(state))
     // Our failure, not the provider's (docs/guide/errors.md): whatever the stream did, the run failed.
     if (keepFailure) {
@@ -111,6 +113,7 @@ export async function streamRun(deps: RunDeps, call: RunStreamCall): Promise<Run
       firstDeltaMs,
       streamOpened,
       vendorRequests: vendorCall.requests,
+      contextRefusal,
     })
   }
 
@@ -130,6 +133,11 @@ export async function streamRun(deps: RunDeps, call: RunStreamCall): Promise<Run
   } catch (error) {
     if (APICallError.isInstance(error)) providerRequestId = requestIdFrom(call.model.provider, error.responseHeaders)
     if (signal.aborted) return result('cancelled', null, false)
+    // A refusal for the context's size, before any byte: the one failure packing again can cure. The
+    // chat machine decides whether it is refitted or told (docs/decisions/044-context-refusal-refit.md),
+    // so nothing is told here.
+    const refusal = readContextRefusalFrom(error).value
+    if (refusal !== null) return result('failed', { code: 'context_too_large', message: contextRefusedMessage(refusal, 0) }, false, refusal)
     // Nothing sent: the vendor library refused the prompt itself, which says nothing of the vendor (docs/decisions/015-vendor-calls-deadlines-retries-uptime.md).
     const message =
       vendorCall.requests === 0 ? `the vendor library refused the request before sending it: ${describeVendorError(error)}` : `the provider failed before answering: ${describeVendorError(error)}`

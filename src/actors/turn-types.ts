@@ -46,6 +46,8 @@ export type Admission = {
   compactionReport: CompactionReport | null
   /** What packing the turn again after compaction needs (src/actors/compact-for-turn.ts). */
   repack: Repack
+  /** How many times the turn was packed again after a context refusal (src/actors/refit-turn.ts). */
+  refits: number
 }
 
 /** What a run waits for before it can stream: blocks to summarise, some being made by other work. */

@@ -1,3 +1,5 @@
+import type { ContextRefusal as DomainContextRefusal } from '../domain/context/refit.ts'
+
 /**
  * Recognises a vendor's refusal of a request for its context size, the way each of the six vendors
  * words it (docs/decisions/044-context-refusal-refit.md; recorded bodies with their sources in
@@ -11,16 +13,8 @@
  * the token correction learns from (src/domain/context/token-correction.ts).
  */
 
-export type ContextRefusal = {
-  /** Which wording matched. */
-  wording: Wording
-  /** The vendor's count of the input tokens, when the message gives it. */
-  vendorCount: number | null
-  /** The limit the vendor named (its window, or its input limit), when the message gives it. */
-  window: number | null
-  /** The `max_tokens` the vendor counted against the window, when the message gives it. */
-  maxTokens: number | null
-}
+/** The refusal as the refit rules take it (src/domain/context/refit.ts), with the wording that matched. */
+export type ContextRefusal = DomainContextRefusal & { wording: Wording }
 
 export type Wording =
   | 'anthropic-prompt-too-long'
@@ -121,10 +115,12 @@ export function readContextRefusal(status: number | null, text: string): ReadRes
     const m = text.match(p.re)
     if (!m) continue
     const value: ContextRefusal = { wording: p.wording, ...p.read(m) }
-    if (value.vendorCount !== null && value.window !== null && value.vendorCount + (value.maxTokens ?? 0) <= value.window) {
-      // A refusal whose own figures fit is a vendor's accounting we do not understand: still a
-      // refusal (the vendor said so), but its count teaches nothing.
-      warnings.push(`context refusal (${p.wording}) with figures that fit: ${value.vendorCount} + ${value.maxTokens ?? 0} <= ${value.window}`)
+    // A message that names no max_tokens may fit on its own figures: the vendor counted the request's
+    // max_tokens too (Mistral, Google). Its count of the input is the vendor's all the same.
+    if (value.vendorCount !== null && value.window !== null && value.maxTokens !== null && value.vendorCount + value.maxTokens <= value.window) {
+      // A refusal whose own figures, max_tokens included, fit is a vendor's accounting we do not
+      // understand: still a refusal (the vendor said so), but its count teaches nothing.
+      warnings.push(`context refusal (${p.wording}) with figures that fit: ${value.vendorCount} + ${value.maxTokens} <= ${value.window}`)
       return { value: { ...value, vendorCount: null }, warnings }
     }
     return { value, warnings }

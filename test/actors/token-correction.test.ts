@@ -32,8 +32,12 @@ function countingVendor(factor: number): LanguageModelFor {
 }
 
 const MODEL = variantOf('sandbox/echo-16k', '0b6cbb38-3c4b-4d6f-9a70-1c7e3f1a2b16', { context_window: 16_384, max_output_tokens: 4_096 })
-/** About 1,200 tokens of text: over the 1,024 a run needs to teach the correction. */
-const LONG = Array.from({ length: 300 }, (_, i) => `item ${i} of the order`).join(', ')
+/**
+ * About 1,200 tokens of text: over the 1,024 a run needs to teach the correction, in under 4,096
+ * characters, so that both this estimator and the vendor double count it exactly (a longer text is
+ * estimated from samples, with a margin).
+ */
+const LONG = Array.from({ length: 1_200 }, (_, i) => String.fromCharCode(97 + (i % 26))).join(' ')
 
 let ctx: TestContext
 let org: TestOrg

@@ -14,4 +14,5 @@ export const runOutcomeFixture = (status: RunOutcome['status']): RunOutcome => (
   firstDeltaMs: null,
   streamOpened: true,
   vendorRequests: 1,
+  contextRefusal: null,
 })

@@ -7,7 +7,7 @@ import { loadCatalogue } from '../../src/providers/catalogue/load-catalogue.ts'
 import { createLanguageModels } from '../../src/providers/language-models.ts'
 import { client } from '../helpers/config-api.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
-import { fundedOrg, getRun, newChat, prompt, turn, type Turn } from '../helpers/turns.ts'
+import { fundedOrg, getRun, newChat, postTurn, prompt, turn, type Turn } from '../helpers/turns.ts'
 import { prose } from '../e2e/prose.ts'
 import { DOCUMENTED_LIMITS, documentedLimits, type DocumentedLimits } from '../e2e/vendor-documented-limits.ts'
 import { FIXTURES, type Vendor } from '../e2e/vendor-fixtures/index.ts'
@@ -88,8 +88,23 @@ function seedHistory(ctx: TestContext, chatId: string, tokens: number): number {
 /** The one vendor request a turn made, which must have been answered 200. */
 function onlyRequest(replay: ReplayServer, vendor: Vendor, before: number): RecordedRequest {
   const sent = replay.requestsTo(vendor).slice(before)
-  expect(sent.map((r) => r.status)).toHaveLength(1)
+  expect(sent.map((r) => r.status), JSON.stringify(sent.map((r) => [r.breach, r.countedInputTokens, r.outputCeiling]))).toHaveLength(1)
   return sent[0]!
+}
+
+/**
+ * The request a turn's run was taken with: its first, or the second after the one automatic refit
+ * (docs/decisions/044-context-refusal-refit.md), which the run's manifest must show.
+ */
+function takenRequest(replay: ReplayServer, vendor: Vendor, before: number, manifest: { refit: { refusal: { vendor_count: number | null } } | null }): RecordedRequest {
+  const sent = replay.requestsTo(vendor).slice(before)
+  const what = JSON.stringify(sent.map((r) => ({ status: r.status, breach: r.breach })))
+  if (manifest.refit === null) expect(sent.map((r) => r.status), what).toEqual([200])
+  else {
+    expect(sent.map((r) => r.status), what).toEqual([400, 200])
+    expect(sent[0]!.breach, what).not.toBeNull()
+  }
+  return sent.at(-1)!
 }
 
 /**
@@ -172,7 +187,7 @@ describe('long chats on the vendors: a chat packed to its input budget is taken'
 
     const t = await turn(ctx, org.auth, chatId, { model: model.name, input: [prompt('Where did we leave the harbour plans?')] })
 
-    const request = onlyRequest(replay, vendor, before)
+    const request = takenRequest(replay, vendor, before, (await getRun(ctx, org.auth, t.runId)).manifest)
     expectWithinDocumentedLimits(request, limits)
     expectAnswered(t)
     // Packed to the budget: the oldest history was left out, and what was sent fills the budget to
@@ -292,6 +307,96 @@ describe('token calibration: a vendor that counts 25% more than the estimator', 
     expect(run.token_estimate).toMatchObject({ estimated: estimate.estimated, correction: estimate.correction, corrected: estimate.corrected })
     expect(run.token_estimate.reported).toBe(request.countedInputTokens)
     expect(run.token_estimate.reported / run.token_estimate.estimated).toBeCloseTo(FACTOR, 2)
+  })
+})
+
+describe('a context refusal recovers: the vendor refuses the first request for its context, the turn is packed again once', () => {
+  // docs/decisions/044-context-refusal-refit.md. Cold start: no run has taught the model's correction yet.
+  const MODEL = 'anthropic/claude-haiku-4.5'
+  let replay: ReplayServer
+  let ctx: TestContext
+  let org: TestOrg
+
+  beforeAll(async () => {
+    // The vendor counts a quarter more than the estimator, and (with no correction learned) Parley
+    // packs a chat past its window to 200k of its own count: Anthropic refuses it, naming its count.
+    replay = await startReplayServer({ enforceLimits: true, tokenFactors: { anthropic: 1.25 }, reportCountedUsage: true })
+    ctx = await createTestApp({ catalogue: CATALOGUE, languageModelFor: createLanguageModels(vendorEnv(replay)) })
+    org = fundedOrg(ctx, '100000')
+    await client(ctx, org).post('/api/v1/config/budgets', { budget: { version: 3, headroom: 0, history_mode: 'drop_oldest' } })
+  })
+
+  afterAll(async () => {
+    await ctx?.close()
+    await replay?.close()
+  })
+
+  test('the turn streams to done with no error frame, the manifest shows the refit, and the correction has moved', async () => {
+    const model = entry(MODEL)
+    const limits = limitsOf(model)
+    expect(ctx.store.tokenCorrections.correctionFor(model.id)).toEqual({ correction: 1, runs: 0 })
+    const chatId = await newChat(ctx, org.auth)
+    seedHistory(ctx, chatId, 200_000 + 8 * PART_TOKENS)
+    const before = replay.requestsTo('anthropic').length
+
+    const t = await turn(ctx, org.auth, chatId, { model: MODEL, input: [prompt('Is the ferry running?')] })
+
+    const sent = replay.requestsTo('anthropic').slice(before)
+    expect(sent.map((r) => r.status)).toEqual([400, 200])
+    const [refused, taken] = sent as [RecordedRequest, RecordedRequest]
+    expect(refused.breach).not.toBeNull()
+    expectWithinDocumentedLimits(taken, limits)
+    expectAnswered(t)
+    // Nothing of the refused request reached the client: one run frame, one set of warnings.
+    expect(t.of('run')).toHaveLength(1)
+    expect(t.of('translation_warnings')).toHaveLength(1)
+
+    const run = await getRun(ctx, org.auth, t.runId)
+    expect(run.status).toBe('succeeded')
+    const refit = run.manifest.refit
+    expect(refit.refusal.vendor_count).toBe(refused.countedInputTokens)
+    expect(refit.refusal.limit).toBe(limits.window)
+    expect(refit.before.max_tokens).toBe(refused.outputCeiling)
+    expect(refit.after.max_tokens).toBe(taken.outputCeiling)
+    expect(refit.after.estimated_input_tokens).toBeLessThan(refit.before.estimated_input_tokens)
+    // The correction learned from the refusal at once: the vendor's count over the estimate it refused.
+    expect(refit.after.correction).toBeGreaterThanOrEqual(refused.countedInputTokens! / refit.before.estimated_input_tokens)
+    expect(run.manifest.token_estimate.correction).toBe(refit.after.correction)
+    const learned = ctx.store.tokenCorrections.correctionFor(model.id)
+    expect(learned.correction).toBeGreaterThan(1)
+    expect(learned.runs).toBeGreaterThanOrEqual(2)
+  })
+
+  test('a retry_of after a second refusal is packed with the correction the refusals taught', async () => {
+    // A vendor counting two and a half times the estimate: past the most a correction may be (2),
+    // so the refit is refused too. The client gets 422 context_too_large naming the run, not a bare 502.
+    replay.setTokenFactor('anthropic', 2.5)
+    try {
+      const chatId = await newChat(ctx, org.auth)
+      seedHistory(ctx, chatId, 200_000 + 8 * PART_TOKENS)
+      const before = replay.requestsTo('anthropic').length
+      const res = await postTurn(ctx, org.auth, chatId, { model: MODEL, input: [prompt('And the harbour master?')] })
+      expect(res.statusCode, res.body).toBe(422)
+      const { error } = res.json()
+      expect(error.code).toBe('context_too_large')
+      expect(error.message).toMatch(/context size/)
+      expect(error.message).toMatch(/packed again/)
+      const sent = replay.requestsTo('anthropic').slice(before)
+      expect(sent.map((r) => r.status)).toEqual([400, 400])
+      const run = await getRun(ctx, org.auth, error.details.run_id)
+      expect(run.status).toBe('failed')
+      expect(run.usage).toBeNull()
+
+      // The vendor counts as it did before; retry_of packs with what the refusals taught, and is taken.
+      replay.setTokenFactor('anthropic', 1.25)
+      const retry = await turn(ctx, org.auth, chatId, { model: MODEL, input: [], retry_of: run.id })
+      expectAnswered(retry)
+      const retried = replay.requestsTo('anthropic').slice(before + 2)
+      expect(retried.map((r) => r.status)).toEqual([200])
+      expect((await getRun(ctx, org.auth, retry.runId)).manifest.refit).toBeNull()
+    } finally {
+      replay.setTokenFactor('anthropic', 1.25)
+    }
   })
 })
 

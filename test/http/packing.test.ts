@@ -449,7 +449,7 @@ describe('context packing through the HTTP API', () => {
       // mistral (input budget floor(128000 × 0.9) = 115200). Mistral takes 8 pictures a request:
       // the other 12 become markers, the part no longer fits, and it is dropped.
       const inputBudget = 115_200
-      const text = `word${' word'.repeat(inputBudget - pictureTokens - 1)}`
+      const text = textEstimatedAt(inputBudget - pictureTokens)
       expect(estimateTokens(text)).toBe(inputBudget - pictureTokens)
       const sent = replay.requestsTo('mistral').length
       const t = await turn(chatId, { model: 'mistral/mistral-small-3.2', input: [{ type: 'prompt', text }] })
@@ -469,3 +469,21 @@ describe('context packing through the HTTP API', () => {
     })
   })
 })
+
+/**
+ * Words whose estimate is exactly `tokens`. A text this long is estimated from samples with a margin
+ * (src/domain/tokens/estimate-tokens.ts), so the word count is searched for (the estimate grows with
+ * it), and a trailing letter or two fills a step the margin skips.
+ */
+function textEstimatedAt(tokens: number): string {
+  const of = (k: number, tail: string) => `word${' word'.repeat(k - 1)}${tail}`
+  let lo = 1
+  let hi = tokens
+  while (lo < hi) {
+    const mid = Math.floor((lo + hi + 1) / 2)
+    if (estimateTokens(of(mid, '')) <= tokens) lo = mid
+    else hi = mid - 1
+  }
+  for (let k = lo; k >= lo - 8; k--) for (const tail of ['', ' a', ' a b', ' a b c']) if (estimateTokens(of(k, tail)) === tokens) return of(k, tail)
+  throw new Error(`no text of words is estimated at exactly ${tokens} tokens`)
+}

@@ -114,6 +114,7 @@ describe('runSettledLine', () => {
     firstDeltaMs: 95,
     streamOpened: true,
     vendorRequests: 1,
+    contextRefusal: null,
     ...over,
   })
   const run = { runId: 'r1', chatId: 'c1', orgId: 'o1', model: { name: 'sandbox/echo' } }

@@ -10,6 +10,7 @@ import type {
   DeleteChatInput,
   EagerCompaction,
   ReapRunInput,
+  RefitTurnInput,
   StreamRunInput,
   DeleteOutcome,
   ForkOutcome,
@@ -86,6 +87,7 @@ const admission = (runId: string): Admission =>
     createdAt: '2030-01-02T03:04:05.000Z',
     compaction: null,
     compactionReport: null,
+    refits: 0,
   }) as unknown as Admission
 
 /** The frames a run's channel carried so far (the channel replays them to a new subscriber). */
@@ -147,6 +149,7 @@ const result = (status: RunOutcome['status'], pendingToolCalls: RunOutcome['pend
   firstDeltaMs: null,
   streamOpened: true,
   vendorRequests: 1,
+  contextRefusal: null,
 })
 
 /**
@@ -182,6 +185,7 @@ function harness(options: Partial<ChatInput> & { now?: () => Date; turn?: TurnFa
     settle: (output?: Partial<SettledRun>) => void
   }[] = []
   const compacts: { input: WithRun<CompactHistoryInput>; d: ReturnType<typeof deferred<Admission>> }[] = []
+  const refits: { input: WithRun<RefitTurnInput>; d: ReturnType<typeof deferred<Admission>> }[] = []
   const eagers: { input: EagerCompaction; d: ReturnType<typeof deferred<void>>; signal: AbortSignal }[] = []
   const releases: { input: SettlementCall; d: ReturnType<typeof deferred<void>> }[] = []
   const deletes: { input: DeleteChatInput; d: ReturnType<typeof deferred<void>> }[] = []
@@ -201,6 +205,11 @@ function harness(options: Partial<ChatInput> & { now?: () => Date; turn?: TurnFa
       compactHistory: fromPromise<RunAdmission, CompactHistoryInput>(({ input }) => {
         const d = deferred<Admission>()
         compacts.push({ input: withRun(input), d })
+        return d.promise.then((repacked) => runtime.replaceAdmission(repacked))
+      }),
+      refitTurn: fromPromise<RunAdmission, RefitTurnInput>(({ input }) => {
+        const d = deferred<Admission>()
+        refits.push({ input: withRun(input), d })
         return d.promise.then((repacked) => runtime.replaceAdmission(repacked))
       }),
       readTurn: fromPromise<TurnFacts, ReadTurnInput>(async ({ input }) => {
@@ -306,7 +315,7 @@ function harness(options: Partial<ChatInput> & { now?: () => Date; turn?: TurnFa
     actor.send({ type: 'FORK', requestId, upToOrdinal, ledger })
     return respond
   }
-  return { actor, runtime, fork, reads, admits, streams, settles, compacts, eagers, releases, deletes, reaps, submit, remove, state, context, at, settlement, settlementAt, settleAttempts, errors, eagerChild, eagerRunning, eagerDone }
+  return { actor, runtime, fork, reads, admits, streams, settles, compacts, refits, eagers, releases, deletes, reaps, submit, remove, state, context, at, settlement, settlementAt, settleAttempts, errors, eagerChild, eagerRunning, eagerDone }
 }
 
 /** Drives a fresh harness to running.streaming for run `runId`. */
@@ -699,6 +708,65 @@ describe('chat machine: settling', () => {
     // A fresh abort controller: the first run's cancel cannot touch the second.
     expect(h.streams[1]!.input.signal).not.toBe(h.streams[0]!.input.signal)
     expect(h.streams[1]!.input.signal.aborted).toBe(false)
+  })
+})
+
+describe('chat machine: refitting after a context refusal (docs/decisions/044-context-refusal-refit.md)', () => {
+  const REFUSAL = { wording: 'anthropic-prompt-too-long', vendorCount: 210_000, window: 200_000, maxTokens: null }
+  const refused = (): RunOutcome => ({ ...result('failed'), error: { code: 'context_too_large', message: 'refused' }, streamOpened: false, vendorRequests: 1, contextRefusal: REFUSAL })
+
+  it('a refusal before the first byte: refitTurn gets the run and the refusal, then streamRun the refitted run; nothing is settled in between', async () => {
+    const h = await streaming('run-r')
+    h.streams[0]!.d.resolve(refused())
+    await h.at({ running: 'refitting' })
+    expect(h.refits[0]!.input.refusal).toEqual(REFUSAL)
+    expect(h.refits[0]!.input.admission.runId).toBe('run-r')
+    expect(h.settles).toHaveLength(0)
+    const refitted = { ...h.refits[0]!.input.admission, refits: 1, estimatedInputTokens: 7 }
+    h.refits[0]!.d.resolve(refitted)
+    await h.at({ running: { streaming: 'live' } })
+    expect(h.streams).toHaveLength(2)
+    expect(h.streams[1]!.input.admission.refits).toBe(1)
+    h.streams[1]!.d.resolve(result('succeeded'))
+    await h.at({ running: 'settling' })
+    expect(h.settles[0]!.input.result.status).toBe('succeeded')
+  })
+
+  it('a second refusal is not refitted: the run settles with it (MAX_REFITS is one)', async () => {
+    const h = await streaming('run-r')
+    h.streams[0]!.d.resolve(refused())
+    await h.at({ running: 'refitting' })
+    h.refits[0]!.d.resolve({ ...h.refits[0]!.input.admission, refits: 1 })
+    await h.at({ running: { streaming: 'live' } })
+    h.streams[1]!.d.resolve(refused())
+    await h.at({ running: 'settling' })
+    expect(h.refits).toHaveLength(1)
+    expect(h.settles[0]!.input.result.contextRefusal).toEqual(REFUSAL)
+  })
+
+  it('any other failure before the stream is settled as it is, never refitted', async () => {
+    const h = await streaming('run-r')
+    h.streams[0]!.d.resolve({ ...result('failed'), streamOpened: false })
+    await h.at({ running: 'settling' })
+    expect(h.refits).toHaveLength(0)
+  })
+
+  it('a refit that fails settles the refused run, its refusal kept for the client', async () => {
+    const h = await streaming('run-r')
+    h.streams[0]!.d.resolve(refused())
+    await h.at({ running: 'refitting' })
+    h.refits[0]!.d.reject(new Error('the fixed parts no longer fit'))
+    await h.at({ running: 'settling' })
+    expect(h.settles[0]!.input.result.contextRefusal).toEqual(REFUSAL)
+  })
+
+  it('a cancel while refitting settles the run cancelled', async () => {
+    const h = await streaming('run-r')
+    h.streams[0]!.d.resolve(refused())
+    await h.at({ running: 'refitting' })
+    h.actor.send({ type: 'CANCEL', runId: 'run-r' })
+    await h.at({ running: 'settling' })
+    expect(h.settles[0]!.input.result.status).toBe('cancelled')
   })
 })
 

@@ -23,7 +23,7 @@ const submission = (runId: string, input: unknown[] = [{ type: 'prompt', text: '
     model: { id: 'model', name: 'sandbox/echo' },
     input: input.map((body) => ({ body, media: [], tokens: 1 })),
   }) as unknown as Submission
-const data = (runId: string): RunAdmission => ({ runId, createdAt: '2030-01-02T03:04:05.000Z', startedAtMs: 0, estimatedInputTokens: 5, compaction: null })
+const data = (runId: string): RunAdmission => ({ runId, createdAt: '2030-01-02T03:04:05.000Z', startedAtMs: 0, estimatedInputTokens: 5, compaction: null, refits: 0 })
 
 /** A host's machine with fakes that only record: streams never end unless told, settlements succeed. */
 function host() {

@@ -36,10 +36,15 @@ describe('readContextRefusal: edges', () => {
     expect(readContextRefusal(429, 'prompt is too long: 219898 tokens > 200000 maximum').value).toBeNull()
     expect(readContextRefusal(502, 'prompt is too long: 219898 tokens > 200000 maximum').value).toBeNull()
   })
-  it('keeps a refusal whose figures fit, but learns nothing from its count, with a warning', () => {
-    const { value, warnings } = readContextRefusal(400, 'prompt is too long: 100 tokens > 200000 maximum')
+  it('keeps a refusal whose figures, max_tokens included, fit, but learns nothing from its count, with a warning', () => {
+    const { value, warnings } = readContextRefusal(400, 'input length and `max_tokens` exceed context limit: 100 + 8192 > 200000, decrease input length or `max_tokens` and try again')
     expect(value).toMatchObject({ vendorCount: null })
     expect(warnings).toHaveLength(1)
+  })
+  it('keeps the count of a refusal that names no max_tokens, though the input alone fits: the vendor counted max_tokens too', () => {
+    const { value, warnings } = readContextRefusal(400, 'Prompt contains 255576 tokens, too large for model with 256000 maximum context length')
+    expect(value).toMatchObject({ vendorCount: 255_576, window: 256_000 })
+    expect(warnings).toEqual([])
   })
   it('reads a thrown APICallError-shaped error (status and raw body), and looks through its cause', () => {
     const body = '{"error":{"code":400,"message":"The input token count (132478) exceeds the maximum number of tokens allowed (131072).","status":"INVALID_ARGUMENT"}}'

@@ -41,6 +41,26 @@ export function correctedTokens(estimated: number, correction: number): number {
   return correction === 1 ? estimated : saturatingAdd(Math.ceil(estimated * correction))
 }
 
+/**
+ * The share of the input (as the vendor is expected to count it) that max_tokens leaves free of the
+ * window (docs/decisions/044-context-refusal-refit.md): vendors refuse input plus max_tokens over the
+ * window, and the correction is learned from other requests than this one. A twentieth covers the
+ * spread of one model's ratio between chats of one content class; the refit covers the rest.
+ */
+export const MAX_TOKENS_SLACK_SHARE = 0.05
+
+/**
+ * The most max_tokens may be for `input` vendor tokens in `window`: what the window leaves after the
+ * input, less the slack; but never less than what the budget's headroom reserves for the output, nor
+ * than the least useful output, where the window leaves that. The headroom is the organisation's own
+ * reserve, and the refit (decision 044) covers a vendor that counts into it.
+ */
+export function outputRoom(model: ModelLimits, window: number, input: number, headroom = 0): number {
+  const left = window - input
+  const reserved = Math.max(minUsefulOutput(model), window - inputBudget(window, { headroom }))
+  return Math.max(Math.min(left, reserved), left - Math.ceil(input * MAX_TOKENS_SLACK_SHARE))
+}
+
 export type WindowInForce = {
   /** The most input plus output the request may hold. */
   window: number

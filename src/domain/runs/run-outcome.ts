@@ -1,3 +1,4 @@
+import type { ContextRefusal } from '../context/refit.ts'
 import type { Usage } from '../pricing/usage.ts'
 import { estimateTokens } from '../tokens/estimate-tokens.ts'
 
@@ -31,6 +32,8 @@ export type RunOutcome = {
   streamOpened: boolean
   /** HTTP requests sent to the vendor, retries included; 0 when the vendor library refused the call locally or nobody knows. */
   vendorRequests: number
+  /** The vendor refused the request for its context size before its stream opened (src/domain/context/refit.ts); else null. */
+  contextRefusal: ContextRefusal | null
 }
 
 /** What a run's ending is made of: the facts each kind of run knows; `runOutcome` fills in the rest by rule. */
@@ -59,6 +62,8 @@ export type RunOutcomeFacts = {
   streamOpened: boolean
   /** Default: 0, nobody knows that any request reached the vendor (no uptime sample). */
   vendorRequests?: number
+  /** Default: null, no context refusal. */
+  contextRefusal?: ContextRefusal | null
 }
 
 /**
@@ -81,6 +86,7 @@ export function runOutcome(facts: RunOutcomeFacts): RunOutcome {
     firstDeltaMs: facts.firstDeltaMs ?? null,
     streamOpened: facts.streamOpened,
     vendorRequests: facts.vendorRequests ?? 0,
+    contextRefusal: facts.contextRefusal ?? null,
   }
 }
 

@@ -9,7 +9,7 @@ import {
   type DomainError,
 } from '../errors.ts'
 import { contextTooLargeError, type ContextOverflow } from '../context/context-overflow.ts'
-import { windowInForce, type ModelLimits, type WindowInForce } from '../context/model-limits.ts'
+import { outputRoom, windowInForce, type ModelLimits, type WindowInForce } from '../context/model-limits.ts'
 import { Money } from '../money.ts'
 import type { PartBody } from '../parts.ts'
 import { customerCost } from '../pricing/customer-cost.ts'
@@ -152,6 +152,8 @@ export type BudgetFacts = {
   /** The same input as the vendor is expected to count it (the estimate times the model's correction); the estimate when not given. */
   correctedInputTokens?: number
   requestedMaxTokens: number | null | undefined
+  /** The budget's headroom: what it reserves of the window for the output (default 0, none). */
+  headroom?: number
 }
 
 export type MaxTokensVerdict =
@@ -181,7 +183,7 @@ export function decideMaxTokens(facts: BudgetFacts): Decision<MaxTokensVerdict> 
   const perMillion = cost(1_000_000).minus(inputCost)
   const affordable = perMillion.isZero() ? Number.MAX_SAFE_INTEGER : balance.minus(inputCost).mul(1_000_000).div(perMillion).floor().toNumber()
   const window = windowInForce(model, input)
-  const room = window.window - input
+  const room = outputRoom(model, window.window, input, facts.headroom)
   const requested = facts.requestedMaxTokens ?? model.max_output_tokens
   const applied = Math.max(1, Math.min(requested, model.max_output_tokens, room, affordable))
   const warnings: TranslationWarning[] =
@@ -200,7 +202,7 @@ export function decideMaxTokens(facts: BudgetFacts): Decision<MaxTokensVerdict> 
 /** What set the applied max_tokens, in words: the smallest of the limits. */
 function loweredBy(applied: number, limits: { ceiling: number; room: number; affordable: number }): string {
   if (applied === limits.ceiling) return 'the model ceiling'
-  if (applied === limits.room) return 'what the context window leaves after the input'
+  if (applied === limits.room) return 'what the context window leaves after the input, with a margin for the vendor\'s count'
   return 'what the balance pays for'
 }
 

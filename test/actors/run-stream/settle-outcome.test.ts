@@ -51,6 +51,7 @@ const outcome = (over: Partial<RunOutcome> = {}): RunOutcome => ({
   firstDeltaMs: 40,
   streamOpened: true,
   vendorRequests: 1,
+  contextRefusal: null,
   ...over,
 })
 

@@ -11,7 +11,8 @@ import type { PartBody, TrustLevel } from '../../../src/domain/parts.ts'
 export const TEN = ' one two three four five six seven eight nine ten'
 
 /** `n` tokens of ' word'. */
-export const words = (n: number) => ' word'.repeat(n)
+/** n tokens of text, each a one-letter word: 2 characters a token, so up to 2,048 tokens are counted exactly, not sampled (src/domain/tokens/estimate-tokens.ts). */
+export const words = (n: number) => ' a'.repeat(n)
 
 export const prompt = (text: string): PartBody => ({ type: 'prompt', text })
 export const message = (text: string, refusal: string | null = null): PartBody => ({ type: 'message', text, refusal })

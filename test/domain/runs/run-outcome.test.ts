@@ -19,6 +19,7 @@ describe('runOutcome, the one builder of a RunOutcome', () => {
       firstDeltaMs: null,
       streamOpened: true,
       vendorRequests: 0,
+      contextRefusal: null,
     })
   })
 
@@ -37,6 +38,7 @@ describe('runOutcome, the one builder of a RunOutcome', () => {
       firstDeltaMs: 40,
       streamOpened: true,
       vendorRequests: 2,
+      contextRefusal: null,
     }
     expect(runOutcome(facts)).toEqual(facts)
   })

@@ -335,31 +335,46 @@ describe('decideMaxTokens (decisions §4 Balance)', () => {
       long_context: { standard_window: 200_000, header: 'anthropic-beta', value: 'context-1m-2025-08-07' },
     }
 
-    test('input plus the output ceiling never exceeds the window: 178,959 input tokens leave 21,041 of 64,000', () => {
+    // docs/decisions/044-context-refusal-refit.md: max_tokens leaves a twentieth of the input free of the window.
+    test('input plus the output ceiling never exceeds the window, less a twentieth of the input: 178,959 input tokens leave 21,041 − 8,948 of 64,000', () => {
       const d = decideMaxTokens(budget({ model: haiku, inputTokens: 178_959 }))
-      expect(d).toEqual({ value: { kind: 'admit', maxTokens: 21_041, window: { window: 200_000, longContext: false } }, warnings: [] })
+      expect(d).toEqual({ value: { kind: 'admit', maxTokens: 12_093, window: { window: 200_000, longContext: false } }, warnings: [] })
+    })
+
+    test("issue 33's Haiku turn: 152,139 corrected input at headroom 0.2 leaves 40,254, so a vendor counting 5% more (159,746) still fits 200,000", () => {
+      const d = decideMaxTokens(budget({ model: haiku, inputTokens: 152_139, headroom: 0.2 }))
+      expect(d.value).toMatchObject({ kind: 'admit', maxTokens: 40_254 })
+      if (d.value.kind === 'admit') expect(159_746 + d.value.maxTokens).toBeLessThanOrEqual(200_000)
+    })
+
+    test("the slack never takes the output the budget's headroom reserves: an 8,192 window at headroom 0.1 keeps 820", () => {
+      const small = { ...haiku, context_window: 8_192, max_output_tokens: 4_096 }
+      expect(decideMaxTokens(budget({ model: small, inputTokens: 7_372, headroom: 0.1 })).value).toMatchObject({ maxTokens: 820 })
+      // Without headroom, the window less a twentieth of the input.
+      expect(decideMaxTokens(budget({ model: small, inputTokens: 6_000 })).value).toMatchObject({ maxTokens: 8_192 - 6_000 - 300 })
     })
 
     test('a requested max_tokens the window cannot hold is lowered, naming the window', () => {
+      // 10,000 left, less a twentieth of 190,000, is 500: the least useful output (512) is kept.
       const d = decideMaxTokens(budget({ model: haiku, inputTokens: 190_000, requestedMaxTokens: 20_000 }))
-      expect(d.value).toMatchObject({ kind: 'admit', maxTokens: 10_000 })
+      expect(d.value).toMatchObject({ kind: 'admit', maxTokens: 512 })
       expect(d.warnings).toEqual([
         {
           code: 'max_tokens_lowered',
-          message: 'max_tokens was lowered from 20000 to 10000 (what the context window leaves after the input)',
-          details: { requested: 20_000, applied: 10_000 },
+          message: "max_tokens was lowered from 20000 to 512 (what the context window leaves after the input, with a margin for the vendor's count)",
+          details: { requested: 20_000, applied: 512 },
         },
       ])
     })
 
     test('the window is measured in the vendor count: the corrected input, not the estimate', () => {
       const d = decideMaxTokens(budget({ model: haiku, inputTokens: 150_000, correctedInputTokens: 187_500 }))
-      expect(d.value).toMatchObject({ kind: 'admit', maxTokens: 12_500 })
+      expect(d.value).toMatchObject({ kind: 'admit', maxTokens: 12_500 - 9_375 })
     })
 
     test('below the standard window, a long-context model is sent without the opt-in and its output fits the standard window', () => {
       const d = decideMaxTokens(budget({ model: sonnet, inputTokens: 150_000 }))
-      expect(d.value).toEqual({ kind: 'admit', maxTokens: 50_000, window: { window: 200_000, longContext: false } })
+      expect(d.value).toEqual({ kind: 'admit', maxTokens: 50_000 - 7_500, window: { window: 200_000, longContext: false } })
     })
 
     test('past the standard window (less the least useful output), the opt-in is needed and the whole window holds', () => {
@@ -374,6 +389,9 @@ describe('decideMaxTokens (decisions §4 Balance)', () => {
           const d = decideMaxTokens(budget({ model: sonnet, balance: '1000000', inputTokens, requestedMaxTokens: requested }))
           if (d.value.kind !== 'admit') throw new Error('a balance of a million pays any turn')
           expect(inputTokens + d.value.maxTokens).toBeLessThanOrEqual(d.value.window.window)
+          // The margin for the vendor's count, where the window leaves more than the least useful output.
+          const left = d.value.window.window - inputTokens
+          if (d.value.maxTokens > Math.min(512, left)) expect(inputTokens + Math.ceil(inputTokens / 20) + d.value.maxTokens).toBeLessThanOrEqual(d.value.window.window)
           expect(d.value.window.longContext).toBe(inputTokens + 512 > 200_000)
         }),
       )

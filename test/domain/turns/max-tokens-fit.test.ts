@@ -45,9 +45,10 @@ describe('decideMaxTokens over a balance read as a value', () => {
     expect(decided.warnings).toEqual([])
   })
 
-  it('measures the input as the vendor counts it: with a correction of 1.25, 100,000 estimated tokens leave 128,000 − 125,000 of the window', () => {
+  it('measures the input as the vendor counts it: with a correction of 1.25, 100,000 estimated tokens leave 128,000 − 125,000 of the window, less a twentieth of the input: only the least useful output, 512', () => {
     expect(echo().context_window).toBe(128_000)
     expect(correctedTokens(100_000, 1.25)).toBe(125_000)
-    expect(fit('1000', 100_000, undefined, 1.25).value).toEqual({ kind: 'admit', maxTokens: 3_000, window: { window: 128_000, longContext: false } })
+    expect(fit('1000', 90_000, undefined, 1.25).value).toMatchObject({ maxTokens: 128_000 - 112_500 - 5_625 })
+    expect(fit('1000', 100_000, undefined, 1.25).value).toEqual({ kind: 'admit', maxTokens: 512, window: { window: 128_000, longContext: false } })
   })
 })
