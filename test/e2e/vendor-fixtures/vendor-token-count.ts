@@ -240,7 +240,7 @@ export function openaiImageTokens(width: number, height: number): number {
 /**
  * OpenAI, "File inputs" (https://platform.openai.com/docs/guides/pdf-files, read 2026-11-28): a PDF puts
  * "both the extracted text and an image of each page" in context; no per-page figure is given. The
- * double takes a page as the image of a US Letter page at 1536 × 2048 px (openaiImageTokens: 765)
+ * double takes a page as an image of 1536 × 2048 px (openaiImageTokens: 765)
  * plus 1,000 tokens of text, a dense page's worth.
  */
 export const OPENAI_PDF_PAGE_TOKENS = openaiImageTokens(1536, 2048) + 1000
