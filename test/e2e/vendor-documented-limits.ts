@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import type { Vendor } from './vendor-fixtures/index.ts'
 
 /**
@@ -301,3 +303,24 @@ export function windowFor(limits: DocumentedLimits, headers: Record<string, stri
   const values = (Array.isArray(raw) ? raw : raw === undefined ? [] : [raw]).flatMap((v) => v.split(',').map((s) => s.trim()))
   return values.includes(optIn.value) ? limits.window : optIn.standardWindow
 }
+
+/**
+ * The most bytes one request body may hold, by the vendor's model id, or null for a model the catalogue
+ * does not name. The figure is catalogue/models.json's `max_request_bytes` (read as data, not through
+ * src/), because only some vendors document one, and the catalogue records which:
+ *   - Anthropic: 32 MB for the Messages API, "fixed per endpoint rather than per tier"
+ *     (https://platform.claude.com/docs/en/api/overview#request-size-limits, restated by Anthropic in
+ *     https://github.com/anthropics/anthropic-sdk-python/issues/938, 2026-08-05);
+ *   - Google: 20 MB for a request with inline data (https://ai.google.dev/gemini-api/docs/file-input-methods);
+ *   - OpenAI, Mistral, xAI, DeepSeek: no figure found; the catalogue's own (its sources say so), which
+ *     the double holds them to so that Parley's packing is tested against what it promises.
+ */
+export function requestByteLimit(vendor: Vendor, vendorModelId: string): number | null {
+  const entry = catalogueModels().find((m) => m.provider === vendor && m.vendor_model_id === vendorModelId)
+  return entry?.max_request_bytes ?? null
+}
+
+type CatalogueModel = { provider: string; vendor_model_id: string; max_request_bytes: number | null }
+let catalogue: CatalogueModel[] | null = null
+const catalogueModels = (): CatalogueModel[] =>
+  (catalogue ??= (JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', 'catalogue', 'models.json'), 'utf8')) as { models: CatalogueModel[] }).models)

@@ -1,11 +1,12 @@
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { estimateTokens } from '../../src/domain/tokens/estimate-tokens.ts'
-import { documentedLimits, windowFor, type DocumentedLimits } from './vendor-documented-limits.ts'
+import { documentedLimits, requestByteLimit, windowFor, type DocumentedLimits } from './vendor-documented-limits.ts'
 import { countedUsageAnswer } from './vendor-fixtures/counted-usage.ts'
 import { FIXTURES, type ReplayResponse, type Vendor } from './vendor-fixtures/index.ts'
 import { limitError, type LimitBreach } from './vendor-fixtures/limit-errors.ts'
+import { inlineFiles, type InlineFile } from './vendor-fixtures/request-media.ts'
 import { requestFacts } from './vendor-fixtures/request-texts.ts'
+import { vendorInputTokens } from './vendor-fixtures/vendor-token-count.ts'
 
 /**
  * A loopback stand-in for the six vendor APIs. Each vendor lives under its own prefix (its
@@ -14,10 +15,12 @@ import { requestFacts } from './vendor-fixtures/request-texts.ts'
  * vendor, else its plain text fixture; events are written one network write at a time, some split
  * in two, with small gaps, so the SDK parses a real stream as it arrives. Every request is recorded.
  *
- * Every streaming request's input tokens are counted (see `countInputTokens`). Started with
+ * Every streaming request's input tokens are counted (see `countInputTokens`) by the double's own
+ * stand-in for the vendor's tokenizer (vendor-fixtures/vendor-token-count.ts), never by Parley's
+ * estimator, so a test can see where the estimate and the vendor's count part. Started with
  * `enforceLimits`, the server also holds each streaming request to its model's documented limits
- * (test/e2e/vendor-documented-limits.ts) as the vendor does, and refuses one over them with the
- * vendor's error before any stream. Started with `reportCountedUsage`, an unqueued streaming call
+ * (test/e2e/vendor-documented-limits.ts) and to its request byte limit as the vendor does, and
+ * refuses one over them with the vendor's status and error before any stream. Started with `reportCountedUsage`, an unqueued streaming call
  * is answered with a short text (or the vendor's fixture text) whose usage reports the counted input tokens.
  */
 
@@ -29,6 +32,8 @@ export type RecordedRequest = {
   headers: IncomingHttpHeaders
   /** The JSON body, parsed (undefined when there was none or it was not JSON). */
   body: any
+  /** The body's length in bytes, as sent. */
+  bytes: number
   /** For a streaming request: its input tokens as this double's vendor counts them (`countInputTokens`); else null. */
   countedInputTokens: number | null
   /** For a streaming request: the output ceiling it asked for (max_tokens by its vendor's name), or null when it set none. */
@@ -47,8 +52,8 @@ export type ReplayServerOptions = {
   /** Hold every streaming request to its model's documented limits; refuse it as the vendor does when over. */
   enforceLimits?: boolean
   /**
-   * How many tokens the double's vendor counts for each token of the project's estimator, by vendor
-   * (default 1 for every vendor). Changeable later with `setTokenFactor`.
+   * A multiplier on the double's own count, by vendor (default 1 for every vendor), standing in for a
+   * vendor that counts more than its documented tokenizer or ratio. Changeable later with `setTokenFactor`.
    */
   tokenFactors?: Partial<Record<Vendor, number>>
   /**
@@ -73,7 +78,7 @@ export type ReplayServer = {
   respondNext: (vendor: Vendor, response: ReplayResponse) => void
   /** Drops every queued response (so a test that failed early leaves nothing for the next). */
   clearQueues: () => void
-  /** Sets how many tokens `vendor`'s counter counts per estimated token, for requests from now on. */
+  /** Sets the multiplier on `vendor`'s count, for requests from now on. */
   setTokenFactor: (vendor: Vendor, factor: number) => void
   close: () => Promise<void>
 }
@@ -110,16 +115,14 @@ async function answer(res: ServerResponse, response: ReplayResponse): Promise<vo
 }
 
 /**
- * The double's stand-in for a vendor's tokenizer: the project's estimator (o200k BPE) over every
- * text of the request (system or instructions, message texts, reasoning sent back, tool call
- * arguments, tool results, tool definitions; test/e2e/vendor-fixtures/request-texts.ts), times the
- * vendor's factor, rounded up. Real vendors count with their own tokenizers and add a few tokens of
- * framing per message; a factor other than 1 stands in for such a difference.
+ * A request's input tokens as the double's vendor counts them: every text of the request (system or
+ * instructions, message texts, reasoning sent back, tool call arguments, tool results, tool
+ * definitions; test/e2e/vendor-fixtures/request-texts.ts) and every inline file, by the model's own
+ * tokenizer or documented ratio (vendor-fixtures/vendor-token-count.ts: independent of Parley's
+ * estimator), times the factor, rounded up.
  */
-export function countInputTokens(texts: readonly string[], factor = 1): number {
-  let estimated = 0
-  for (const text of texts) estimated += estimateTokens(text)
-  return factor === 1 ? estimated : Math.ceil(estimated * factor)
+export function countInputTokens(vendor: Vendor, vendorModelId: string, texts: readonly string[], files: readonly InlineFile[] = [], factor = 1): number {
+  return vendorInputTokens(vendor, vendorModelId, texts, files, factor)
 }
 
 /** The first documented limit a request breaks, checked in the order vendors check them; null when within all. */
@@ -143,7 +146,8 @@ export async function startReplayServer(options: ReplayServerOptions = {}): Prom
     req.on('end', () => {
       const path = req.url ?? '/'
       const vendor = vendorOf(path.split('?')[0]!)
-      const raw = Buffer.concat(chunks).toString('utf8')
+      const rawBytes = Buffer.concat(chunks)
+      const raw = rawBytes.toString('utf8')
       let body: unknown
       try {
         body = raw === '' ? undefined : JSON.parse(raw)
@@ -156,6 +160,7 @@ export async function startReplayServer(options: ReplayServerOptions = {}): Prom
         path,
         headers: req.headers,
         body,
+        bytes: rawBytes.length,
         countedInputTokens: null,
         outputCeiling: null,
         limits: null,
@@ -171,14 +176,19 @@ export async function startReplayServer(options: ReplayServerOptions = {}): Prom
         return
       }
       const facts = requestFacts(vendor, body, path)
-      const input = countInputTokens(facts.texts, factors.get(vendor) ?? 1)
+      const input = countInputTokens(vendor, facts.model ?? '', facts.texts, inlineFiles(body), factors.get(vendor) ?? 1)
       recorded.countedInputTokens = input
       recorded.outputCeiling = facts.outputCeiling
       const limits = facts.model === null ? undefined : documentedLimits(vendor, facts.model)
+      // The byte limit is the vendor's front door: a body over it is refused before it is read as tokens.
+      const byteLimit = facts.model === null ? null : requestByteLimit(vendor, facts.model)
+      if (options.enforceLimits && byteLimit !== null && rawBytes.length > byteLimit) {
+        recorded.breach = { limit: 'bytes', bytes: rawBytes.length, max: byteLimit }
+      }
       if (limits) {
         recorded.limits = limits
         recorded.window = windowFor(limits, req.headers)
-        if (options.enforceLimits) recorded.breach = breachOf(limits, recorded.window, input, facts.outputCeiling)
+        if (options.enforceLimits && recorded.breach === null) recorded.breach = breachOf(limits, recorded.window, input, facts.outputCeiling)
       }
       // A refused request leaves the queue as it was: the queued answer is for the next request taken.
       const response = recorded.breach

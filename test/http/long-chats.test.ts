@@ -417,13 +417,13 @@ function vendorCall(limits: DocumentedLimits, texts: string[], output: number) {
   }
 }
 
-/** Pool texts adding up to at least `tokens` (or, with `atMost`, to the most that stays within it). */
-function textsOf(tokens: number, atMost = false): { texts: string[]; counted: number } {
+/** Pool texts adding up to at least `tokens` as the double counts them for `limits`' model (or, with `atMost`, to the most that stays within it). */
+function textsOf(limits: DocumentedLimits, tokens: number, atMost = false): { texts: string[]; counted: number } {
   const texts: string[] = []
   let counted = 0
   for (let i = 0; atMost ? true : counted < tokens; i++) {
     const text = (partBody(i) as { text: string }).text
-    const n = countInputTokens([text])
+    const n = countInputTokens(limits.vendor, limits.vendorModelId, [text])
     if (atMost && counted + n > tokens) break
     texts.push(text)
     counted += n
@@ -525,7 +525,7 @@ describe('the vendor double: requests are held to the documented limits as the v
 
   test.each(DOCUMENTED_LIMITS.map((l) => [l.vendorModelId, l] as const))('%s: over the input bound is refused with the vendor\'s error; input plus output ceiling is held to the window to the token', async (_id, limits) => {
     const bound = Math.min(limits.inputLimit ?? Number.POSITIVE_INFINITY, limits.longContext?.standardWindow ?? limits.window ?? Number.POSITIVE_INFINITY)
-    const over = textsOf(bound + 1)
+    const over = textsOf(limits, bound + 1)
     const refused = await send(limits, over.texts, 1)
     expect(refused.recorded.countedInputTokens).toBe(over.counted)
     expect(refused.status, refused.text).toBe(400)
@@ -534,7 +534,7 @@ describe('the vendor double: requests are held to the documented limits as the v
     expect(refused.text).toContain(String(over.counted))
 
     if (limits.outputLimit !== null) {
-      const small = textsOf(PART_TOKENS)
+      const small = textsOf(limits, PART_TOKENS)
       expect((await send(limits, small.texts, limits.outputLimit + 1)).status).toBe(400)
       const taken = await send(limits, small.texts, limits.outputLimit)
       expect(taken.status, taken.text).toBe(200)
@@ -544,7 +544,7 @@ describe('the vendor double: requests are held to the documented limits as the v
 
     const window = limits.longContext?.standardWindow ?? limits.window
     if (window !== null) {
-      const near = textsOf(window - 2_000, true)
+      const near = textsOf(limits, window - 2_000, true)
       const room = window - near.counted
       if ((limits.inputLimit === null || near.counted <= limits.inputLimit) && (limits.outputLimit === null || room <= limits.outputLimit)) {
         const fits = await send(limits, near.texts, room)
@@ -568,7 +568,7 @@ describe('the vendor double: requests are held to the documented limits as the v
 
   test('a token factor stands in for a tokenizer that counts more: the counted tokens, and the usage reported, scale with it', async () => {
     const limits = documentedLimits('deepseek', 'deepseek-chat')!
-    const { texts, counted } = textsOf(2_000)
+    const { texts, counted } = textsOf(limits, 2_000)
     replay.setTokenFactor('deepseek', 1.25)
     try {
       const taken = await send(limits, texts, 100)

@@ -10,6 +10,7 @@ export type LimitError = ReplayResponse & { kind: 'json' }
 
 /** Which limit a request broke, with the numbers the vendor's message names. */
 export type LimitBreach =
+  | { limit: 'bytes'; bytes: number; max: number }
   | { limit: 'output'; requested: number; max: number }
   | { limit: 'input'; input: number; max: number }
   | { limit: 'window'; input: number; output: number; max: number }
@@ -21,7 +22,40 @@ const json = (status: number, body: unknown, headers: Record<string, string> = {
   body,
 })
 
-function anthropic(breach: LimitBreach, model: string): LimitError {
+/**
+ * A body over the vendor's byte limit, refused at its front door before the body is read as tokens.
+ * Anthropic's is recorded: HTTP 413, `{"error":{"type":"request_too_large","message":"Request exceeds
+ * the maximum size"}}` (https://github.com/anthropics/claude-code/issues/10314, 2025-10-25; the same
+ * body in anthropics/anthropic-sdk-python#938, 2025-04-14, and earendil-works/pi#2734, 2026-03-31), with
+ * no top-level `type` and no figure. Google's front end answers 400 INVALID_ARGUMENT "Request payload
+ * size exceeds the limit: N bytes." (https://github.com/google-gemini/deprecated-generative-ai-android/issues/26,
+ * 2023-12-21; the status is that of Google APIs' INVALID_ARGUMENT, not seen in the issue). The other
+ * four are not seen verbatim: a 413 in the vendor's own error envelope.
+ */
+function bytesError(vendor: Vendor, breach: { bytes: number; max: number }): LimitError {
+  const tooLarge = `Request too large: ${breach.bytes} bytes exceeds the maximum of ${breach.max} bytes.`
+  switch (vendor) {
+    case 'anthropic':
+      return json(413, { error: { type: 'request_too_large', message: 'Request exceeds the maximum size' } })
+    case 'google':
+      return json(400, { error: { code: 400, message: `Request payload size exceeds the limit: ${breach.max} bytes.`, status: 'INVALID_ARGUMENT' } }, { 'content-type': 'application/json; charset=UTF-8' })
+    case 'openai':
+    case 'deepseek':
+      return json(413, { error: { message: tooLarge, type: 'invalid_request_error', param: null, code: 'request_too_large' } })
+    case 'mistral':
+      return json(413, { object: 'error', message: tooLarge, type: 'invalid_request_error', param: null, code: null })
+    case 'xai':
+      return json(413, { code: 'Payload Too Large', error: tooLarge })
+    default: {
+      const unknown: never = vendor
+      throw new Error(`unknown vendor ${String(unknown)}`)
+    }
+  }
+}
+
+type TokenBreach = Exclude<LimitBreach, { limit: 'bytes' }>
+
+function anthropic(breach: TokenBreach, model: string): LimitError {
   const message =
     breach.limit === 'output'
       ? `max_tokens: ${breach.requested} > ${breach.max}, which is the maximum allowed number of output tokens for ${model}`
@@ -32,7 +66,7 @@ function anthropic(breach: LimitBreach, model: string): LimitError {
   return json(400, { type: 'error', error: { type: 'invalid_request_error', message }, request_id: requestId }, { 'request-id': requestId })
 }
 
-function openai(breach: LimitBreach): LimitError {
+function openai(breach: TokenBreach): LimitError {
   switch (breach.limit) {
     case 'input':
       return json(400, {
@@ -65,7 +99,7 @@ function openai(breach: LimitBreach): LimitError {
   }
 }
 
-function google(breach: LimitBreach): LimitError {
+function google(breach: TokenBreach): LimitError {
   const message =
     breach.limit === 'output'
       ? // Vertex AI's wording for an out-of-range maxOutputTokens; the Gemini API's is not seen verbatim.
@@ -74,7 +108,7 @@ function google(breach: LimitBreach): LimitError {
   return json(400, { error: { code: 400, message, status: 'INVALID_ARGUMENT' } }, { 'content-type': 'application/json; charset=UTF-8' })
 }
 
-function mistral(breach: LimitBreach): LimitError {
+function mistral(breach: TokenBreach): LimitError {
   // Mistral's wording is remembered, not seen verbatim here; its error envelope is the fixture's.
   const message =
     breach.limit === 'output'
@@ -83,7 +117,7 @@ function mistral(breach: LimitBreach): LimitError {
   return json(400, { object: 'error', message, type: 'invalid_request_message_error', param: null, code: '3051' })
 }
 
-function xai(breach: LimitBreach): LimitError {
+function xai(breach: TokenBreach): LimitError {
   const message =
     breach.limit === 'output'
       ? `max_tokens (${breach.requested}) exceeds the maximum of ${breach.max} for this model.`
@@ -91,7 +125,7 @@ function xai(breach: LimitBreach): LimitError {
   return json(400, { code: 'Client specified an invalid argument', error: message })
 }
 
-function deepseek(breach: LimitBreach): LimitError {
+function deepseek(breach: TokenBreach): LimitError {
   const message =
     breach.limit === 'output'
       ? `Invalid max_tokens value, the valid range of max_tokens is [1, ${breach.max}]`
@@ -103,6 +137,7 @@ function deepseek(breach: LimitBreach): LimitError {
 
 /** The vendor's answer to a request that broke `breach`. */
 export function limitError(vendor: Vendor, breach: LimitBreach, model: string): LimitError {
+  if (breach.limit === 'bytes') return bytesError(vendor, breach)
   switch (vendor) {
     case 'anthropic':
       return anthropic(breach, model)
@@ -116,5 +151,9 @@ export function limitError(vendor: Vendor, breach: LimitBreach, model: string): 
       return xai(breach)
     case 'deepseek':
       return deepseek(breach)
+    default: {
+      const unknown: never = vendor
+      throw new Error(`unknown vendor ${String(unknown)}`)
+    }
   }
 }
