@@ -1,7 +1,7 @@
 import type { RenderedPart, SentAttachment } from './context-types.ts'
 
 /*
- * What a packed request weighs on the wire (decision 042): vendors refuse a request body over their
+ * What a packed request weighs on the wire (decision 045): vendors refuse a request body over their
  * documented size (Anthropic's Messages API: 32 MB, with a 413), and attachments travel inline as
  * base64. These are upper bounds of a part's share of the vendor's JSON body, so a context whose sum
  * is within the limit is a request within it.
