@@ -208,7 +208,7 @@ function exchange(texts: Texts, counted: boolean): NewPart[] {
   const parts: NewPart[] = []
   // Seeding uses the pooled estimates; measured turns estimate their parts afresh, as the writer does.
   const add = (body: PartBody, pooledTokens: number, media: NewMedia[] = []) => {
-    const tokens = counted ? estimatePartTokens(body, media.map(shapeOf)) : pooledTokens + media.reduce((n, m) => n + estimateMediaTokens(shapeOf(m)), 0)
+    const tokens = counted ? estimatePartTokens(body, media.map(shapeOf)) : pooledTokens + media.reduce((n, m) => n + estimateMediaTokens(shapeOf(m), 'anthropic'), 0)
     parts.push({ body, runId: run, tokens, media })
   }
   const text = (p: Pooled) => ({ text: tag + p.text, tokens: p.tokens + tagTokens })

@@ -2,6 +2,7 @@ import type { LanguageModelV4FunctionTool } from '@ai-sdk/provider'
 import { PLATFORM_MARKUP_PERCENT } from '../domain/catalogue/apply-markup.ts'
 import { addSegment, type ContextManifest } from '../domain/context/context-manifest.ts'
 import { estimatePartTokens } from '../domain/context/estimate-part-tokens.ts'
+import { jsonTextBytes } from '../domain/context/request-bytes.ts'
 import { IdempotencyKeyReusedError, RunInProgressError, RunningRunsLimitError } from '../domain/errors.ts'
 import type { PartBody } from '../domain/parts.ts'
 import type { TurnFacts } from '../domain/turns/admission-rules.ts'
@@ -61,11 +62,14 @@ export function readTurn(deps: RunDeps, submission: Submission, closing: CallClo
     ...closing.tombstones.map((body) => ({ body: body as PartBody, media: [] as PreparedPart['media'], tokens: estimatePartTokens(body) })),
     ...submission.input,
   ]
+  const tools = providerToolsOf(config)
   const packRequest: PackRequest = {
     newParts: newBodies.map((p, i) => ({ body: p.body, media: newPartMedia(p.media, i) })),
     currentRuns,
     instructionsTokens: config.tokens.instructions,
     toolsTokens: config.tokens.tools,
+    // Against the vendor's request limit (decision 045): the instructions and the tools as the request carries them.
+    instructionsAndToolsBytes: jsonTextBytes(config.instructions ?? '') + jsonTextBytes(JSON.stringify(tools)),
     rules: config.retention,
     budget: budget.budget,
     model,
@@ -82,7 +86,7 @@ export function readTurn(deps: RunDeps, submission: Submission, closing: CallClo
     effort: coerceReasoningEffort(request.reasoning_effort, model),
     correction,
     markupPercent,
-    tools: providerToolsOf(config),
+    tools,
   }
   const read = (packed: PackedTurn | null): ReadTurn => ({ frame, packed, newBodies, now })
   if (runningRuns.count >= cap) return { facts: { runningRuns, overflow: null, budget: null }, read: read(null) }

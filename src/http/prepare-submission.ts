@@ -2,6 +2,7 @@ import type { Submission, PreparedPart } from '../actors/turn-types.ts'
 import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
 import { validateToolBundle } from '../domain/config/validate-tool-bundle.ts'
 import { estimatePartTokens } from '../domain/context/estimate-part-tokens.ts'
+import { imageRuleOf } from '../domain/context/image-tokens.ts'
 import { UnsupportedAttachmentError, ValidationError, type Problem } from '../domain/errors.ts'
 import type { PartBody } from '../domain/parts.ts'
 import { checkAttachments, SNIFF_BYTES, type AttachmentToCheck } from '../domain/turns/check-attachments.ts'
@@ -104,7 +105,7 @@ export function prepareSubmission(
         trust,
       }
     }
-    input.push({ body, media, tokens: estimatePartTokens(body, media.map((m) => ({ mime: m.mime, byteLen: m.bytes.length, width: m.width, height: m.height, pageCount: m.page_count }))) })
+    input.push({ body, media, tokens: estimatePartTokens(body, media.map((m) => ({ mime: m.mime, byteLen: m.bytes.length, width: m.width, height: m.height, pageCount: m.page_count })), imageRuleOf(model.provider)) })
   })
   if (problems.length > 0) throw new ValidationError(problems)
 

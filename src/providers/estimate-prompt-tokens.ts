@@ -1,6 +1,7 @@
 import type { LanguageModelV4FunctionTool, LanguageModelV4Message, LanguageModelV4Prompt, SharedV4FileData } from '@ai-sdk/provider'
 import { imageSize } from 'image-size'
 import { estimateMediaTokens } from '../domain/context/estimate-part-tokens.ts'
+import { imageRuleOf } from '../domain/context/image-tokens.ts'
 import { estimateToolTokens } from '../domain/tokens/estimate-tool-tokens.ts'
 import { estimateTokens, saturatingAdd } from '../domain/tokens/estimate-tokens.ts'
 import { countPdfPages } from '../domain/turns/count-pdf-pages.ts'
@@ -17,11 +18,14 @@ function dimensionsOf(bytes: Uint8Array, mime: string): { width: number | null; 
   }
 }
 
+/** The sandbox's usage counts images as packing does for sandbox models. */
+const SANDBOX_IMAGES = imageRuleOf('sandbox')
+
 /** An attachment's estimate from its bytes, as packing made it from the stored description. */
 export function estimateFileTokens(mime: string, file: SharedV4FileData): number {
   const data = file.type === 'data' ? file.data : null
   const bytes = typeof data === 'string' ? Buffer.from(data, 'base64') : data instanceof Uint8Array ? data : new Uint8Array()
-  return estimateMediaTokens({ mime, byteLen: bytes.length, pageCount: mime === 'application/pdf' ? countPdfPages(bytes) : null, ...dimensionsOf(bytes, mime) })
+  return estimateMediaTokens({ mime, byteLen: bytes.length, pageCount: mime === 'application/pdf' ? countPdfPages(bytes) : null, ...dimensionsOf(bytes, mime) }, SANDBOX_IMAGES)
 }
 
 /**

@@ -24,7 +24,12 @@ describe('context history (the chat actor’s kept packing state)', () => {
   let temp: ReturnType<typeof openTempStore>
   let orgId: string
   let chatId: string
-  const model: Pick<CatalogueEntry, 'context_window' | 'media'> = { context_window: 128_000, media: media(['image/png']) }
+  const model: Pick<CatalogueEntry, 'context_window' | 'media' | 'provider' | 'max_request_bytes'> = {
+    context_window: 128_000,
+    media: media(['image/png']),
+    provider: 'sandbox',
+    max_request_bytes: 20 * 1024 * 1024,
+  }
 
   beforeEach(() => {
     temp = openTempStore()
@@ -62,7 +67,7 @@ describe('context history (the chat actor’s kept packing state)', () => {
 
   const pack = (
     history: ContextHistory,
-    options: { rules?: RetentionRules; budget?: ContextBudget; model?: Pick<CatalogueEntry, 'context_window' | 'media'>; newParts?: PartBody[] } = {},
+    options: { rules?: RetentionRules; budget?: ContextBudget; model?: Pick<CatalogueEntry, 'context_window' | 'media' | 'provider' | 'max_request_bytes'>; newParts?: PartBody[] } = {},
   ) =>
     history.pack(chatId, {
       newParts: (options.newParts ?? []).map((body) => ({ body, media: [] })),
@@ -112,7 +117,7 @@ describe('context history (the chat actor’s kept packing state)', () => {
   it('answers exactly as a fresh reader of the ledger, turn after turn, as the window moves and bodies are let go', () => {
     const kept = createContextHistory(temp.store)
     const ok = run('succeeded')
-    const small = { context_window: 2_000, media: model.media }
+    const small = { ...model, context_window: 2_000, media: model.media }
     // drop_oldest: under summarize a kept chat also holds the previous turn's verbatim start, which a fresh reader cannot know.
     const budget: ContextBudget = { version: 3, headroom: 0.1, history_mode: 'drop_oldest' }
     for (let i = 0; i < 300; i++) {
@@ -133,7 +138,7 @@ describe('context history (the chat actor’s kept packing state)', () => {
       }
     }
     // A wider window reaches back past the bodies let go: they are read again.
-    const wide = { context_window: 20_000, media: model.media }
+    const wide = { ...model, context_window: 20_000, media: model.media }
     const back = pack(kept, { rules: PLATFORM_DEFAULT_RETENTION, model: wide, budget })
     expect(back.parts).toEqual(pack(createContextHistory(temp.store), { rules: PLATFORM_DEFAULT_RETENTION, model: wide, budget }).parts)
     expect(back.context.dropped!.dropped).toBeLessThan(pack(kept, { rules: PLATFORM_DEFAULT_RETENTION, model: small, budget }).context.dropped!.dropped)

@@ -3,6 +3,7 @@ import type { RetentionRules } from '../config/config-types.ts'
 import type { PartBody, PartKind } from '../parts.ts'
 import type { TranslationWarning } from '../turns/coerce-reasoning-effort.ts'
 import type { MediaRef } from './context-types.ts'
+import type { ImageRule } from './image-tokens.ts'
 import type { HistoryEntry, Rendering } from './packing-history.ts'
 import { choiceCode, choicesOfCode, renderTreated, type AttachmentChoice } from './render-treated.ts'
 
@@ -73,6 +74,7 @@ export function applyAttachmentLimits(
   rules: RetentionRules,
   renderKept: (item: PackItem) => Rendering | null,
   limitOfKind: (kind: PartKind) => number | null,
+  images: ImageRule,
 ): TranslationWarning[] {
   const warnings: TranslationWarning[] = []
   for (const [carrier, policy] of [['prompt', media.user], ['tool_result', media.tool_result]] as const) {
@@ -89,7 +91,7 @@ export function applyAttachmentLimits(
         return 'limit'
       })
       item.code = choiceCode(choices.cut, attachments)
-      item.rendering = renderKept(item) ?? renderTreated(item.body!, item.media, { ...choices, attachments }, rules)
+      item.rendering = renderKept(item) ?? renderTreated(item.body!, item.media, { ...choices, attachments }, rules, images)
       item.media.forEach((m, i) => {
         if (attachments[i] === 'limit') {
           warnings.push({

@@ -2,6 +2,8 @@ import type { Treatment } from './context-types.ts'
 
 export type Segment = { first_ordinal: number; last_ordinal: number; parts: number; treatment: Treatment; tokens: number }
 export type DroppedRange = { dropped: number; start_ordinal: number; end_ordinal: number }
+/** An attachment sent as a marker so that the request stays within the vendor's size limit (decision 045). */
+export type LeftOutAttachment = { ordinal: number; media_id: string; mime: string; byte_len: number; reason: 'request_bytes'; max_request_bytes: number }
 
 /** docs/guide/context.md: the run manifest's `context`, what the model received. */
 export type ContextManifest = {
@@ -11,6 +13,8 @@ export type ContextManifest = {
   segments: Segment[]
   summaries: { first_ordinal: number; last_ordinal: number; run_id: string; tokens: number; reused: boolean }[]
   dropped: DroppedRange | null
+  /** Attachments of the parts sent that were left out, oldest first, and why. */
+  attachments_left_out: LeftOutAttachment[]
 }
 
 /**

@@ -6,11 +6,14 @@ import { saturatingAdd } from '../tokens/estimate-tokens.ts'
 import type { TranslationWarning } from '../turns/coerce-reasoning-effort.ts'
 import { floorTimes, historyBudget } from './budget.ts'
 import { estimateBudget, vendorInputBudget, type ModelLimits } from './model-limits.ts'
-import { addSegment, type ContextManifest, type Segment } from './context-manifest.ts'
+import { addSegment, type ContextManifest, type LeftOutAttachment, type Segment } from './context-manifest.ts'
 import type { MediaRef, PackedPart } from './context-types.ts'
 import type { EntryCache, HistoryEntry, PackingHistory, Rendering } from './packing-history.ts'
 import { applyAttachmentLimits, modelRefusal, modelWarnings, overAttachmentLimit, policyOfKind, type PackItem } from './attachment-limits.ts'
-import { choicesOfCode, renderTreated, wholeCode } from './render-treated.ts'
+import { CHOICE_BASE, CHOICE_DIGIT, choicesOfCode, renderTreated, wholeCode } from './render-treated.ts'
+import { imageRuleOf } from './image-tokens.ts'
+import { inlineFileBytes, renderedBytes, REQUEST_ENVELOPE_BYTES } from './request-bytes.ts'
+import { leaveOutOldest, leavesOutForBytes, leftOutOf } from './leave-out-for-bytes.ts'
 import { mediaRetainFor, thresholdOrAll, thresholdOrNone } from './retention-choices.ts'
 import { BlockIndex, type Block, type BlockCut } from './cut-blocks.ts'
 import { planSummaries, type SummaryPlan } from './plan-summaries.ts'
@@ -26,9 +29,12 @@ export type PackInput = {
   currentRuns: readonly string[]
   instructionsTokens: number
   toolsTokens: number
+  /** What the vendor request carries besides the parts, in bytes: the instructions and the tool definitions as JSON. 0 when not given. */
+  instructionsAndToolsBytes?: number
   rules: RetentionRules
   budget: ContextBudget
-  model: Pick<CatalogueEntry, 'media'> & ModelLimits
+  /** `provider` picks the image token rule (src/domain/context/image-tokens.ts); `max_request_bytes` bounds the request (decision 045). */
+  model: Pick<CatalogueEntry, 'media' | 'provider' | 'max_request_bytes'> & ModelLimits
   /**
    * The model's correction of our estimate to its vendor's count (src/domain/context/token-correction.ts):
    * packing measures estimates against the input budget over it. 1 when not given.
@@ -103,6 +109,16 @@ const sumOf = (items: readonly PackItem[]) => {
   for (const item of items) total += item.rendering.tokens
   return saturatingAdd(total)
 }
+const bytesOf = (items: readonly PackItem[]) => {
+  let total = 0
+  for (const item of items) total += item.rendering.bytes
+  return total
+}
+/**
+ * An unmade summary is a placeholder until compaction writes it: counted at this many bytes a token
+ * of its estimate (prose runs about four UTF-8 bytes a token; the rest is room for escapes and CJK).
+ */
+const UNMADE_SUMMARY_BYTES_PER_TOKEN = 8
 
 /**
  * Packs a turn's context (docs/guide/context.md): the fixed parts (instructions, tools, anchors, the current
@@ -122,6 +138,9 @@ export function packContextOrOverflow(input: PackInput): PackResult | PackOverfl
   const { history, rules, budget, model } = input
   const entries = history.entries
   const n = history.length
+  const images = imageRuleOf(model.provider)
+  // The vendor's limit on a request's bytes (decision 045), less what the request sends besides the parts.
+  const requestLimit = model.max_request_bytes - REQUEST_ENVELOPE_BYTES - (input.instructionsAndToolsBytes ?? 0)
 
   // The current exchange in the history: from the first part of its runs to the end, whole units.
   let currentStart = n
@@ -136,11 +155,12 @@ export function packContextOrOverflow(input: PackInput): PackResult | PackOverfl
 
   const cacheOf = (entry: HistoryEntry): EntryCache => {
     let cache = entry.renders
-    if (cache === null || cache.rules !== rules || cache.media !== model.media) {
+    if (cache === null || cache.rules !== rules || cache.media !== model.media || cache.images !== images) {
       const policy = entry.media.length > 0 ? policyOfKind(entry.kind, model.media) : null
       cache = entry.renders = {
         rules,
         media: model.media,
+        images,
         retain: entry.media.map((m) => mediaRetainFor(m.mime, rules.media)),
         refusals: entry.media.map((m) => modelRefusal(policy, m)),
         byCode: new Map(),
@@ -154,7 +174,7 @@ export function packContextOrOverflow(input: PackInput): PackResult | PackOverfl
     const kept = cache.byCode.get(code)
     if (kept) return kept
     if (entry.body === null) return null
-    let made = renderTreated(entry.body, entry.media, choicesOfCode(code, entry.media.length, cache.refusals, limitOfKind(entry.kind)), rules)
+    let made = renderTreated(entry.body, entry.media, choicesOfCode(code, entry.media.length, cache.refusals, limitOfKind(entry.kind)), rules, images)
     // A cut that cut nothing is the part whole: one rendering, so what is made from it stays shared too.
     const wholeCodeOf = wholeCode(cache.refusals)
     if (!made.truncated && code !== wholeCodeOf) made = cache.byCode.get(wholeCodeOf) ?? made
@@ -187,15 +207,29 @@ export function packContextOrOverflow(input: PackInput): PackResult | PackOverfl
     const policy = policyOfKind(part.body.type, model.media)
     const refusals = part.media.map((m) => modelRefusal(policy, m))
     const code = wholeCode(refusals)
-    const rendering = renderTreated(part.body, part.media, choicesOfCode(code, part.media.length, refusals, limitOfKind(part.body.type)), rules)
+    const rendering = renderTreated(part.body, part.media, choicesOfCode(code, part.media.length, refusals, limitOfKind(part.body.type)), rules, images)
     current.push({ index: -1, entry: null, body: part.body, media: part.media, ordinal: -1, code, refusals, rendering })
   })
+  /** An item's rendering for a new code: kept on its entry, or made for a new part. */
+  const renderItem = (item: PackItem, code: number): Rendering =>
+    (item.entry === null ? null : renderEntry(item.entry, cacheOf(item.entry), code)) ??
+    renderTreated(item.body!, item.media, choicesOfCode(code, item.media.length, item.refusals, limitOfKind(item.body!.type)), rules, images)
+
+  // Fixed parts past the request limit (rare: attachments of anchors or of the exchange a turn closes):
+  // theirs are left out oldest first, all but this submission's own; those alone past it refuse the turn.
+  const storedFixed = [...anchors, ...current.filter((item) => item.entry !== null)]
+  let fixedBytes = bytesOf(anchors) + bytesOf(current)
+  if (fixedBytes > requestLimit) fixedBytes = requestLimit + leaveOutOldest(storedFixed, fixedBytes - requestLimit, renderItem)
 
   const tokens = { instructions: input.instructionsTokens, tools: input.toolsTokens, anchors: sumOf(anchors), current: sumOf(current) }
   // The input budget in our estimate's units: the vendor's budget (docs/decisions/027-model-limits.md) over the correction.
   const window = estimateBudget(vendorInputBudget(model, budget), input.tokenCorrection ?? 1)
   const fixed = saturatingAdd(tokens.instructions, tokens.tools, tokens.anchors, tokens.current)
   let allowance = historyBudget(window, fixed, budget)
+  if (fixedBytes > requestLimit) {
+    const requestBytes = { limit: model.max_request_bytes, fixed: model.max_request_bytes - requestLimit + fixedBytes }
+    return { kind: 'too-large', overflow: { inputBudget: window, fixedTokens: fixed, tokens, requestBytes } }
+  }
   if (!fixedPartsFit({ inputBudget: window, fixedTokens: fixed })) return { kind: 'too-large', overflow: { inputBudget: window, fixedTokens: fixed, tokens } }
   if (input.fillFraction !== undefined) allowance = floorTimes(allowance, input.fillFraction)
 
@@ -216,6 +250,10 @@ export function packContextOrOverflow(input: PackInput): PackResult | PackOverfl
   let committedOmitted = 0
   let keptTokens = 0
   let unitTokens = 0
+  // Bytes as tokens are: what the kept history weighs, against what the fixed parts leave of the request limit.
+  const historyBytes = requestLimit - fixedBytes
+  let keptBytes = 0
+  let unitBytes = 0
   let keptFrom = currentStart
   let oldestVisited = currentStart
   const prefix = history.prefix
@@ -237,10 +275,18 @@ export function packContextOrOverflow(input: PackInput): PackResult | PackOverfl
       let code = entry.kind !== 'reasoning' && newer > verbatimLimit ? 1 : 0
       const attachments = entry.media.length
       if (attachments > 0) {
-        let weight = 2
-        for (let k = 0; k < attachments; k++) {
-          code += weight * (newer > mediaLimitOf(cache.retain[k]!) ? 1 : cache.refusals[k] === null ? 0 : 2)
-          weight *= 4
+        // Newest attachment first, so that what the request limit leaves out is the oldest.
+        let weight = 2 * CHOICE_BASE ** (attachments - 1)
+        let files = 0
+        for (let k = attachments - 1; k >= 0; k--) {
+          let digit: number = newer > mediaLimitOf(cache.retain[k]!) ? CHOICE_DIGIT.retention : cache.refusals[k] === null ? CHOICE_DIGIT.send : CHOICE_DIGIT.model
+          if (digit === CHOICE_DIGIT.send) {
+            const inline = inlineFileBytes(entry.media[k]!.byteLen)
+            if (keptBytes + unitBytes + files + inline > historyBytes) digit = CHOICE_DIGIT.bytes
+            else files += inline
+          }
+          code += weight * digit
+          weight /= CHOICE_BASE
         }
       }
       const rendering = renderEntry(entry, cache, code)
@@ -249,11 +295,14 @@ export function packContextOrOverflow(input: PackInput): PackResult | PackOverfl
       keptCode.push(code)
       keptRendering.push(rendering)
       unitTokens += rendering.tokens
+      unitBytes += rendering.bytes
     }
     if (!canStart[i]) continue
-    if (keptTokens + unitTokens > allowance) break
+    if (keptTokens + unitTokens > allowance || keptBytes + unitBytes > historyBytes) break
     keptTokens += unitTokens
+    keptBytes += unitBytes
     unitTokens = 0
+    unitBytes = 0
     committed = keptIndex.length
     committedOmitted = omittedIndex.length
     keptFrom = i
@@ -276,7 +325,7 @@ export function packContextOrOverflow(input: PackInput): PackResult | PackOverfl
     translation.push(...applyAttachmentLimits([...anchors, ...kept, ...current], model.media, rules, (item) => {
       if (item.entry === null) return null
       return renderEntry(item.entry, cacheOf(item.entry), item.code)
-    }, limitOfKind))
+    }, limitOfKind, images))
     // Markers for attachments over the limit can cost more than the files they replace (a tiny text file),
     // in the fixed parts too: the history gets what they leave, and they may no longer fit at all.
     const fixedSent = saturatingAdd(tokens.instructions, tokens.tools, sumOf(anchors), sumOf(current))
@@ -345,6 +394,60 @@ export function packContextOrOverflow(input: PackInput): PackResult | PackOverfl
     keptTokens = suffix[cut]!
     keptFrom = plan.verbatimStart
   }
+
+  // The request limit once more, summaries in: they may weigh more than the history they replace, and
+  // markers for the per-request count may outweigh tiny files. Rare: the history's oldest go first.
+  let summaryBytes = 0
+  for (const choice of plan?.choices ?? []) {
+    switch (choice.kind) {
+      case 'summary':
+        summaryBytes += renderedBytes(packedSummary(choice.summary).content!)
+        break
+      case 'merge':
+        summaryBytes += choice.tokens * UNMADE_SUMMARY_BYTES_PER_TOKEN
+        break
+      case 'needed':
+        summaryBytes += compaction!.estimate * UNMADE_SUMMARY_BYTES_PER_TOKEN
+        break
+      case 'dropped':
+        break
+      default: {
+        const unknown: never = choice
+        throw new Error(`unknown summary choice ${JSON.stringify(unknown)}`)
+      }
+    }
+  }
+  keptBytes = 0
+  for (const rendering of keptRendering) keptBytes += rendering.bytes
+  const over = bytesOf(anchors) + keptBytes + bytesOf(current) + summaryBytes - requestLimit
+  if (over > 0) {
+    const kept = keptIndex.map((_, k) => keptPackItem(k))
+    const stillOver = leaveOutOldest([...anchors, ...kept, ...current.filter((item) => item.entry !== null)], over, renderItem)
+    kept.forEach((item, k) => {
+      keptCode[k] = item.code
+      keptRendering[k] = item.rendering
+    })
+    keptTokens = sumOf(kept)
+    tokens.anchors = sumOf(anchors)
+    tokens.current = sumOf(current)
+    if (stillOver > 0) {
+      const fixedSent = saturatingAdd(tokens.instructions, tokens.tools, tokens.anchors, tokens.current)
+      const requestBytes = { limit: model.max_request_bytes, fixed: model.max_request_bytes + stillOver }
+      return { kind: 'too-large', overflow: { inputBudget: window, fixedTokens: fixedSent, tokens, requestBytes } }
+    }
+  }
+
+  // What was left out for the request limit: the manifest's list and a warning each, oldest first.
+  const leftOut: LeftOutAttachment[] = []
+  const noteLeftOut = (ordinal: number, media: readonly MediaRef[], code: number) => {
+    if (media.length === 0 || !leavesOutForBytes(code, media.length)) return
+    const { entries: left, warnings } = leftOutOf(ordinal, media, code, model.max_request_bytes)
+    leftOut.push(...left)
+    translation.push(...warnings)
+  }
+  for (const item of anchors) noteLeftOut(item.ordinal, item.media, item.code)
+  for (let k = 0; k < keptIndex.length; k++) noteLeftOut(entries[keptIndex[k]!]!.ordinal, entries[keptIndex[k]!]!.media, keptCode[k]!)
+  for (const item of current) noteLeftOut(item.ordinal, item.media, item.code)
 
   for (const item of anchors) if (item.rendering.refused > 0) translation.push(...modelWarnings(item))
   for (let k = 0; k < keptRendering.length; k++) if (keptRendering[k]!.refused > 0) translation.push(...modelWarnings(keptPackItem(k)))
@@ -451,6 +554,7 @@ export function packContextOrOverflow(input: PackInput): PackResult | PackOverfl
         segments,
         summaries,
         dropped,
+        attachments_left_out: leftOut,
       },
       estimatedTokens: total,
       oldestVisited,

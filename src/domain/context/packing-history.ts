@@ -1,5 +1,6 @@
 import type { PartBody, PartKind } from '../parts.ts'
 import type { MediaRef, PackedPart, RenderedPart } from './context-types.ts'
+import type { ImageRule } from './image-tokens.ts'
 
 /** A rendering of one part under one set of choices, kept for the next turn. */
 export type Rendering = {
@@ -9,14 +10,18 @@ export type Rendering = {
   /** Attachments sent as files, and those replaced because the model cannot take them. */
   files: number
   refused: number
+  /** What the part weighs in a vendor request (src/domain/context/request-bytes.ts): bounded against the vendor's request limit. */
+  bytes: number
   /** The packed part as history sends it, made once (its ordinal and treatment do not change). */
   packed?: PackedPart
 }
 
-/** What packing keeps on an entry for one retention document and one media policy. */
+/** What packing keeps on an entry for one retention document, one media policy and one image rule. */
 export type EntryCache = {
   rules: object
   media: object
+  /** The image token rule of the model's vendor: renderings count images by it. */
+  images: ImageRule
   /** Each attachment's `retain` threshold, and why the model cannot take it (null: it can). */
   retain: number[]
   refusals: (string | null)[]

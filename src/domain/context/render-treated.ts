@@ -2,32 +2,43 @@ import type { RetentionRules } from '../config/config-types.ts'
 import type { PartBody } from '../parts.ts'
 import type { MediaRef, RenderedPart, SentAttachment } from './context-types.ts'
 import { estimateRenderedTokens } from './estimate-part-tokens.ts'
+import type { ImageRule } from './image-tokens.ts'
 import type { Rendering } from './packing-history.ts'
 import { attachmentMarker, fenceUntrusted, renderVerbatim } from './render-part.ts'
+import { renderedBytes } from './request-bytes.ts'
 import { marksTruncations, payloadTruncation } from './retention-choices.ts'
 import { truncateText } from './truncate-text.ts'
 
-/** What becomes of one attachment: sent, or a marker for a reason. */
-export type AttachmentChoice = 'send' | 'retention' | 'model' | 'limit'
+/**
+ * What becomes of one attachment: sent, or a marker for a reason: the retention rules, the model
+ * cannot take it, the model's count per request, or the vendor's request size (decision 045).
+ */
+export type AttachmentChoice = 'send' | 'retention' | 'model' | 'limit' | 'bytes'
 
 /** How one part is packed: its payload cut by the retention rules or whole, and each attachment's fate. */
 export type PartChoices = { cut: boolean; attachments: readonly AttachmentChoice[]; modelRefusals: readonly (string | null)[]; limit: number | null }
 
 const WHY_RETENTION = 'older than the retention policy replays attachments'
 const whyLimit = (limit: number | null) => `over the model's limit of ${limit} attachments per request in this carrier`
+// No figure here: renderings are kept by choice code across models of one media policy, whose vendors' limits may differ.
+const WHY_BYTES = "left out of this request to keep it within the vendor's request size limit"
 
-const CHOICES: readonly AttachmentChoice[] = ['send', 'retention', 'model', 'limit']
+const CHOICES: readonly AttachmentChoice[] = ['send', 'retention', 'model', 'limit', 'bytes']
+/** Each attachment's choice is one digit of the code in this base (5^20, for MAX_ATTACHMENTS_PER_PART, is well within 2^53). */
+export const CHOICE_BASE = CHOICES.length
+/** Each choice's digit in the code: packing's walk writes codes out by hand. */
+export const CHOICE_DIGIT = { send: 0, retention: 1, model: 2, limit: 3, bytes: 4 } as const satisfies Record<AttachmentChoice, number>
 
 /**
  * Choices as one number, the key renderings are kept under (equal codes, equal renderings for one
- * rules document and media policy): 1 for a cut payload, plus 2 × 4^k × each attachment's choice.
+ * rules document and media policy): 1 for a cut payload, plus 2 × CHOICE_BASE^k × each attachment's choice.
  */
 export function choiceCode(cut: boolean, attachments: readonly AttachmentChoice[]): number {
   let code = cut ? 1 : 0
   let weight = 2
   for (const a of attachments) {
     code += weight * CHOICES.indexOf(a)
-    weight *= 4
+    weight *= CHOICE_BASE
   }
   return code
 }
@@ -38,7 +49,7 @@ export function wholeCode(refusals: readonly (string | null)[]): number {
   let weight = 2
   for (const refusal of refusals) {
     if (refusal !== null) code += weight * 2
-    weight *= 4
+    weight *= CHOICE_BASE
   }
   return code
 }
@@ -48,8 +59,8 @@ export function choicesOfCode(code: number, count: number, modelRefusals: readon
   const attachments: AttachmentChoice[] = []
   let rest = Math.floor(code / 2)
   for (let k = 0; k < count; k++) {
-    attachments.push(CHOICES[rest % 4]!)
-    rest = Math.floor(rest / 4)
+    attachments.push(CHOICES[rest % CHOICE_BASE]!)
+    rest = Math.floor(rest / CHOICE_BASE)
   }
   return { cut: code % 2 === 1, attachments, modelRefusals, limit }
 }
@@ -58,16 +69,31 @@ export function choicesOfCode(code: number, count: number, modelRefusals: readon
  * A part under the retention rules' choices (docs/guide/context.md): its payload cut when `cut`, its
  * attachments sent or replaced by markers. `truncated` says something was cut or replaced.
  */
-export function renderTreated(body: PartBody, media: readonly MediaRef[], choices: PartChoices, rules: RetentionRules): Rendering {
+export function renderTreated(body: PartBody, media: readonly MediaRef[], choices: PartChoices, rules: RetentionRules, images: ImageRule): Rendering {
   const whole = renderVerbatim(body, media)
   let truncated = false
+  const whyMarker = (choice: Exclude<AttachmentChoice, 'send'>, i: number): string => {
+    switch (choice) {
+      case 'retention':
+        return WHY_RETENTION
+      case 'model':
+        return choices.modelRefusals[i] ?? 'the model does not take it'
+      case 'limit':
+        return whyLimit(choices.limit)
+      case 'bytes':
+        return WHY_BYTES
+      default: {
+        const unknown: never = choice
+        throw new Error(`unknown attachment choice ${String(unknown)}`)
+      }
+    }
+  }
   const attachments = (): SentAttachment[] =>
     media.map((m, i): SentAttachment => {
       const choice = choices.attachments[i] ?? 'send'
       if (choice === 'send') return { kind: 'file', media: m }
       truncated = true
-      const why = choice === 'retention' ? WHY_RETENTION : choice === 'model' ? (choices.modelRefusals[i] ?? 'the model does not take it') : whyLimit(choices.limit)
-      return { kind: 'marker', media: m, text: attachmentMarker(m, why) }
+      return { kind: 'marker', media: m, text: attachmentMarker(m, whyMarker(choice, i)) }
     })
   const cut = (text: string) => {
     if (!choices.cut) return text
@@ -116,5 +142,5 @@ export function renderTreated(body: PartBody, media: readonly MediaRef[], choice
   }
   const files = choices.attachments.filter((a) => a === 'send').length + Math.max(0, media.length - choices.attachments.length)
   const refused = choices.attachments.filter((a) => a === 'model').length
-  return { content, tokens: estimateRenderedTokens(content), truncated, files, refused }
+  return { content, tokens: estimateRenderedTokens(content, images), truncated, files, refused, bytes: renderedBytes(content) }
 }

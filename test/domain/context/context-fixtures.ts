@@ -52,11 +52,15 @@ export const mediaPolicy = (mime_types: string[], max_attachments_per_request: n
 
 const ALL = ['image/png', 'image/jpeg', 'application/pdf', 'text/plain']
 
+/** A model of the sandbox (Anthropic's image rule); `max_request_bytes` the sandbox's 20 MiB unless chosen. */
 export const model = (
   context_window: number,
   carriers: { user?: MediaPolicy; tool_result?: MediaPolicy } = {},
-): Pick<CatalogueEntry, 'context_window' | 'media'> => ({
+  max_request_bytes = 20 * 1024 * 1024,
+): Pick<CatalogueEntry, 'context_window' | 'media' | 'provider' | 'max_request_bytes'> => ({
   context_window,
+  provider: 'sandbox',
+  max_request_bytes,
   media: {
     user: carriers.user ?? mediaPolicy(ALL),
     tool_result: carriers.tool_result ?? mediaPolicy(ALL),

@@ -10,7 +10,7 @@ import { describe, expect, test } from 'vitest'
 import type { CatalogueEntry, MediaPolicy } from '../../../src/domain/catalogue/catalogue-entry.ts'
 import type { ContextBudget, RetentionRules, Truncation, TruncationShape } from '../../../src/domain/config/config-types.ts'
 import type { MediaRef, PackedPart, RenderedPart, SentAttachment } from '../../../src/domain/context/context-types.ts'
-import { estimatePartTokens, estimateRenderedTokens } from '../../../src/domain/context/estimate-part-tokens.ts'
+import { estimatePartTokens, estimateRenderedTokens as estimateUnder } from '../../../src/domain/context/estimate-part-tokens.ts'
 import { packContext, type NewPart, type PackInput, type PackResult } from '../../../src/domain/context/pack-context.ts'
 import { PackingHistory, type HistoryEntry } from '../../../src/domain/context/packing-history.ts'
 import { attachmentMarker, renderVerbatim } from '../../../src/domain/context/render-part.ts'
@@ -217,8 +217,12 @@ const arbPolicy: fc.Arbitrary<MediaPolicy> = fc.record({
   max_attachments_per_request: fc.option(fc.integer({ min: 0, max: 3 }), { nil: null }),
 })
 
-type Model = Pick<CatalogueEntry, 'context_window' | 'media'>
+/** Sandbox models (Anthropic's image rule), whose request limit never binds here: decision 045's bound has tests of its own. */
+const estimateRenderedTokens = (part: Parameters<typeof estimateUnder>[0]) => estimateUnder(part, 'anthropic')
+type Model = Pick<CatalogueEntry, 'context_window' | 'media' | 'provider' | 'max_request_bytes'>
 const arbModel: fc.Arbitrary<Model> = fc.record({
+  provider: fc.constant('sandbox'),
+  max_request_bytes: fc.constant(Number.MAX_SAFE_INTEGER),
   context_window: fc.oneof(fc.integer({ min: 2_000, max: 8_000 }), fc.integer({ min: 2_000, max: 40_000 })),
   media: fc.record({
     user: arbPolicy,

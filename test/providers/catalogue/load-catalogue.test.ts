@@ -107,7 +107,7 @@ describe('loadCatalogue on catalogue/models.json', () => {
     expect(at('xai/grok-4')).toMatchObject({ status: 'retired', retires_at: '2026-05-15T19:00:00Z', successor: 'xai/grok-4.3' })
     expect(at('anthropic/claude-sonnet-4.5')).toMatchObject({ status: 'deprecated', retires_at: '2026-11-30T00:00:00Z', successor: 'anthropic/claude-sonnet-5.5' })
     expect(at('google/gemini-2.5-flash')).toMatchObject({ status: 'deprecated', retires_at: '2026-12-01T00:00:00Z' })
-    expect(at('anthropic/claude-haiku-4.5').max_request_bytes).toBe(32 * 1024 * 1024)
+    expect(at('anthropic/claude-haiku-4.5').max_request_bytes).toBe(32_000_000)
   })
 
   it('keeps reasoning effort consistent with reasoning support', () => {
