@@ -10,7 +10,7 @@ import { client } from '../helpers/config-api.ts'
 import { seededRandom, textOfClass, type ContentClass } from '../helpers/content-classes.ts'
 import { pngOfSize } from '../helpers/sized-files.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
-import { fundedOrg, newChat, postTurn, prompt, streamOf } from '../helpers/turns.ts'
+import { fundedOrg, getRun, newChat, postTurn, prompt, streamOf } from '../helpers/turns.ts'
 import { documentedLimits } from './vendor-documented-limits.ts'
 import type { Vendor } from './vendor-fixtures/index.ts'
 import { limitError } from './vendor-fixtures/limit-errors.ts'
@@ -26,11 +26,10 @@ import { startReplayServer, type RecordedRequest, type ReplayServer } from './ve
  * error as the vendor would see it.
  *
  * What a vendor does with a request over its window is refuse it before any byte, billing nothing.
- * Parley's refit (docs/decisions/044-context-refusal-refit.md, being built on main) is to learn from
- * such a refusal and resend once, repacked. So each case holds: at most one refused request, that
- * refusal is a context refusal Parley can read, and a turn taken on its first request streams to done.
- * That a refused turn then streams to done after the one resend is the refit's part: those assertions
- * are `test.skip` below until the refit is on main.
+ * Parley's refit (docs/decisions/044-context-refusal-refit.md) learns from such a refusal and resends
+ * once, repacked. So each case holds: the turn streams to done with no error frame, taken on its
+ * first request or after one refused request, which is a context refusal Parley can read and which
+ * the run's manifest shows as its refit.
  */
 
 const KEYS: Record<Vendor, [string, string]> = {
@@ -120,7 +119,7 @@ describe('near the window from a cold start: every active model, four kinds of c
 
   const cases = ACTIVE.flatMap((e) => KINDS.map((kind) => [e.name, kind, e] as const))
 
-  test.each(cases)('%s, %s: at most one refused request, a refusal Parley can read, and a first request taken streams to done', async (_name, kind, model) => {
+  test.each(cases)('%s, %s: streams to done, taken on the first request or after the one refit the manifest shows', async (_name, kind, model) => {
     const vendor = model.provider as Vendor
     // Cold start: no correction learned for the model.
     ctx.store.db.prepare('DELETE FROM token_corrections WHERE model_id = ?').run(model.id)
@@ -142,7 +141,14 @@ describe('near the window from a cold start: every active model, four kinds of c
     const refused = requests.filter((r) => r.breach !== null)
     expect(refused.length, what).toBeLessThanOrEqual(1)
     expect(requests.length, what).toBeLessThanOrEqual(2)
+    expect(res.statusCode, res.body).toBe(200)
+    expect(events.at(-1), what).toBe('done')
+    expect(events, what).not.toContain('error')
+    expect(requests.at(-1)!.breach, what).toBeNull()
+    const manifest = (await getRun(ctx, org.auth, streamOf(res).runId)).manifest
     if (refused.length === 1) {
+      expect(manifest.refit, what).not.toBeNull()
+      expect(manifest.refit.refusal.vendor_count, what).toBe(refused[0]!.countedInputTokens)
       // Only the first may be refused, and only for its size in tokens: what a refit can cure.
       expect(requests[0]!.breach, what).not.toBeNull()
       expect(['input', 'window'], what).toContain(requests[0]!.breach!.limit)
@@ -150,19 +156,7 @@ describe('near the window from a cold start: every active model, four kinds of c
       const refusal = requests[0]!
       const body = JSON.stringify(limitError(vendor, refusal.breach!, model.vendor_model_id).body)
       expect(readContextRefusal(refusal.status, body).value, `${what}: ${body}`).not.toBeNull()
-    } else {
-      expect(res.statusCode, res.body).toBe(200)
-      expect(events.at(-1), what).toBe('done')
-    }
-  })
-
-  // Depends on the refit (decision 044, on main soon): a first request refused for its size is
-  // repacked with the learned correction and resent once, and the turn streams to done.
-  test.skip.each(cases)('%s, %s: after at most one refused request, the turn streams to done (needs the refit)', (_name, kind, model) => {
-    const outcome = outcomes.get(key(model.name, kind))!
-    expect(outcome.status, outcome.body).toBe(200)
-    expect(outcome.events.at(-1), outcome.body).toBe('done')
-    expect(outcome.requests.at(-1)!.breach).toBeNull()
+    } else expect(manifest.refit, what).toBeNull()
   })
 })
 

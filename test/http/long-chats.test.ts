@@ -266,16 +266,22 @@ describe('token calibration: a vendor that counts 25% more than the estimator', 
     const model = entry(MODEL)
     const limits = limitsOf(model)
     const chatId = await newChat(ctx, org.auth)
+    /** What each calibration run's request was counted at by the vendor double, over Parley's estimate. */
+    const ratios: number[] = []
     for (let i = 0; i < CALIBRATION_RUNS; i++) {
       const before = replay.requestsTo('anthropic').length
-      const t = await turn(ctx, org.auth, chatId, { model: MODEL, input: [prompt(prose(10_000 + i, 1_500))] })
+      // Two parts of 700 tokens, each counted exactly (a text past 4,096 characters is estimated from
+      // samples with a margin, decision 042, and would teach a ratio lower than exact counts have).
+      const t = await turn(ctx, org.auth, chatId, { model: MODEL, input: [prompt(prose(10_000 + i, 700)), prompt(prose(20_000 + i, 700))] })
       expectAnswered(t)
       const request = onlyRequest(replay, 'anthropic', before)
       const run = await getRun(ctx, org.auth, t.runId)
       expect(run.manifest.estimated_input_tokens).toBeGreaterThanOrEqual(1024)
-      // The vendor counted a quarter more than the estimate, and said so in its usage.
-      expect(request.countedInputTokens!).toBe(Math.ceil(run.manifest.estimated_input_tokens * FACTOR))
+      // The vendor (its own count, a quarter up) counted more than the estimate, and said so in its usage.
+      expect(run.token_estimate.reported).toBe(request.countedInputTokens)
+      ratios.push(request.countedInputTokens! / run.manifest.estimated_input_tokens)
     }
+    expect(Math.min(...ratios)).toBeGreaterThan(1.1)
 
     seedHistory(ctx, chatId, 200_000 + 8 * PART_TOKENS)
     const before = replay.requestsTo('anthropic').length
@@ -289,8 +295,9 @@ describe('token calibration: a vendor that counts 25% more than the estimator', 
 
     const run = await getRun(ctx, org.auth, t.runId)
     const estimate = run.manifest.token_estimate
-    expect(estimate.correction).toBeGreaterThan(FACTOR - 0.05)
-    expect(estimate.correction).toBeLessThan(FACTOR + 0.05)
+    // The highest ratio the runs taught, stepped up to 0.025 (decision 027).
+    expect(estimate.correction).toBeGreaterThanOrEqual(Math.max(...ratios))
+    expect(estimate.correction).toBeLessThan(Math.max(...ratios) + 0.025)
     expect(estimate.runs).toBeGreaterThanOrEqual(CALIBRATION_RUNS)
     expect(estimate.estimated).toBe(run.manifest.estimated_input_tokens)
     expect(estimate.corrected).toBe(Math.ceil(estimate.estimated * estimate.correction))
@@ -306,7 +313,7 @@ describe('token calibration: a vendor that counts 25% more than the estimator', 
     // The run reports what the vendor counted (input + cache read + cache write) against the estimate.
     expect(run.token_estimate).toMatchObject({ estimated: estimate.estimated, correction: estimate.correction, corrected: estimate.corrected })
     expect(run.token_estimate.reported).toBe(request.countedInputTokens)
-    expect(run.token_estimate.reported / run.token_estimate.estimated).toBeCloseTo(FACTOR, 2)
+    expect(run.token_estimate.reported / run.token_estimate.estimated).toBeLessThanOrEqual(estimate.correction)
   })
 })
 
