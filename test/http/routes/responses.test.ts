@@ -542,7 +542,9 @@ describe('GET /api/v1/runs/{run_id}', () => {
       segments: [{ first_ordinal: parts[0].ordinal, last_ordinal: parts[0].ordinal, parts: 1, treatment: 'verbatim', tokens: m.estimated_input_tokens }],
       summaries: [],
       dropped: null,
+      attachments_left_out: [],
     })
+    expect(m.refit).toBeNull()
     expect(m.max_tokens).toBe(100)
     expect(m.reasoning_effort).toBe('low')
     expect(m.warnings).toEqual({ config: [], translation: [] })
