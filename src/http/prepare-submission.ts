@@ -113,5 +113,7 @@ export function prepareSubmission(
   if (unsupported.length > 0) {
     throw new UnsupportedAttachmentError(unsupported[0]!.message, { problems: unsupported }, 'see the model\'s media capabilities in GET /api/v1/models')
   }
-  return { ...context, runId: newId(), request, model, input }
+  // The prepared input replaces the request's: its attachments are decoded into `input`, and the
+  // submission (kept by the chat's actor and its run until settlement) must not hold their base64 too.
+  return { ...context, runId: newId(), request: { ...request, input: [] }, model, input }
 }
