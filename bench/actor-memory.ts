@@ -5,7 +5,10 @@
  *
  * 1. hydrates N chats' actors with `host.preload` (no turn): heapUsed after − before, over N;
  * 2. runs one cheap sandbox turn on each of those N chats (`host.submit`, waiting for the run to
- *    settle and the actor to be idle again): heapUsed after − the same before, over N.
+ *    settle and the actor to be idle again): heapUsed after − the same before, over N;
+ * 3. parks them (`host.evictIdle` past `parkAfterMs`: each actor stopped and kept as its persisted
+ *    snapshot, with its chat's packing history): heapUsed after − the same before, over N. This is
+ *    what an idle chat costs a node once the host's sweep has passed.
  *
  * Prints one JSON object on stdout.
  */
@@ -106,12 +109,17 @@ async function main(): Promise<void> {
   const runs = (db.prepare("SELECT count(*) AS n FROM runs WHERE status = 'succeeded'").get() as { n: number }).n
   if (runs !== WARM + N) throw new Error(`expected ${WARM + N} succeeded runs, found ${runs}`)
   if (host.size !== baseActors + N) throw new Error(`expected ${baseActors + N} actors after the turns, the host has ${host.size}`)
+  // The host's sweep parks actors unused for parkAfterMs (1 s); this is that sweep, run now.
+  host.evictIdle(Date.now() + 60_000)
+  const afterPark = await settledHeap()
+  if (host.parkedCount < N) throw new Error(`expected ${N} parked chats, the host has ${host.parkedCount}`)
 
   const result = {
     actors: N,
     heapBefore: before,
     perActorPreloaded: (afterPreload - before) / N,
     perActorAfterTurn: (afterTurn - before) / N,
+    perChatParked: (afterPark - before) / N,
     preloadUsPerActor: (preloadMs * 1000) / N,
     turnsPerSecondInProcess: N / (turnsMs / 1000),
     rss: process.memoryUsage().rss,

@@ -1,4 +1,4 @@
-import { createActor, fromPromise, type Actor, type InspectionEvent, type Observer } from 'xstate'
+import { createActor, fromPromise, type Actor, type InspectionEvent, type Observer, type Snapshot } from 'xstate'
 import { chatMachine } from '../../machines/chat.machine.ts'
 import { runSettlementMachine } from '../../machines/run-settlement.machine.ts'
 import type { ChatInput } from '../../machines/chat.types.ts'
@@ -34,6 +34,12 @@ export type ActorHostOptions = {
   /** Idle actors unused this long are dropped; the ledger rebuilds them on the next use. */
   idleEvictMs?: number
   maxIdleActors?: number
+  /**
+   * Idle actors unused this long are parked: stopped, kept as their persisted snapshot (plain data,
+   * about a tenth of a live actor's heap), and started from it on the next use without reading the
+   * ledger (issue 34). The sweep that evicts parks too, so this is at least its period.
+   */
+  parkAfterMs?: number
   /** How often this node renews its leases and sweeps; a third of the lease TTL unless told. */
   leaseRenewMs?: number
   inspect?: Observer<InspectionEvent>
@@ -53,8 +59,14 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
   const role = options.role ?? ALWAYS_PRIMARY
   const idleEvictMs = options.idleEvictMs ?? 60_000
   const maxIdleActors = options.maxIdleActors ?? 10_000
+  const parkAfterMs = options.parkAfterMs ?? 1_000
   /** Each chat's actor and its runtime (src/actors/chat-runtime.ts): together, all this node keeps of the chat. */
-  const actors = new Map<string, { actor: ChatActor; runtime: ChatRuntime; lastUsed: number }>()
+  const actors = new Map<string, { actor: ChatActor; runtime: ChatRuntime; lastUsed: number; parking?: boolean }>()
+  /**
+   * Chats at rest whose actor was stopped and kept as its persisted snapshot: what the machine knew
+   * of the chat, started again from it on the next use. A chat is in one of the two maps, or neither.
+   */
+  const parked = new Map<string, { snapshot: Snapshot<unknown>; lastUsed: number }>()
   /** The runtime of a chat whose actor is running here; its invoked actors find their run's resources there. */
   const runtimeOf = (chatId: string): ChatRuntime => {
     const entry = actors.get(chatId)
@@ -204,17 +216,23 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
       found.lastUsed = Date.now()
       return found
     }
-    const actor = createActor(machine, { input: hydrate(chatId), inspect: options.inspect, id: `chat:${chatId}` })
+    const wasParked = parked.get(chatId)
+    parked.delete(chatId)
+    const actor = wasParked
+      ? // The input is the machine's only for a fresh start: a snapshot carries the context it made.
+        createActor(machine, { snapshot: wasParked.snapshot, input: { chatId, pendingCalls: [], latestCustomerRun: null }, inspect: options.inspect, id: `chat:${chatId}` })
+      : createActor(machine, { input: hydrate(chatId), inspect: options.inspect, id: `chat:${chatId}` })
     const runtime = new ChatRuntime(chatId)
     followMachine(actor, runtime)
     const drop = () => {
       if (actors.get(chatId)?.actor === actor) actors.delete(chatId)
     }
     actor.subscribe({
-      // Done (the chat was deleted, or the node gave it up) or stopped (evicted, shut down): everything kept for it goes too.
+      // Done (the chat was deleted, or the node gave it up) or stopped (evicted, shut down): everything
+      // kept for it goes too; but a parked chat keeps its packing history for its next turn.
       complete: () => {
         drop()
-        deps.history.forget(chatId)
+        if (!entry.parking) deps.history.forget(chatId)
       },
       // Never expected; the next use hydrates a new actor from the ledger.
       error: (error) => {
@@ -223,7 +241,7 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
         report(`actor of chat ${chatId} failed`, error)
       },
     })
-    const entry = { actor, runtime, lastUsed: Date.now() }
+    const entry: { actor: ChatActor; runtime: ChatRuntime; lastUsed: number; parking?: boolean } = { actor, runtime, lastUsed: Date.now() }
     actors.set(chatId, entry)
     actor.start()
     return entry
@@ -245,16 +263,46 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
     if (actors.get(chatId) === entry) actors.delete(chatId)
   }
 
+  /**
+   * Only a chat at rest with nothing the ledger could change behind it is parked: not one with an
+   * outstanding run (the sweep or a cancel settles it through the ledger).
+   */
+  const isParkable = (entry: { actor: ChatActor; runtime: ChatRuntime }) => isIdle(entry) && !entry.actor.getSnapshot().matches('outstanding')
+
+  /** Stops an idle actor and keeps its persisted snapshot (with its chat's packing history) for the next use. */
+  function park(chatId: string, entry: { actor: ChatActor; runtime: ChatRuntime; lastUsed: number; parking?: boolean }): void {
+    const snapshot = entry.actor.getPersistedSnapshot()
+    entry.parking = true
+    entry.actor.stop()
+    if (actors.get(chatId) === entry) actors.delete(chatId)
+    parked.set(chatId, { snapshot, lastUsed: entry.lastUsed })
+  }
+
+  /**
+   * Idle chats: parked once unused for parkAfterMs; dropped (with their packing history) once unused
+   * for idleEvictMs, or beyond maxIdleActors, least recently used first. Returns how many were dropped.
+   */
   function evictIdle(now = Date.now()): number {
     let evicted = 0
-    const idle = [...actors.entries()].filter(([, entry]) => isIdle(entry)).sort((a, b) => a[1].lastUsed - b[1].lastUsed)
+    const idle: { chatId: string; lastUsed: number; drop: () => void }[] = []
+    for (const [chatId, entry] of actors) {
+      if (isIdle(entry)) idle.push({ chatId, lastUsed: entry.lastUsed, drop: () => dropActor(chatId, entry) })
+    }
+    for (const [chatId, entry] of parked) {
+      idle.push({ chatId, lastUsed: entry.lastUsed, drop: () => {
+        parked.delete(chatId)
+        deps.history.forget(chatId)
+      } })
+    }
+    idle.sort((a, b) => a.lastUsed - b.lastUsed)
     const excess = Math.max(0, idle.length - maxIdleActors)
-    idle.forEach(([chatId, entry], i) => {
-      if (i < excess || now - entry.lastUsed > idleEvictMs) {
-        dropActor(chatId, entry)
+    idle.forEach(({ lastUsed, drop }, i) => {
+      if (i < excess || now - lastUsed > idleEvictMs) {
+        drop()
         evicted++
       }
     })
+    for (const [chatId, entry] of actors) if (now - entry.lastUsed >= parkAfterMs && isParkable(entry)) park(chatId, entry)
     return evicted
   }
 
@@ -349,6 +397,8 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
         entry!.actor.stop()
         actors.delete(chatId)
       }
+      // A parked chat is never outstanding (isParkable): its snapshot cannot hold this run. Dropped all the same, so it follows the ledger.
+      parked.delete(chatId)
       await deps.store.writes.write(() => settleUnstreamedRun(deps, runId))
     },
 
@@ -386,6 +436,9 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
         actor.send({ type: 'RELINQUISH', message })
       }
       actors.clear()
+      // Parked chats are given up too: the next primary's actors follow its ledger.
+      for (const chatId of parked.keys()) deps.history.forget(chatId)
+      parked.clear()
       return streaming
     },
 
@@ -449,8 +502,13 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
     },
 
     evictIdle,
+    /** Live actors on this node (parked chats are not among them). */
     get size() {
       return actors.size
+    },
+    /** Chats at rest kept as their actor's persisted snapshot. */
+    get parkedCount() {
+      return parked.size
     },
 
     /**
@@ -534,6 +592,8 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
     /** Stops every actor (on shutdown); their runs' leases lapse and the next start settles them. */
     stopAll(): void {
       for (const [chatId, entry] of actors) dropActor(chatId, entry)
+      for (const chatId of parked.keys()) deps.history.forget(chatId)
+      parked.clear()
     },
   }
 }

@@ -204,6 +204,46 @@ describe('one actor per chat', () => {
     expect(temp.store.runs.getById(again.runId)!.status).toBe('succeeded')
   })
 
+  it('parks an idle actor as its persisted snapshot, keeps its packing history, and starts it from the snapshot without reading the ledger (issue 34)', async () => {
+    const runDeps = deps()
+    const forget = vi.spyOn(runDeps.history, 'forget')
+    const host = createChatActorHost(runDeps, { parkAfterMs: 1_000, idleEvictMs: 60_000 })
+    hosts.push({ host, stop: host.start() })
+    const chatId = newChat()
+    // A failed run: the chat's latest, which only a retry_of may follow (the snapshot must know it).
+    const failed = await admitted(host.submit(submission(chatId, { input: [{ type: 'prompt', text: '/fail' }] })))
+    await failed.channel.settled
+    await vi.waitFor(() => expect(host.channelOf(chatId, failed.runId)).toBeNull())
+    expect(temp.store.runs.getById(failed.runId)!.status).toBe('failed')
+    const busyChat = newChat()
+    const busy = await admitted(host.submit(submission(busyChat, {}, HOLD)))
+    await reached.promise
+
+    expect(host.evictIdle(Date.now() + 5_000)).toBe(0)
+    expect(host.size).toBe(1)
+    expect(host.parkedCount).toBe(1)
+    expect(forget).not.toHaveBeenCalled()
+    // The running chat is never parked.
+    expect(host.channelOf(busyChat, busy.runId)).toBe(busy.log)
+    await host.cancel(busyChat, busy.runId)
+
+    const reads = vi.spyOn(temp.store.runs, 'latestCustomerRun')
+    const retry = await admitted(host.submit(submission(chatId, { input: [], retry_of: failed.runId })))
+    await retry.channel.settled
+    // Admitted as a retry of the failed run: the snapshot knew it was the chat's latest. (It fails again: it resends `/fail`.)
+    expect(temp.store.runs.getById(retry.runId)!.retry_of).toBe(failed.runId)
+    expect(reads).not.toHaveBeenCalled()
+    expect(host.parkedCount).toBe(0)
+
+    // Past the idle time a parked chat is dropped with its packing history.
+    await vi.waitFor(() => expect(host.channelOf(chatId, retry.runId)).toBeNull())
+    host.evictIdle(Date.now() + 5_000)
+    expect(host.parkedCount).toBe(2)
+    expect(host.evictIdle(Date.now() + 120_000)).toBe(2)
+    expect(host.parkedCount).toBe(0)
+    expect(forget.mock.calls.map(([id]) => id).sort()).toEqual([chatId, busyChat].sort())
+  })
+
   it('answers "which node owns this chat?" in one place: this node when it is the primary', () => {
     const host = startHost()
     expect(host.ownerOf(newChat())).toEqual({ kind: 'local' })
