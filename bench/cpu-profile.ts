@@ -10,7 +10,8 @@ type ProfileNode = {
 }
 type CpuProfile = { nodes: ProfileNode[]; startTime: number; endTime: number; samples?: number[]; timeDeltas?: number[] }
 
-export type SelfTime = { name: string; group: string; ms: number; share: number }
+/** `where` is `file:line:column` in the code V8 ran: for the project's files, tsx's compiled output, not the .ts source's lines. */
+export type SelfTime = { name: string; where: string; group: string; ms: number; share: number }
 export type ProfileSummary = {
   /** Sampled ms, all of it and less `(idle)` (the loop waiting for I/O), which the shares are of. */
   totalMs: number
@@ -64,9 +65,11 @@ function selfMsById(profile: CpuProfile, window: Window | null): Map<number, num
   return byId
 }
 
-function ranked(totals: Map<string, { group: string; ms: number }>, busyMs: number, top: number): SelfTime[] {
-  return [...totals.entries()]
-    .map(([name, { group, ms }]) => ({ name, group, ms, share: ms / busyMs }))
+type Total = { name: string; where: string; group: string; ms: number }
+
+function ranked(totals: Map<string, Total>, busyMs: number, top: number): SelfTime[] {
+  return [...totals.values()]
+    .map((t) => ({ ...t, share: t.ms / busyMs }))
     .sort((a, b) => b.ms - a.ms)
     .slice(0, top)
 }
@@ -74,25 +77,26 @@ function ranked(totals: Map<string, { group: string; ms: number }>, busyMs: numb
 export function summariseProfile(file: string, top = 25, window: Window | null = null): ProfileSummary {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile
   const selfMs = selfMsById(profile, window)
-  const functions = new Map<string, { group: string; ms: number }>()
-  const groups = new Map<string, { group: string; ms: number }>()
+  const functions = new Map<string, Total>()
+  const groups = new Map<string, Total>()
   let totalMs = 0
   let idleMs = 0
   for (const node of profile.nodes) {
     const ms = selfMs.get(node.id) ?? 0
     if (ms === 0) continue
-    const { functionName, url, lineNumber } = node.callFrame
+    const { functionName, url, lineNumber, columnNumber } = node.callFrame
     const group = groupOf(url, functionName)
     totalMs += ms
     if (functionName === '(idle)') {
       idleMs += ms
       continue
     }
-    const name = `${functionName || '(anonymous)'}${url ? ` ${group}:${lineNumber + 1}` : ''}`
-    const f = functions.get(name) ?? { group, ms: 0 }
+    const name = functionName || '(anonymous)'
+    const where = url ? `${group}:${lineNumber + 1}:${columnNumber + 1}` : ''
+    const f = functions.get(`${name} ${where}`) ?? { name, where, group, ms: 0 }
     f.ms += ms
-    functions.set(name, f)
-    const g = groups.get(group) ?? { group, ms: 0 }
+    functions.set(`${name} ${where}`, f)
+    const g = groups.get(group) ?? { name: group, where: '', group, ms: 0 }
     g.ms += ms
     groups.set(group, g)
   }

@@ -193,15 +193,20 @@ function parleyEnv(dataDir: string, upstream: ServerProcess): Record<string, str
 const upstreamStats = async (upstream: ServerProcess) =>
   (await (await fetch(`${upstream.url}/stats`)).json()) as Record<string, { requests: number; bytes: number }>
 
-/** Parley's own vendor request for one turn, as the upstream received it: the body the relay and the direct calls send. */
-async function probe(f: Format, parley: Target, upstream: ServerProcess): Promise<string> {
+/** The last vendor request the upstream received at the format's path, as sent. */
+async function lastVendorRequest(f: Format, upstream: ServerProcess): Promise<string> {
+  const last = await fetch(`${upstream.url}/last-request?path=${encodeURIComponent(f.path)}`)
+  if (!last.ok) throw new Error(`${f.title}: the upstream saw no request at ${f.path}`)
+  return last.text()
+}
+
+/** One turn through Parley must stream all its deltas to `done` before anything is measured. */
+async function probe(f: Format, parley: Target, upstream: ServerProcess): Promise<void> {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 })
   const o = await turnOf(parley, agent, 0)
   agent.destroy()
   if (!complete(parley, o)) throw new Error(`${f.title} probe turn through Parley: ${describeFailure(o)}`)
-  const last = await fetch(`${upstream.url}/last-request?path=${encodeURIComponent(f.path)}`)
-  if (!last.ok) throw new Error(`${f.title}: the upstream saw no request at ${f.path}`)
-  return last.text()
+  log(`${f.title}: probe turn through Parley streamed ${o.counts.delta} deltas; its vendor request was ${fmt(Buffer.byteLength(await lastVendorRequest(f, upstream)))} bytes`)
 }
 
 type Servers = { upstream: ServerProcess; relay: ServerProcess; parley: ServerProcess }
@@ -280,14 +285,19 @@ async function profileRun(f: Format, dataDir: string, s: Servers, chats: string[
 }
 
 async function measureFormat(f: Format, s: Servers, chats: FormatChats, auth: Record<string, string>) {
-  const parleyTarget = (ids: string[]) => targetsFor(f, s, '', auth).parley(ids)
-  const vendorBody = await probe(f, parleyTarget([chats.probe]), s.upstream)
-  const t = targetsFor(f, s, vendorBody, auth)
-  log(`${f.title}: Parley's vendor request on a first turn is ${fmt(Buffer.byteLength(vendorBody))} bytes; the relay and direct calls send it`)
   const upstreamPid = s.upstream.child.pid!
+  const parley = targetsFor(f, s, '', auth).parley
+  await probe(f, parley([chats.probe]), s.upstream)
 
-  // Warm-up: every path's code optimised and connections pooled before anything is counted.
-  for (const target of [t.direct, t.relay, t.parley(chats.warm)]) {
+  // Warm-up: every path's code optimised and connections pooled before anything is counted. Parley
+  // goes first: the last vendor request of its warm-up, from a chat with some history, is the body
+  // the relay and the direct calls then send, so they move a request like the ones Parley sends.
+  await sequential(parley(chats.warm), 20)
+  await closedLoop(parley(chats.warm), upstreamPid, CONCURRENCY, WARMUP_S)
+  const vendorBody = await lastVendorRequest(f, s.upstream)
+  const t = targetsFor(f, s, vendorBody, auth)
+  log(`${f.title}: the relay and direct calls send Parley's last warm-up vendor request, ${fmt(Buffer.byteLength(vendorBody))} bytes`)
+  for (const target of [t.direct, t.relay]) {
     await sequential(target, 20)
     await closedLoop(target, upstreamPid, CONCURRENCY, WARMUP_S)
   }
@@ -360,7 +370,7 @@ function profileTables(p: ProfileSummary, top: number): string {
     '',
     '| Function | package or file | self time | share |',
     '|---|---|--:|--:|',
-    ...p.functions.slice(0, top).map((fn) => `| \`${fn.name.split(' ')[0]}\` ${fn.name.split(' ').slice(1).join(' ')} | ${fn.group} | ${fmt(fn.ms)} ms | ${pct(fn.share)} |`),
+    ...p.functions.slice(0, top).map((fn) => `| \`${fn.name}\` ${fn.where} | ${fn.group} | ${fmt(fn.ms)} ms | ${pct(fn.share)} |`),
   ].join('\n')
 }
 
@@ -381,7 +391,7 @@ function verdict(r: FormatResults) {
 
 function printProfile(f: Format, p: ProfileSummary): void {
   process.stdout.write(`\n${f.title}: Parley's top ${PROFILE_TOP} self-time functions at c=${CONCURRENCY}\n`)
-  for (const fn of p.functions) process.stdout.write(`${(fn.share * 100).toFixed(1).padStart(5)}%  ${fmt(fn.ms).padStart(6)} ms  ${fn.group.padEnd(36)} ${fn.name}\n`)
+  for (const fn of p.functions) process.stdout.write(`${(fn.share * 100).toFixed(1).padStart(5)}%  ${fmt(fn.ms).padStart(6)} ms  ${fn.group.padEnd(36)} ${fn.name} ${fn.where}\n`)
   process.stdout.write(`by package or file:\n`)
   for (const g of p.groups) process.stdout.write(`${(g.share * 100).toFixed(1).padStart(5)}%  ${fmt(g.ms).padStart(6)} ms  ${g.name}\n`)
 }
@@ -470,14 +480,15 @@ async function main(): Promise<void> {
     '  so what a path adds is its own cost. It ignores what it is sent.',
     '- **Relay** (`bench/vendor-relay.ts`, a bench double in its own process): `node:http`, no framework; reads the POST, forwards it with `fetch` (undici) to the',
     '  upstream\'s same path, and pipes the answer\'s chunks back unchanged. A stateless gateway at its thinnest: no auth, parsing, storage or accounting.',
-    `- **Direct and relay requests** send the very body Parley sent the upstream on its first probe turn (${all.map((r) => `${r.format.title} ${fmt(r.vendorBodyBytes)} bytes`).join(', ')}),`,
-    '  so the relay moves the same request. Parley\'s own vendor requests grow with each chat\'s history through a run (the table\'s last column).',
+    `- **Direct and relay requests** send the very body of the last vendor request of Parley's warm-up, from a chat with some history (${all.map((r) => `${r.format.title} ${fmt(r.vendorBodyBytes)} bytes`).join(', ')}),`,
+    '  so the relay moves a request like Parley\'s. Parley\'s own vendor requests grow with each chat\'s history through a run (the mean is in the CPU table\'s last column):',
+    '  a stateless gateway\'s client would send the whole history each time too.',
     `- **Parley**: \`node --import tsx src/main.ts\`, \`LOG_LEVEL=warn\`, fresh \`DATA_DIR\` seeded through the store (one organisation, an API key, 1,000,000 USD of credit, every chat),`,
     '  `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` on the upstream, `VENDOR_MAX_RETRIES=0`, and `MAX_RUNNING_RUNS_PER_ORG`, `MAX_CONCURRENT_TURNS` and `SHED_FROM_TURNS` at 4,096 so',
     `  no admission cap (decision 033) refuses a measured turn. Turn: \`POST /api/v1/chats/{id}/responses\` with \`{"model": …, "input": [{"type": "prompt", "text": "${PROMPT}"}]}\`.`,
     '  Parley\'s CPU per turn includes its whole turn: admission, packing, the vendor call through the AI SDK, relaying parts as SSE frames, the group commits and settlement.',
     PROFILE
-      ? `- **Profile**: a separate Parley process on the same database started with \`--cpu-prof\`, ${WARMUP_S} s of warm-up, then one ${DURATION_S} s run at c=${CONCURRENCY} per format; only the run's samples are summed (the profile's clock is the client's monotonic clock), as self time per function, grouped by npm package or project file; \`(garbage collector)\` and \`(program)\` are V8's own. The profiler's sampling slows the server a little; the shares are what matter.`
+      ? `- **Profile**: a separate Parley process on the same database started with \`--cpu-prof\`, ${WARMUP_S} s of warm-up, then one ${DURATION_S} s run at c=${CONCURRENCY} per format; only the run's samples are summed (the profile's clock is the client's monotonic clock), as self time per function, grouped by npm package or project file; \`(garbage collector)\` and \`(program)\` are V8's own, \`(native)\` is C++ reached from JavaScript (socket writes, microtask runs). A project file's line:column is in tsx's compiled output, not the .ts source; a better-sqlite3 statement's time shows as the store function that ran it (\`src/store/runs.ts\` and the like). The profiler's sampling slows the server a little; the shares are what matter.`
       : '- No profile this run (`BENCH_VENDOR_PROFILE=1` adds one).',
   ].join('\n')
   writeSection(join(REPO_ROOT, 'BENCHMARKS.md'), 'vendor', section)
