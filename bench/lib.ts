@@ -28,6 +28,8 @@ export const SETTINGS = [
   'BENCH_TURNS_DURATION',
   'BENCH_ACTORS',
   'BENCH_STREAMS',
+  'BENCH_ROUNDS',
+  'BENCH_VENDOR_PROFILE',
 ] as const
 
 /**

@@ -1,6 +1,6 @@
 /**
- * The SSE client of bench/turns.ts: node:http with a keep-alive agent, frames parsed by
- * eventsource-parser, timed from the moment the request is sent.
+ * The SSE client of the benchmarks (bench/turns.ts, bench/vendor.ts): node:http with a keep-alive
+ * agent, frames parsed by eventsource-parser, timed from the moment the request is sent.
  */
 import { request, type Agent } from 'node:http'
 import { createParser } from 'eventsource-parser'
@@ -11,7 +11,7 @@ export type SseOutcome = {
   status: number
   /** Frames by event name. */
   counts: Record<string, number>
-  /** ms from sending the request to the first `run` frame (the stream is open), first `delta`, and the end of the body. */
+  /** ms from sending the request to the first `run` frame (the stream is open), first delta frame, and the end of the body. */
   runMs: number | null
   firstDeltaMs: number | null
   totalMs: number
@@ -32,10 +32,18 @@ export type SseRequest = {
   timeoutMs?: number
   /** Called as each frame arrives. */
   onFrame?: (event: string) => void
+  /**
+   * The event names of a text delta and of the stream's successful end: Parley's `delta` and `done`
+   * by default; a vendor stream read directly has its own (`content_block_delta`, `message_stop`).
+   */
+  deltaEvent?: string
+  doneEvent?: string
 }
 
 export function sse(r: SseRequest): Promise<SseOutcome> {
   const target = new URL(r.url)
+  const deltaEvent = r.deltaEvent ?? 'delta'
+  const doneEvent = r.doneEvent ?? 'done'
   return new Promise((resolve, reject) => {
     const start = performance.now()
     const out: SseOutcome = {
@@ -72,8 +80,9 @@ export function sse(r: SseRequest): Promise<SseOutcome> {
             const at = performance.now() - start
             out.counts[event] = (out.counts[event] ?? 0) + 1
             if (event === 'run' && out.runMs === null) out.runMs = at
-            if (event === 'delta' && out.firstDeltaMs === null) out.firstDeltaMs = at
-            if (event === 'done' || event === 'error') out.terminal = event
+            if (event === deltaEvent && out.firstDeltaMs === null) out.firstDeltaMs = at
+            if (event === doneEvent) out.terminal = 'done'
+            else if (event === 'error') out.terminal = 'error'
             if (r.keep) out.frames.push({ event, data: message.data })
             r.onFrame?.(event)
           },

@@ -60,6 +60,21 @@ const TURN_BODY = JSON.stringify({ model: 'sandbox/echo', input: [{ type: 'promp
 
 const { removeLater, cleanup } = installCleanup()
 
+/**
+ * The caps of decision 033, raised past what the bench opens: with the defaults (64 running runs per
+ * organisation, shedding from 32 turns in flight on a late loop) the one benchmark organisation got
+ * 32 of its 2,000 streams open, and a c=32 run on a busy machine could be shed. The bench measures
+ * what turns and open streams cost, not admission (bench/overload.ts measures that).
+ */
+const CAPS_OUT_OF_THE_WAY = String(STREAMS + 2 * OPENING + CONCURRENCY)
+const SERVER_ENV = (dataDir: string) => ({
+  DATA_DIR: dataDir,
+  LOG_LEVEL: 'warn',
+  MAX_RUNNING_RUNS_PER_ORG: CAPS_OUT_OF_THE_WAY,
+  MAX_CONCURRENT_TURNS: CAPS_OUT_OF_THE_WAY,
+  SHED_FROM_TURNS: CAPS_OUT_OF_THE_WAY,
+})
+
 type Target = { name: string; url: string; pid: number; path: (worker: number) => string; headers: Record<string, string> }
 
 type LoopResult = {
@@ -314,7 +329,7 @@ async function main(): Promise<void> {
   const auth = { authorization: `Bearer ${key}` }
   const [bare, parley] = await Promise.all([
     startServer({ args: ['--import', 'tsx', 'bench/bare-server.ts'] }),
-    startServer({ env: { DATA_DIR: dataDir, LOG_LEVEL: 'warn' } }),
+    startServer({ env: SERVER_ENV(dataDir) }),
   ])
   if (/pk_/.test(parley.stdout())) throw new Error('the server bootstrapped a dev organisation on a seeded database')
 
@@ -394,7 +409,7 @@ async function main(): Promise<void> {
   const memory = await actorMemory(ACTORS)
 
   log(`RSS with ${fmt(STREAMS)} open streams: a fresh server process on the same database`)
-  const streamServer = await startServer({ env: { DATA_DIR: dataDir, LOG_LEVEL: 'warn' } })
+  const streamServer = await startServer({ env: SERVER_ENV(dataDir) })
   const streams = await openStreams(streamServer, auth, streamWarmChats, streamChats)
   await streamServer.stop()
 
@@ -504,7 +519,7 @@ async function main(): Promise<void> {
     '',
     '### Setup',
     '',
-    '- Parley: `node --import tsx src/main.ts`, `LOG_LEVEL=warn`, fresh `DATA_DIR`, seeded through the store first (one organisation, an',
+    `- Parley: \`node --import tsx src/main.ts\`, \`LOG_LEVEL=warn\`, \`MAX_RUNNING_RUNS_PER_ORG\`, \`MAX_CONCURRENT_TURNS\` and \`SHED_FROM_TURNS\` at ${CAPS_OUT_OF_THE_WAY} (so no admission cap of decision 033 refuses a measured turn or stream), fresh \`DATA_DIR\`, seeded through the store first (one organisation, an`,
     `  API key, 1,000,000 USD of credit, and every chat). Turn: \`POST /api/v1/chats/{id}/responses\` with \`${TURN_BODY}\`; the probe turn checked it`,
     `  streams exactly ${DELTAS} \`delta\` frames (${events.length} frames: ${[...new Set(events)].join(', ')}; ${fmt(probe.bytes)} bytes).`,
     '- Bare route: `POST /sse` of `bench/bare-server.ts` (Fastify, no plugins, own process) writes the probe turn\'s own frames, same',

@@ -44,27 +44,34 @@ const end = (stopReason: string, usage: Record<string, unknown>) => [
 ]
 
 const answer = pieces('The capital', ' of Norway is Oslo', ', on the Oslofjord.')
-const [answerStart, ...answerRest] = textBlock(0, answer.parts)
 export const ANTHROPIC_TEXT_ID = 'msg_01XFDUDYJgAACzvnptvVoYEL'
-/** Prompt caching in play: 19 fresh input tokens, 2104 written to the cache, 1536 read from it. */
-const text: ReplayResponse = {
-  kind: 'stream',
-  headers: headers('req_011CUAbX8mFqkLJ2uQ6aGcWp'),
-  events: [
-    messageStart(ANTHROPIC_TEXT_ID, {
-      input_tokens: 19,
-      cache_creation_input_tokens: 2104,
-      cache_read_input_tokens: 1536,
-      cache_creation: { ephemeral_5m_input_tokens: 2104, ephemeral_1h_input_tokens: 0 },
-      output_tokens: 1,
-      service_tier: 'standard',
-    }),
-    answerStart!,
-    ping,
-    ...answerRest,
-    ...end('end_turn', { input_tokens: 19, cache_creation_input_tokens: 2104, cache_read_input_tokens: 1536, output_tokens: 14 }),
-  ],
+/**
+ * The recorded text answer with its block streamed in `parts` (the benchmarks stream more deltas
+ * than the recording's three). Prompt caching in play: 19 fresh input tokens, 2104 written to the
+ * cache, 1536 read from it.
+ */
+export const anthropicTextStream = (parts: string[]): ReplayResponse & { kind: 'stream' } => {
+  const [blockStart, ...blockRest] = textBlock(0, parts)
+  return {
+    kind: 'stream',
+    headers: headers('req_011CUAbX8mFqkLJ2uQ6aGcWp'),
+    events: [
+      messageStart(ANTHROPIC_TEXT_ID, {
+        input_tokens: 19,
+        cache_creation_input_tokens: 2104,
+        cache_read_input_tokens: 1536,
+        cache_creation: { ephemeral_5m_input_tokens: 2104, ephemeral_1h_input_tokens: 0 },
+        output_tokens: 1,
+        service_tier: 'standard',
+      }),
+      blockStart!,
+      ping,
+      ...blockRest,
+      ...end('end_turn', { input_tokens: 19, cache_creation_input_tokens: 2104, cache_read_input_tokens: 1536, output_tokens: 14 }),
+    ],
+  }
 }
+const text = anthropicTextStream(answer.parts)
 
 const preamble = pieces("I'll check the current weather", ' in Oslo for you.')
 const toolArguments = ['', '{"city": "Os', 'lo"}']

@@ -88,16 +88,21 @@ function textStream(ids: { response: string; reasoning: string; message: string 
 
 const answer = pieces('The capital of Norway', ' is Oslo', '.')
 export const OPENAI_RESPONSE_ID = 'resp_0b6a3c9e2f1d4a7c0068ef7a3c5b2c8190a7e6b1f0d4c2e9a1'
-/** 1320 input tokens, 1152 of them from the prompt cache; 204 output, 192 of them reasoning. */
-const text: ReplayResponse = {
+/**
+ * The recorded text answer with its message streamed in `parts` (the benchmarks stream more deltas
+ * than the recording's three). 1320 input tokens, 1152 of them from the prompt cache; 204 output,
+ * 192 of them reasoning.
+ */
+export const openaiTextStream = (parts: string[]): ReplayResponse & { kind: 'stream' } => ({
   kind: 'stream',
   headers: headers('req_7f3a9c1e5b2d48f6a0c4e8b1d3f5a7c9'),
   events: textStream(
     { response: OPENAI_RESPONSE_ID, reasoning: 'rs_0b6a3c9e2f1d4a7c0068ef7a3d11f48190b2a7d0c5e3f9b8e4', message: 'msg_0b6a3c9e2f1d4a7c0068ef7a3e9d5c8190a1c3e5f7b9d2e4f6' },
-    answer.parts,
+    parts,
     { input_tokens: 1320, input_tokens_details: { cached_tokens: 1152 }, output_tokens: 204, output_tokens_details: { reasoning_tokens: 192 }, total_tokens: 1524 },
   ),
-}
+})
+const text = openaiTextStream(answer.parts)
 
 export const OPENAI_CALL_ID = 'call_Jx3tY8pQ2mWv6nR1cK9bLs4D'
 const callArguments = ['{"city":', '"Oslo"}']
