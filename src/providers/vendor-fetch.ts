@@ -88,8 +88,12 @@ export function createVendorFetch(limits: VendorCallLimits, deps: VendorFetchDep
       const attemptController = new AbortController()
       const forwardAbort = () => attemptController.abort(caller!.reason)
       caller?.addEventListener('abort', forwardAbort, { once: true })
-      const timeout = new VendorTimeoutError('first_byte', limits.firstByteTimeoutMs, attempt + 1)
-      const timer = setTimeout(() => attemptController.abort(timeout), Math.max(0, deadline - deps.now()))
+      // Made when the deadline passes, not on every attempt: an Error captures its stack (issue 34's profile).
+      let timeout: VendorTimeoutError | null = null
+      const timer = setTimeout(() => {
+        timeout = new VendorTimeoutError('first_byte', limits.firstByteTimeoutMs, attempt + 1)
+        attemptController.abort(timeout)
+      }, Math.max(0, deadline - deps.now()))
       const release = () => {
         clearTimeout(timer)
         caller?.removeEventListener('abort', forwardAbort)
@@ -129,7 +133,7 @@ export function createVendorFetch(limits: VendorCallLimits, deps: VendorFetchDep
       } catch (error) {
         release()
         if (caller?.aborted) throw caller.reason ?? error
-        if (attemptController.signal.reason === timeout) throw timeout
+        if (timeout !== null && attemptController.signal.reason === timeout) throw timeout
         if (error instanceof NotAStreamError || !isConnectionFailure(error)) throw error
         waitMs = backoff(attempt)
         if (!canRetryAfter(waitMs)) throw error
@@ -141,7 +145,12 @@ export function createVendorFetch(limits: VendorCallLimits, deps: VendorFetchDep
   }
 }
 
-/** The rest of a stream after its first chunk, erroring (and dropping the connection) after a silence of `idleMs`. */
+/**
+ * The rest of a stream after its first chunk, erroring (and dropping the connection) after a silence of
+ * `idleMs` while a chunk is awaited. One timer for the whole stream, re-armed as chunks come, rather
+ * than a timer and a race per chunk (issue 34's profile): a silence is timed only while the reader
+ * waits, so a slow consumer is never taken for a silent vendor.
+ */
 function idleBounded(
   first: Uint8Array,
   reader: ReadableStreamDefaultReader<Uint8Array>,
@@ -149,36 +158,50 @@ function idleBounded(
   connection: AbortController,
   release: () => void,
 ): ReadableStream<Uint8Array> {
+  let waiting = false
+  let silence: VendorTimeoutError | null = null
+  let timer: NodeJS.Timeout | null = null
+  const onSilence = () => {
+    // Not waiting (the consumer has not asked for more): not the vendor's silence; look again later.
+    if (!waiting) return timer?.refresh()
+    silence = new VendorTimeoutError('idle', idleMs)
+    connection.abort(silence)
+    void reader.cancel(silence).catch(() => undefined)
+  }
+  const stop = () => {
+    if (timer) clearTimeout(timer)
+    timer = null
+  }
   return new ReadableStream<Uint8Array>({
     start(controller) {
       controller.enqueue(first)
     },
     async pull(controller) {
-      let timer: NodeJS.Timeout | undefined
-      const silence = new Promise<'idle'>((resolve) => {
-        timer = setTimeout(() => resolve('idle'), idleMs)
-      })
+      if (timer) timer.refresh()
+      else {
+        timer = setTimeout(onSilence, idleMs)
+        // The socket being read keeps the process alive while it matters; a stream left unread must not.
+        timer.unref()
+      }
+      waiting = true
       try {
-        const next = await Promise.race([reader.read(), silence])
-        if (next === 'idle') {
-          const error = new VendorTimeoutError('idle', idleMs)
-          connection.abort(error)
-          release()
-          controller.error(error)
-          return
-        }
+        const next = await reader.read()
+        waiting = false
+        if (silence) throw silence
         if (next.done) {
+          stop()
           release()
           controller.close()
         } else controller.enqueue(next.value)
       } catch (error) {
+        waiting = false
+        stop()
         release()
-        controller.error(error)
-      } finally {
-        clearTimeout(timer)
+        controller.error(silence ?? error)
       }
     },
     cancel(reason) {
+      stop()
       release()
       connection.abort(reason)
       return reader.cancel(reason).catch(() => undefined)

@@ -211,6 +211,22 @@ describe('deadlines', () => {
     const steady = await call(fetch)
     expect(await steady.response!.text()).toBe('data: 1\n\ndata: 2\n\ndata: 3\n\ndata: 4\n\n')
   })
+
+  test('a slow reader is not a silent vendor: gaps between reads longer than the idle timeout error nothing', async () => {
+    script = [stream(['data: 1\n\n', 'data: 2\n\n', 'data: 3\n\n'], 20)]
+    const { fetch } = vendorFetch()
+    const { response } = await call(fetch)
+    const reader = response!.body!.getReader()
+    const read: string[] = []
+    for (;;) {
+      // Twice the idle timeout between reads: the vendor sent everything long before.
+      await sleep(2 * LIMITS.idleTimeoutMs)
+      const next = await reader.read()
+      if (next.done) break
+      read.push(new TextDecoder().decode(next.value))
+    }
+    expect(read.join('')).toBe('data: 1\n\ndata: 2\n\ndata: 3\n\n')
+  })
 })
 
 describe('parseRetryAfter', () => {
