@@ -455,6 +455,7 @@ async function main(): Promise<void> {
     '|---|--:|',
     `| heap per idle hydrated actor (\`host.preload\`, no turn; ${fmt(memory.actors!)} actors) | ${kib(memory.perActorPreloaded!)} |`,
     `| heap per idle actor after one sandbox turn each (same ${fmt(memory.actors!)} actors) | ${kib(memory.perActorAfterTurn!)} |`,
+    `| heap per idle chat once the host's sweep parked it (persisted snapshot and packing history; aim ≤ 4 KB) | ${kib(memory.perChatParked!)} |`,
     `| server RSS, warmed up, before the streams | ${mib(streams.rssBeforeKb)} |`,
     `| server RSS with ${fmt(STREAMS)} streams open (max of samples) | ${mib(streams.rssOpenKb)} |`,
     `| RSS per open stream | ${kib(streamsPerKb * 1024)} |`,
