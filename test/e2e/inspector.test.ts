@@ -143,7 +143,9 @@ describe('inspection content', () => {
     // The instructions are in the packed prompt, which the host keeps in the chat's runtime: the
     // machine's context and events hold data about the run, never the prompt (issue 25).
     expect(leaks.instructions, 'instructions').toBe(0)
-    for (const [what, count] of Object.entries(leaks)) if (what !== 'byteList' && what !== 'instructions') expect(count, what).toBeGreaterThan(0)
+    // Nor the attachment's base64: the submission holds its bytes once, decoded (issue 34).
+    expect(leaks.base64, 'base64').toBe(0)
+    for (const [what, count] of Object.entries(leaks)) if (what !== 'byteList' && what !== 'instructions' && what !== 'base64') expect(count, what).toBeGreaterThan(0)
   }, 60_000)
 
   it('unset, no relayed message carries a secret: prompt, tool arguments, tool result, instructions or attachment bytes', async () => {
