@@ -135,8 +135,13 @@ export function createForkStore(db: Db, clock: Clock = wallClock) {
   })
 
   return {
-    /** Creates the fork and copies its rows, in one transaction; null when the organisation has no such source chat. */
-    fork: (input: NewFork) => fork(input),
+    /**
+     * Creates the fork and copies its rows, in one transaction; null when the organisation has no such
+     * source chat. BEGIN IMMEDIATE: the copier's own connection takes the write lock first, waiting
+     * out the busy timeout for it. A deferred transaction would read first and then fail at once with
+     * SQLITE_BUSY (a 503) whenever the server committed in between, as it does while turns settle.
+     */
+    fork: (input: NewFork) => fork.immediate(input),
     /**
      * A fork's inherited pending calls, for a chat that made no customer run of its own yet (its
      * actor's hydration): the run that made them, as the latest run, and the calls still unanswered.
