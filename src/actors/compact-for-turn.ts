@@ -40,7 +40,8 @@ export async function compactForTurn(deps: RunDeps, compactor: Compactor, admiss
   // The one assembly, over the summaries made now (src/actors/reassemble-turn.ts).
   return {
     ...admission,
-    ...(await reassembleTurn(deps, admission, repack, packed)),
+    // The summaries made now are all this run waits for: its prompt is built whatever packing still asks.
+    ...(await reassembleTurn(deps, admission, repack, packed, false)),
     compaction: { ...request, elsewhere: outcome.elsewhere },
     compactionReport: compactionReport(packed.context, outcome.elsewhere),
   }

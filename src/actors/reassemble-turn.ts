@@ -14,11 +14,24 @@ export type Reassembly = Pick<Admission, 'prompt' | 'configWarnings' | 'translat
  * admitted and its summaries paid for: when the balance would now refuse it, it keeps the max_tokens
  * it was admitted with, within what the window leaves after the input packed now.
  */
-export async function reassembleTurn(deps: RunDeps, admission: Admission, frame: TurnFrame, packed: PackedTurn): Promise<Reassembly> {
-  const turn = assembleTurn(frame, packed, budgetFactsOf(frame, packed.estimatedTokens, deps.store.balance.balanceOf(admission.orgId)), ({ correctedInputTokens }) => {
-    const window = windowInForce(admission.model, correctedInputTokens)
-    return { maxTokens: Math.max(1, Math.min(admission.maxTokens, window.window - correctedInputTokens)), window, correctedInputTokens }
-  })
+export async function reassembleTurn(
+  deps: RunDeps,
+  admission: Admission,
+  frame: TurnFrame,
+  packed: PackedTurn,
+  /** Whether the prompt waits for summaries still to make: by default while any is needed (a refit); after compaction, never. */
+  promptWaits = packed.needed.length > 0,
+): Promise<Reassembly> {
+  const turn = assembleTurn(
+    frame,
+    packed,
+    budgetFactsOf(frame, packed.estimatedTokens, deps.store.balance.balanceOf(admission.orgId)),
+    ({ correctedInputTokens }) => {
+      const window = windowInForce(admission.model, correctedInputTokens)
+      return { maxTokens: Math.max(1, Math.min(admission.maxTokens, window.window - correctedInputTokens)), window, correctedInputTokens }
+    },
+    promptWaits,
+  )
   const manifest = turn.manifest(packed.context)
   await deps.store.writes.write(() => deps.store.runs.setManifest(admission.runId, manifest))
   // docs/guide/sandbox.md: config_warnings may repeat after compaction, when they changed.
