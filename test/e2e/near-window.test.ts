@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { inProcessVendorEnv } from './vendor-server.ts'
 import type { CatalogueEntry } from '../../src/domain/catalogue/catalogue-entry.ts'
 import { statusAt } from '../../src/domain/catalogue/lifecycle.ts'
 import { estimatePartTokens } from '../../src/domain/context/estimate-part-tokens.ts'
@@ -32,19 +33,6 @@ import { startReplayServer, type RecordedRequest, type ReplayServer } from './ve
  * the run's manifest shows as its refit.
  */
 
-const KEYS: Record<Vendor, [string, string]> = {
-  anthropic: ['ANTHROPIC_API_KEY', 'sk-ant-api03-replay-anthropic-key'],
-  openai: ['OPENAI_API_KEY', 'sk-proj-replay-openai-key'],
-  google: ['GOOGLE_GENERATIVE_AI_API_KEY', 'AIzaSyReplay-google-key'],
-  mistral: ['MISTRAL_API_KEY', 'replay-mistral-key'],
-  xai: ['XAI_API_KEY', 'xai-replay-key'],
-  deepseek: ['DEEPSEEK_API_KEY', 'sk-replay-deepseek-key'],
-}
-const VENDORS = Object.keys(KEYS) as Vendor[]
-const vendorEnv = (replay: ReplayServer): NodeJS.ProcessEnv => ({
-  ...Object.fromEntries(VENDORS.flatMap((v) => [[`${v.toUpperCase()}_BASE_URL`, replay.baseUrl(v)], KEYS[v]])),
-  VENDOR_MAX_RETRIES: '0',
-})
 
 const CATALOGUE = loadCatalogue().entries
 const ACTIVE = CATALOGUE.filter((e) => e.provider !== 'sandbox' && statusAt(e, new Date()) === 'active')
@@ -94,7 +82,7 @@ describe('near the window from a cold start: every active model, four kinds of c
 
   beforeAll(async () => {
     replay = await startReplayServer({ enforceLimits: true, reportCountedUsage: true })
-    ctx = await createTestApp({ catalogue: CATALOGUE, languageModelFor: createLanguageModels(vendorEnv(replay)) })
+    ctx = await createTestApp({ catalogue: CATALOGUE, languageModelFor: createLanguageModels(inProcessVendorEnv(replay)) })
     org = fundedOrg(ctx, '100000')
     // Headroom 0 and drop_oldest: packing fills the whole input budget, the nearest a turn comes to the window.
     await client(ctx, org).post('/api/v1/config/budgets', { budget: { version: 3, headroom: 0, history_mode: 'drop_oldest' } })

@@ -40,13 +40,21 @@ export { VENDOR_MODELS } from '../helpers/vendor-cases.ts'
  * every vendor's key and `<VENDOR>_BASE_URL` on `replay`; then `extra`.
  */
 export function vendorEnv(replay: ReplayServer, dataDir: string, nodeId: string, extra: Record<string, string> = {}): Record<string, string> {
-  const env: Record<string, string> = { DATA_DIR: dataDir, NODE_ID: nodeId, SANDBOX: 'on', VENDOR_RETRY_BASE_MS: '20' }
+  return { DATA_DIR: dataDir, NODE_ID: nodeId, SANDBOX: 'on', VENDOR_RETRY_BASE_MS: '20', ...vendorsOn(replay), ...extra }
+}
+
+/** Every vendor's key and `<VENDOR>_BASE_URL` on `replay`. */
+export function vendorsOn(replay: ReplayServer): Record<string, string> {
+  const env: Record<string, string> = {}
   for (const vendor of Object.keys(FIXTURES) as Vendor[]) {
     env[VENDOR_KEY_VARIABLES[vendor]] = VENDOR_KEYS[vendor]
     env[`${vendor.toUpperCase()}_BASE_URL`] = replay.baseUrl(vendor)
   }
-  return { ...env, ...extra }
+  return env
 }
+
+/** The vendor environment of an app run in process (createLanguageModels): every vendor on `replay`, no retries, so a refusal is seen once. */
+export const inProcessVendorEnv = (replay: ReplayServer): NodeJS.ProcessEnv => ({ ...vendorsOn(replay), VENDOR_MAX_RETRIES: '0' })
 
 export type VendorServer = {
   replay: ReplayServer

@@ -1,4 +1,5 @@
 import { statusAt } from '../../src/domain/catalogue/lifecycle.ts'
+import { inProcessVendorEnv } from '../e2e/vendor-server.ts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import type { CatalogueEntry } from '../../src/domain/catalogue/catalogue-entry.ts'
 import { estimatePartTokens } from '../../src/domain/context/estimate-part-tokens.ts'
@@ -12,7 +13,7 @@ import { prose } from '../e2e/prose.ts'
 import { DOCUMENTED_LIMITS, documentedLimits, type DocumentedLimits } from '../e2e/vendor-documented-limits.ts'
 import { FIXTURES, type Vendor } from '../e2e/vendor-fixtures/index.ts'
 import { requestFacts } from '../e2e/vendor-fixtures/request-texts.ts'
-import { countInputTokens, startReplayServer, type RecordedRequest, type ReplayServer } from '../e2e/vendor-replay-server.ts'
+import { countInputTokens, startReplayServer, type RecordedRequest, type ReplayServer, type ReplayServerOptions } from '../e2e/vendor-replay-server.ts'
 
 /**
  * Long chats on the vendors (issue 19): a chat packed to its model's input budget must send a
@@ -27,21 +28,7 @@ import { countInputTokens, startReplayServer, type RecordedRequest, type ReplayS
  * minutes), then one real turn runs.
  */
 
-const KEYS: Record<Vendor, [string, string]> = {
-  anthropic: ['ANTHROPIC_API_KEY', 'sk-ant-api03-replay-anthropic-key'],
-  openai: ['OPENAI_API_KEY', 'sk-proj-replay-openai-key'],
-  google: ['GOOGLE_GENERATIVE_AI_API_KEY', 'AIzaSyReplay-google-key'],
-  mistral: ['MISTRAL_API_KEY', 'replay-mistral-key'],
-  xai: ['XAI_API_KEY', 'xai-replay-key'],
-  deepseek: ['DEEPSEEK_API_KEY', 'sk-replay-deepseek-key'],
-}
-const VENDORS = Object.keys(KEYS) as Vendor[]
-
-/** Every vendor's key and base URL on the replay server; no retries, so a refusal is seen once. */
-const vendorEnv = (replay: ReplayServer): NodeJS.ProcessEnv => ({
-  ...Object.fromEntries(VENDORS.flatMap((v) => [[`${v.toUpperCase()}_BASE_URL`, replay.baseUrl(v)], KEYS[v]])),
-  VENDOR_MAX_RETRIES: '0',
-})
+const VENDORS = Object.keys(FIXTURES) as Vendor[]
 
 const CATALOGUE = loadCatalogue().entries
 // Retired models are refused before any request (decision 041): the ones a chat can still name.
@@ -137,24 +124,29 @@ const optInHeader = (request: RecordedRequest) => String(request.headers['anthro
 /** The most input a model's documented limits let one request hold (its opt-in window for Sonnet 4.5). */
 const documentedInputBound = (limits: DocumentedLimits) => Math.min(limits.inputLimit ?? Number.POSITIVE_INFINITY, limits.window ?? Number.POSITIVE_INFINITY)
 
-describe('long chats on the vendors: a chat packed to its input budget is taken', () => {
-  let replay: ReplayServer
-  let ctx: TestContext
-  let org: TestOrg
-
+/**
+ * The app in process over a real store, every vendor on a replay server started with `options`, and a
+ * funded organisation whose budget is headroom 0 (packing may fill the whole window, which must still
+ * leave the output its room) with drop_oldest (what does not fit is left out: no compaction run).
+ * Registers its own teardown with the describe block that calls it.
+ */
+function appOnTheDouble(options: ReplayServerOptions) {
+  const on = {} as { replay: ReplayServer; ctx: TestContext; org: TestOrg }
   beforeAll(async () => {
-    replay = await startReplayServer({ enforceLimits: true, reportCountedUsage: true })
-    ctx = await createTestApp({ catalogue: CATALOGUE, languageModelFor: createLanguageModels(vendorEnv(replay)) })
-    org = fundedOrg(ctx, '100000')
-    // Headroom 0: packing may fill the whole window, which must still leave the output its room.
-    // drop_oldest: what does not fit is left out, so no compaction run is needed.
-    await client(ctx, org).post('/api/v1/config/budgets', { budget: { version: 3, headroom: 0, history_mode: 'drop_oldest' } })
+    on.replay = await startReplayServer(options)
+    on.ctx = await createTestApp({ catalogue: CATALOGUE, languageModelFor: createLanguageModels(inProcessVendorEnv(on.replay)) })
+    on.org = fundedOrg(on.ctx, '100000')
+    await client(on.ctx, on.org).post('/api/v1/config/budgets', { budget: { version: 3, headroom: 0, history_mode: 'drop_oldest' } })
   })
-
   afterAll(async () => {
-    await ctx?.close()
-    await replay?.close()
+    await on.ctx?.close()
+    await on.replay?.close()
   })
+  return on
+}
+
+describe('long chats on the vendors: a chat packed to its input budget is taken', () => {
+  const on = appOnTheDouble({ enforceLimits: true, reportCountedUsage: true })
 
   /**
    * A new chat seeded with at least `tokens` of history, then one turn on the catalogue model `name`
@@ -164,11 +156,11 @@ describe('long chats on the vendors: a chat packed to its input budget is taken'
     const model = entry(name)
     const limits = limitsOf(model)
     const vendor = model.provider as Vendor
-    const chatId = await newChat(ctx, org.auth)
-    seedHistory(ctx, chatId, tokens)
-    const before = replay.requestsTo(vendor).length
-    const t = await turn(ctx, org.auth, chatId, { model: model.name, input: [prompt(text)] })
-    return { limits, t, request: onlyRequest(replay, vendor, before) }
+    const chatId = await newChat(on.ctx, on.org.auth)
+    seedHistory(on.ctx, chatId, tokens)
+    const before = on.replay.requestsTo(vendor).length
+    const t = await turn(on.ctx, on.org.auth, chatId, { model: model.name, input: [prompt(text)] })
+    return { limits, t, request: onlyRequest(on.replay, vendor, before) }
   }
 
   test('the documented limits cover every vendor model of the catalogue', () => {
@@ -180,20 +172,20 @@ describe('long chats on the vendors: a chat packed to its input budget is taken'
   test.each(VENDOR_MODELS.map((e) => [e.name, e] as const))('%s: a chat past its input budget is packed to it, and the request is within the documented limits', async (_name, model) => {
     const limits = limitsOf(model)
     const vendor = model.provider as Vendor
-    const chatId = await newChat(ctx, org.auth)
+    const chatId = await newChat(on.ctx, on.org.auth)
     // More than any budget could take: past the documented input bound and the catalogue's window.
-    const seeded = seedHistory(ctx, chatId, Math.max(documentedInputBound(limits), model.context_window) + 8 * PART_TOKENS)
-    const before = replay.requestsTo(vendor).length
+    const seeded = seedHistory(on.ctx, chatId, Math.max(documentedInputBound(limits), model.context_window) + 8 * PART_TOKENS)
+    const before = on.replay.requestsTo(vendor).length
 
-    const t = await turn(ctx, org.auth, chatId, { model: model.name, input: [prompt('Where did we leave the harbour plans?')] })
+    const t = await turn(on.ctx, on.org.auth, chatId, { model: model.name, input: [prompt('Where did we leave the harbour plans?')] })
 
-    const request = takenRequest(replay, vendor, before, (await getRun(ctx, org.auth, t.runId)).manifest)
+    const request = takenRequest(on.replay, vendor, before, (await getRun(on.ctx, on.org.auth, t.runId)).manifest)
     expectWithinDocumentedLimits(request, limits)
     expectAnswered(t)
     // Packed to the budget: the oldest history was left out, and what was sent fills the budget to
     // within one history part.
     expect(historyDropped(t), 'history_dropped').toBeDefined()
-    const manifest = (await getRun(ctx, org.auth, t.runId)).manifest
+    const manifest = (await getRun(on.ctx, on.org.auth, t.runId)).manifest
     const context = manifest.context
     expect(context.tokens.total).toBeLessThanOrEqual(context.input_budget)
     expect(context.tokens.total).toBeGreaterThan(context.input_budget - 2 * PART_TOKENS)
@@ -235,7 +227,7 @@ describe('long chats on the vendors: a chat packed to its input budget is taken'
     expect(request.countedInputTokens!).toBeGreaterThan(272_000 - 4 * PART_TOKENS)
     expectAnswered(t)
     expect(historyDropped(t)).toBeDefined()
-    expect((await getRun(ctx, org.auth, t.runId)).manifest.context.input_budget).toBeLessThanOrEqual(272_000)
+    expect((await getRun(on.ctx, on.org.auth, t.runId)).manifest.context.input_budget).toBeLessThanOrEqual(272_000)
   })
 })
 
@@ -244,38 +236,24 @@ describe('token calibration: a vendor that counts 25% more than the estimator', 
   /** Settled runs of at least 1,024 estimated tokens before the turn that must be corrected. */
   const CALIBRATION_RUNS = 5
   const MODEL = 'anthropic/claude-haiku-4.5'
-  let replay: ReplayServer
-  let ctx: TestContext
-  let org: TestOrg
-
-  beforeAll(async () => {
-    // Usage reports the counted tokens split as Anthropic splits them: fresh input, cache read,
-    // cache write; the vendor's count is their sum.
-    replay = await startReplayServer({ enforceLimits: true, tokenFactors: { anthropic: FACTOR }, reportCountedUsage: { cacheReadShare: 0.5, cacheWriteShare: 0.25 } })
-    ctx = await createTestApp({ catalogue: CATALOGUE, languageModelFor: createLanguageModels(vendorEnv(replay)) })
-    org = fundedOrg(ctx, '100000')
-    await client(ctx, org).post('/api/v1/config/budgets', { budget: { version: 3, headroom: 0, history_mode: 'drop_oldest' } })
-  })
-
-  afterAll(async () => {
-    await ctx?.close()
-    await replay?.close()
-  })
+  // Usage reports the counted tokens split as Anthropic splits them: fresh input, cache read,
+  // cache write; the vendor's count is their sum.
+  const on = appOnTheDouble({ enforceLimits: true, tokenFactors: { anthropic: FACTOR }, reportCountedUsage: { cacheReadShare: 0.5, cacheWriteShare: 0.25 } })
 
   test('after the calibration runs, a turn packed to the budget fits in the vendor’s count; the manifest and the run show the correction', async () => {
     const model = entry(MODEL)
     const limits = limitsOf(model)
-    const chatId = await newChat(ctx, org.auth)
+    const chatId = await newChat(on.ctx, on.org.auth)
     /** What each calibration run's request was counted at by the vendor double, over Parley's estimate. */
     const ratios: number[] = []
     for (let i = 0; i < CALIBRATION_RUNS; i++) {
-      const before = replay.requestsTo('anthropic').length
+      const before = on.replay.requestsTo('anthropic').length
       // Two parts of 700 tokens, each counted exactly (a text past 4,096 characters is estimated from
       // samples with a margin, decision 042, and would teach a ratio lower than exact counts have).
-      const t = await turn(ctx, org.auth, chatId, { model: MODEL, input: [prompt(prose(10_000 + i, 700)), prompt(prose(20_000 + i, 700))] })
+      const t = await turn(on.ctx, on.org.auth, chatId, { model: MODEL, input: [prompt(prose(10_000 + i, 700)), prompt(prose(20_000 + i, 700))] })
       expectAnswered(t)
-      const request = onlyRequest(replay, 'anthropic', before)
-      const run = await getRun(ctx, org.auth, t.runId)
+      const request = onlyRequest(on.replay, 'anthropic', before)
+      const run = await getRun(on.ctx, on.org.auth, t.runId)
       expect(run.manifest.estimated_input_tokens).toBeGreaterThanOrEqual(1024)
       // The vendor (its own count, a quarter up) counted more than the estimate, and said so in its usage.
       expect(run.token_estimate.reported).toBe(request.countedInputTokens)
@@ -283,17 +261,17 @@ describe('token calibration: a vendor that counts 25% more than the estimator', 
     }
     expect(Math.min(...ratios)).toBeGreaterThan(1.1)
 
-    seedHistory(ctx, chatId, 200_000 + 8 * PART_TOKENS)
-    const before = replay.requestsTo('anthropic').length
-    const t = await turn(ctx, org.auth, chatId, { model: MODEL, input: [prompt('What is left to do?')] })
-    const request = onlyRequest(replay, 'anthropic', before)
+    seedHistory(on.ctx, chatId, 200_000 + 8 * PART_TOKENS)
+    const before = on.replay.requestsTo('anthropic').length
+    const t = await turn(on.ctx, on.org.auth, chatId, { model: MODEL, input: [prompt('What is left to do?')] })
+    const request = onlyRequest(on.replay, 'anthropic', before)
     expectWithinDocumentedLimits(request, limits)
     expectAnswered(t)
     expect(historyDropped(t)).toBeDefined()
     // Within the input budget (headroom 0: the window) in the vendor's count, not only in ours.
     expect(request.countedInputTokens!).toBeLessThanOrEqual(model.context_window)
 
-    const run = await getRun(ctx, org.auth, t.runId)
+    const run = await getRun(on.ctx, on.org.auth, t.runId)
     const estimate = run.manifest.token_estimate
     // The highest ratio the runs taught, stepped up to 0.025 (decision 027).
     expect(estimate.correction).toBeGreaterThanOrEqual(Math.max(...ratios))
@@ -320,35 +298,21 @@ describe('token calibration: a vendor that counts 25% more than the estimator', 
 describe('a context refusal recovers: the vendor refuses the first request for its context, the turn is packed again once', () => {
   // docs/decisions/044-context-refusal-refit.md. Cold start: no run has taught the model's correction yet.
   const MODEL = 'anthropic/claude-haiku-4.5'
-  let replay: ReplayServer
-  let ctx: TestContext
-  let org: TestOrg
-
-  beforeAll(async () => {
-    // The vendor counts a quarter more than the estimator, and (with no correction learned) Parley
-    // packs a chat past its window to 200k of its own count: Anthropic refuses it, naming its count.
-    replay = await startReplayServer({ enforceLimits: true, tokenFactors: { anthropic: 1.25 }, reportCountedUsage: true })
-    ctx = await createTestApp({ catalogue: CATALOGUE, languageModelFor: createLanguageModels(vendorEnv(replay)) })
-    org = fundedOrg(ctx, '100000')
-    await client(ctx, org).post('/api/v1/config/budgets', { budget: { version: 3, headroom: 0, history_mode: 'drop_oldest' } })
-  })
-
-  afterAll(async () => {
-    await ctx?.close()
-    await replay?.close()
-  })
+  // The vendor counts a quarter more than the estimator, and (with no correction learned) Parley
+  // packs a chat past its window to 200k of its own count: Anthropic refuses it, naming its count.
+  const on = appOnTheDouble({ enforceLimits: true, tokenFactors: { anthropic: 1.25 }, reportCountedUsage: true })
 
   test('the turn streams to done with no error frame, the manifest shows the refit, and the correction has moved', async () => {
     const model = entry(MODEL)
     const limits = limitsOf(model)
-    expect(ctx.store.tokenCorrections.correctionFor(model.id)).toEqual({ correction: 1, runs: 0 })
-    const chatId = await newChat(ctx, org.auth)
-    seedHistory(ctx, chatId, 200_000 + 8 * PART_TOKENS)
-    const before = replay.requestsTo('anthropic').length
+    expect(on.ctx.store.tokenCorrections.correctionFor(model.id)).toEqual({ correction: 1, runs: 0 })
+    const chatId = await newChat(on.ctx, on.org.auth)
+    seedHistory(on.ctx, chatId, 200_000 + 8 * PART_TOKENS)
+    const before = on.replay.requestsTo('anthropic').length
 
-    const t = await turn(ctx, org.auth, chatId, { model: MODEL, input: [prompt('Is the ferry running?')] })
+    const t = await turn(on.ctx, on.org.auth, chatId, { model: MODEL, input: [prompt('Is the ferry running?')] })
 
-    const sent = replay.requestsTo('anthropic').slice(before)
+    const sent = on.replay.requestsTo('anthropic').slice(before)
     expect(sent.map((r) => r.status)).toEqual([400, 200])
     const [refused, taken] = sent as [RecordedRequest, RecordedRequest]
     expect(refused.breach).not.toBeNull()
@@ -358,7 +322,7 @@ describe('a context refusal recovers: the vendor refuses the first request for i
     expect(t.of('run')).toHaveLength(1)
     expect(t.of('translation_warnings')).toHaveLength(1)
 
-    const run = await getRun(ctx, org.auth, t.runId)
+    const run = await getRun(on.ctx, on.org.auth, t.runId)
     expect(run.status).toBe('succeeded')
     const refit = run.manifest.refit
     expect(refit.refusal.vendor_count).toBe(refused.countedInputTokens)
@@ -369,7 +333,7 @@ describe('a context refusal recovers: the vendor refuses the first request for i
     // The correction learned from the refusal at once: the vendor's count over the estimate it refused.
     expect(refit.after.correction).toBeGreaterThanOrEqual(refused.countedInputTokens! / refit.before.estimated_input_tokens)
     expect(run.manifest.token_estimate.correction).toBe(refit.after.correction)
-    const learned = ctx.store.tokenCorrections.correctionFor(model.id)
+    const learned = on.ctx.store.tokenCorrections.correctionFor(model.id)
     expect(learned.correction).toBeGreaterThan(1)
     expect(learned.runs).toBeGreaterThanOrEqual(2)
   })
@@ -377,32 +341,32 @@ describe('a context refusal recovers: the vendor refuses the first request for i
   test('a retry_of after a second refusal is packed with the correction the refusals taught', async () => {
     // A vendor counting two and a half times the estimate: past the most a correction may be (2),
     // so the refit is refused too. The client gets 422 context_too_large naming the run, not a bare 502.
-    replay.setTokenFactor('anthropic', 2.5)
+    on.replay.setTokenFactor('anthropic', 2.5)
     try {
-      const chatId = await newChat(ctx, org.auth)
-      seedHistory(ctx, chatId, 200_000 + 8 * PART_TOKENS)
-      const before = replay.requestsTo('anthropic').length
-      const res = await postTurn(ctx, org.auth, chatId, { model: MODEL, input: [prompt('And the harbour master?')] })
+      const chatId = await newChat(on.ctx, on.org.auth)
+      seedHistory(on.ctx, chatId, 200_000 + 8 * PART_TOKENS)
+      const before = on.replay.requestsTo('anthropic').length
+      const res = await postTurn(on.ctx, on.org.auth, chatId, { model: MODEL, input: [prompt('And the harbour master?')] })
       expect(res.statusCode, res.body).toBe(422)
       const { error } = res.json()
       expect(error.code).toBe('context_too_large')
       expect(error.message).toMatch(/context size/)
       expect(error.message).toMatch(/packed again/)
-      const sent = replay.requestsTo('anthropic').slice(before)
+      const sent = on.replay.requestsTo('anthropic').slice(before)
       expect(sent.map((r) => r.status)).toEqual([400, 400])
-      const run = await getRun(ctx, org.auth, error.details.run_id)
+      const run = await getRun(on.ctx, on.org.auth, error.details.run_id)
       expect(run.status).toBe('failed')
       expect(run.usage).toBeNull()
 
       // The vendor counts as it did before; retry_of packs with what the refusals taught, and is taken.
-      replay.setTokenFactor('anthropic', 1.25)
-      const retry = await turn(ctx, org.auth, chatId, { model: MODEL, input: [], retry_of: run.id })
+      on.replay.setTokenFactor('anthropic', 1.25)
+      const retry = await turn(on.ctx, on.org.auth, chatId, { model: MODEL, input: [], retry_of: run.id })
       expectAnswered(retry)
-      const retried = replay.requestsTo('anthropic').slice(before + 2)
+      const retried = on.replay.requestsTo('anthropic').slice(before + 2)
       expect(retried.map((r) => r.status)).toEqual([200])
-      expect((await getRun(ctx, org.auth, retry.runId)).manifest.refit).toBeNull()
+      expect((await getRun(on.ctx, on.org.auth, retry.runId)).manifest.refit).toBeNull()
     } finally {
-      replay.setTokenFactor('anthropic', 1.25)
+      on.replay.setTokenFactor('anthropic', 1.25)
     }
   })
 })
