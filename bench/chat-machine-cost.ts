@@ -6,7 +6,7 @@
  */
 import { createActor, fromPromise, waitFor } from 'xstate'
 import { chatMachine } from '../machines/chat.machine.ts'
-import { runSettlementMachine, type SettledRun } from '../machines/run-settlement.machine.ts'
+import type { SettledRun } from '../machines/run-settlement.machine.ts'
 import type { RunAdmission } from '../machines/chat.types.ts'
 import type { Submission } from '../src/actors/turn-types.ts'
 import type { RunOutcome } from '../src/domain/runs/run-outcome.ts'
@@ -35,7 +35,7 @@ const machine = chatMachine.provide({
     readTurn: fromPromise(async (): Promise<TurnFacts> => ({ runningRuns: { count: 0, cap: 10 }, overflow: null, budget: null })),
     writeTurn: fromPromise(async ({ input }) => admission(input.submission.runId)),
     streamRun: fromPromise(async () => result),
-    settleRun: runSettlementMachine.provide({ actors: { settle: fromPromise(async (): Promise<SettledRun> => ({ cost: '0', eager: null })) } }),
+    settleRun: fromPromise(async (): Promise<SettledRun> => ({ cost: '0', eager: null })),
   },
 })
 

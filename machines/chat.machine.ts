@@ -14,7 +14,7 @@ import {
   type TurnFacts,
   type TurnRuleName,
 } from '../src/domain/turns/admission-rules.ts'
-import { runSettlementMachine, type RunSettlementOutput } from './run-settlement.machine.ts'
+import { SETTLE_RETRIES, settleBackoff, settleRetryDelayMs, type RunSettlementInput, type SettledRun } from './run-settlement.machine.ts'
 import type {
   ChatAdmission,
   ChatContext,
@@ -210,8 +210,11 @@ export const chatMachine = setup({
     compactEagerly: fromPromise<void, EagerCompaction>(mustBeProvided('chat machine', 'compactEagerly')),
     streamRun: fromPromise<RunOutcome, StreamRunInput>(mustBeProvided('chat machine', 'streamRun')),
     refitTurn: fromPromise<ChatAdmission, RefitTurnInput>(mustBeProvided('chat machine', 'refitTurn')),
-    // decision 020: written, tried again, or left to the sweep (machines/run-settlement.machine.ts).
-    settleRun: runSettlementMachine,
+    // decision 020: a run's settlement is written (settleRun), tried again after a backoff, and
+    // failing that the run is left to the sweep (releaseRun): the states of `running.settling`.
+    settleRun: fromPromise<SettledRun, RunSettlementInput>(mustBeProvided('chat machine', 'settleRun')),
+    settleBackoff,
+    releaseRun: fromPromise<void, RunSettlementInput>(mustBeProvided('chat machine', 'releaseRun')),
     reapRun: fromPromise<ChatFacts, ReapRunInput>(mustBeProvided('chat machine', 'reapRun')),
     deleteChat: fromPromise<void, DeleteChatInput>(mustBeProvided('chat machine', 'deleteChat')),
   },
@@ -239,10 +242,9 @@ export const chatMachine = setup({
      */
     mayRefitAfterContextRefusal: ({ context }, outcome: RunOutcome) => mayRefit(context.admission?.refits ?? MAX_REFITS, outcome.contextRefusal),
     /** docs/guide/context.md at_fill: the settled run left the history past its fill mark, and no eager work runs yet. */
-    fillsEagerThreshold: ({ context }, output: RunSettlementOutput) =>
-      output.kind === 'settled' && (output.eager?.blocks.length ?? 0) > 0 && context.eagerCompaction === null,
-    /** decision 020: every settlement attempt failed; the run was left to the sweep. */
-    wasLeftToSweep: (_, output: RunSettlementOutput) => output.kind === 'leftToSweep',
+    fillsEagerThreshold: ({ context }, output: SettledRun) => (output.eager?.blocks.length ?? 0) > 0 && context.eagerCompaction === null,
+    /** decision 020: the settlement that just failed may be tried again (SETTLE_RETRIES after the first attempt). */
+    maySettleAgain: ({ context }) => context.settleAttempts < SETTLE_RETRIES,
     cancelsThisRun: ({ context, event }) => event.type === 'CANCEL' && context.admission?.runId === event.runId,
     /** The ledger holds a running run of this chat under a live lease, whoever owns it. */
     ledgerRunIsLive: ({ context, event }) => verdictOf(context, event) === 'held',
@@ -431,7 +433,9 @@ export const chatMachine = setup({
       if (!context.admission || !request) return
       enqueue.emit({ type: 'compacting', runId: context.admission.runId, blocks: request.blocks - request.inProgressElsewhere, inProgressElsewhere: request.inProgressElsewhere })
     }),
-    recordEagerCompaction: assign({ eagerCompaction: (_, output: RunSettlementOutput) => (output.kind === 'settled' ? output.eager : null) }),
+    recordEagerCompaction: assign({ eagerCompaction: (_, output: SettledRun) => output.eager }),
+    countSettleAttempt: assign({ settleAttempts: ({ context }) => context.settleAttempts + 1 }),
+    forgetSettleAttempts: assign({ settleAttempts: () => 0 }),
     startEagerCompaction: spawnChild('compactEagerly', { id: 'eagerCompaction', input: ({ context }) => context.eagerCompaction! }),
     forgetEagerCompaction: assign({ eagerCompaction: () => null }),
     // A finished child stays among the children until stopped: its input (the blocks) goes with it.
@@ -482,6 +486,7 @@ export const chatMachine = setup({
     outstanding: input.outstanding ?? null,
     deleters: [],
     interruption: null,
+    settleAttempts: 0,
   }),
   // Eager compaction (docs/guide/context.md) runs beside the turns as a child actor: a turn that needs its
   // blocks meanwhile waits for them in `running.compacting` instead of making them again.
@@ -729,27 +734,46 @@ export const chatMachine = setup({
             INTERRUPT: { target: 'settling', actions: ['noteInterruption', 'abortRun', 'recordInterruptedBeforeStreaming'] },
           },
         },
-        // decision 020: a settlement is never lost. The child machine writes it, tries again after a
-        // backoff, and failing that leaves the run to the sweep (machines/run-settlement.machine.ts).
+        // decision 020: a settlement is never lost. It is written, tried again after a backoff
+        // (SETTLE_RETRIES times, settleRetryDelayMs apart), and failing that the run is left to the sweep.
         settling: {
+          entry: 'forgetSettleAttempts',
           on: { DELETE: { actions: 'addDeleter' } },
-          invoke: {
-            id: 'settlement',
-            src: 'settleRun',
-            input: ({ context }) => ({ chatId: context.chatId, runId: context.admission!.runId, outcome: context.result! }),
-            onDone: [
-              { guard: { type: 'wasLeftToSweep', params: ({ event }) => event.output }, target: 'leftToSweep', actions: 'leaveRunToSweep' },
-              // No eager work for a chat about to go.
-              { guard: 'deletionRequested', target: '#chat.deleting', actions: ['holdCallsOfEndedRun', 'closeRun'] },
-              {
-                guard: { type: 'fillsEagerThreshold', params: ({ event }) => event.output },
-                target: '#chat.ready',
-                actions: ['holdCallsOfEndedRun', 'closeRun', { type: 'recordEagerCompaction', params: ({ event }) => event.output }, 'startEagerCompaction'],
+          initial: 'recording',
+          states: {
+            recording: {
+              invoke: {
+                src: 'settleRun',
+                input: ({ context }) => ({ chatId: context.chatId, runId: context.admission!.runId, outcome: context.result! }),
+                onDone: [
+                  // No eager work for a chat about to go.
+                  { guard: 'deletionRequested', target: '#chat.deleting', actions: ['holdCallsOfEndedRun', 'closeRun'] },
+                  {
+                    guard: { type: 'fillsEagerThreshold', params: ({ event }) => event.output },
+                    target: '#chat.ready',
+                    actions: ['holdCallsOfEndedRun', 'closeRun', { type: 'recordEagerCompaction', params: ({ event }) => event.output }, 'startEagerCompaction'],
+                  },
+                  // Straight to rest (not through \`ready\`): nothing else can be outstanding once the run settled.
+                  { guard: 'leftToolCalls', target: '#chat.awaitingToolResults', actions: ['holdCallsOfEndedRun', 'closeRun'] },
+                  { target: '#chat.idle', actions: 'closeRun' },
+                ],
+                onError: [{ guard: 'maySettleAgain', target: 'backingOff', actions: 'countSettleAttempt' }, { target: 'leavingToSweep' }],
               },
-              // Straight to rest (not through \`ready\`): nothing else can be outstanding once the run settled.
-              { guard: 'leftToolCalls', target: '#chat.awaitingToolResults', actions: ['holdCallsOfEndedRun', 'closeRun'] },
-              { target: '#chat.idle', actions: 'closeRun' },
-            ],
+            },
+            // Waiting out the backoff; the run is still this node's, its lease renewed.
+            backingOff: {
+              invoke: { src: 'settleBackoff', input: ({ context }) => ({ ms: settleRetryDelayMs(context.settleAttempts) }), onDone: 'recording' },
+            },
+            // Every attempt failed: the lease is released (no longer renewed) so the sweep settles the run.
+            // A release that cannot be written changes nothing: nobody renews the lease, so it lapses all the same.
+            leavingToSweep: {
+              invoke: {
+                src: 'releaseRun',
+                input: ({ context }) => ({ chatId: context.chatId, runId: context.admission!.runId, outcome: context.result! }),
+                onDone: { target: '#chat.running.leftToSweep', actions: 'leaveRunToSweep' },
+                onError: { target: '#chat.running.leftToSweep', actions: 'leaveRunToSweep' },
+              },
+            },
           },
         },
         // The run is outstanding in the ledger, its lease released: the chat goes on (or goes) without it.

@@ -72,6 +72,8 @@ export type ChatContext = {
   deleters: string[]
   /** Why the running run is being stopped when this node shuts down (INTERRUPT), for the inspector; null otherwise. */
   interruption: string | null
+  /** Failed attempts to write the running run's settlement so far (decision 020); 0 outside `running.settling`. */
+  settleAttempts: number
 }
 
 /**

@@ -28,7 +28,15 @@ const sleep = (ms: number, signal: AbortSignal) =>
   })
 
 /**
- * The end of every streamed run, customer or compaction (src/actors/run-lifecycle.ts): its outcome is
+ * The pause before a settlement is tried again, as an invoked actor rather than a delayed transition:
+ * a restored snapshot starts its invoked actors again, but XState does not persist delayed events as data.
+ */
+export const settleBackoff = fromPromise<void, { ms: number }>(({ input, signal }) => sleep(input.ms, signal))
+
+/**
+ * The end of a compaction run (src/actors/run-lifecycle.ts settleOrLeaveToSweep); a customer run's
+ * settlement follows the same rule inside the chat machine (its `running.settling` states), without a
+ * child machine per turn (src/actors/run-lifecycle.ts): its outcome is
  * written (`settle`, with whatever must go in the same transaction), tried again after a backoff
  * while the run is still this node's and its lease renewed, and when every attempt failed the run is
  * left to the sweep (`release`), which settles it as `interrupted` for the usage known. A settlement
@@ -43,11 +51,7 @@ export const runSettlementMachine = setup({
   actors: {
     settle: fromPromise<SettledRun, RunSettlementInput>(mustBeProvided('run settlement machine', 'settle')),
     release: fromPromise<void, RunSettlementInput>(mustBeProvided('run settlement machine', 'release')),
-    /**
-     * The backoff, as an invoked actor rather than a delayed transition: a restored snapshot starts
-     * its invoked actors again, but XState does not persist delayed events as data.
-     */
-    backoff: fromPromise<void, { ms: number }>(({ input, signal }) => sleep(input.ms, signal)),
+    backoff: settleBackoff,
   },
   guards: {
     /** The settlement that just failed may be tried again. */

@@ -1,6 +1,5 @@
 import { createActor, fromPromise, type Actor, type InspectionEvent, type Observer, type Snapshot } from 'xstate'
 import { chatMachine } from '../../machines/chat.machine.ts'
-import { runSettlementMachine } from '../../machines/run-settlement.machine.ts'
 import type { ChatInput } from '../../machines/chat.types.ts'
 import { DomainError, RunInProgressError, UnavailableError } from '../domain/errors.ts'
 import type { PartBody } from '../domain/parts.ts'
@@ -109,41 +108,37 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
         const { admission, abort } = runtimeOf(input.chatId).run(input.admission.runId)
         return executeRun(deps, admission, abort.signal)
       }),
-      // decision 020: written, tried again, or left to the sweep (machines/run-settlement.machine.ts).
-      settleRun: runSettlementMachine.provide({
-        actors: {
-          // A throw is tried again by the settlement machine: the stream waits for it.
-          settle: fromPromise(async ({ input }) => {
-            const runtime = runtimeOf(input.chatId)
-            const { admission } = runtime.run(input.runId)
-            const cost = await writeSettlement(deps, admission, input.outcome)
-            endStream(admission, input.outcome, cost)
-            runtime.forgetRun(admission.runId)
-            // A run cancelled or failed still grew the ledger; eager work is planned on what is there now.
-            // The run is settled whatever planning meets: its failure must not bring a second settlement.
-            let eager = null
-            try {
-              eager = planEagerCompaction(deps, compactor, admission)
-            } catch (error) {
-              report(`eager compaction of chat ${admission.chatId} not planned`, error)
-            }
-            return { cost, eager }
-          }),
-          // Settlement kept failing: the lease is released and never renewed here, so the sweep settles the run.
-          release: fromPromise(async ({ input }) => {
-            const runtime = runtimeOf(input.chatId)
-            runtime.released.add(input.runId)
-            try {
-              await leaveToSweep(deps, input.runId)
-            } catch (error) {
-              // Unwritten, the lease lapses within its TTL all the same: nobody renews it.
-              report(`lease of run ${input.runId} not released`, error)
-            } finally {
-              endUnsettled(runtime.run(input.runId).admission)
-              runtime.forgetRun(input.runId)
-            }
-          }),
-        },
+      // decision 020: written (a throw is tried again by the chat machine: the stream waits for it),
+      // or, once every attempt failed, left to the sweep (releaseRun).
+      settleRun: fromPromise(async ({ input }) => {
+        const runtime = runtimeOf(input.chatId)
+        const { admission } = runtime.run(input.runId)
+        const cost = await writeSettlement(deps, admission, input.outcome)
+        endStream(admission, input.outcome, cost)
+        runtime.forgetRun(admission.runId)
+        // A run cancelled or failed still grew the ledger; eager work is planned on what is there now.
+        // The run is settled whatever planning meets: its failure must not bring a second settlement.
+        let eager = null
+        try {
+          eager = planEagerCompaction(deps, compactor, admission)
+        } catch (error) {
+          report(`eager compaction of chat ${admission.chatId} not planned`, error)
+        }
+        return { cost, eager }
+      }),
+      // Settlement kept failing: the lease is released and never renewed here, so the sweep settles the run.
+      releaseRun: fromPromise(async ({ input }) => {
+        const runtime = runtimeOf(input.chatId)
+        runtime.released.add(input.runId)
+        try {
+          await leaveToSweep(deps, input.runId)
+        } catch (error) {
+          // Unwritten, the lease lapses within its TTL all the same: nobody renews it.
+          report(`lease of run ${input.runId} not released`, error)
+        } finally {
+          endUnsettled(runtime.run(input.runId).admission)
+          runtime.forgetRun(input.runId)
+        }
       }),
       // decision 020: the chat's rows in one transaction; an outstanding run whose lease lapsed is settled first.
       deleteChat: fromPromise(async ({ input }) => {

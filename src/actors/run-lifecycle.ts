@@ -10,9 +10,9 @@
  * 4. `leaveToSweep` releases the lease of a run whose settlement could not be written, so the sweep
  *    settles it as `interrupted` (src/actors/sweep-abandoned-runs.ts, which settles through step 3).
  *
- * Steps 3 and 4 of a streamed run are the settlement machine's (machines/run-settlement.machine.ts):
- * written, tried again at 200 ms × 4^n, then left to the sweep. The chat machine invokes it for a
- * customer run (`running.settling`), `settleOrLeaveToSweep` runs it for a compaction run. A swept
+ * Steps 3 and 4 of a streamed run follow decision 020: written, tried again at 200 ms × 4^n, then left
+ * to the sweep. For a customer run these are the chat machine's `running.settling` states; for a
+ * compaction run `settleOrLeaveToSweep` runs machines/run-settlement.machine.ts. A swept
  * run is settled once per sweep; one that cannot be written stays `running` for the next sweep.
  */
 import { createActor, fromPromise, toPromise } from 'xstate'

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { createActor, fromPromise, waitFor, type Actor, type ActorRefFrom } from 'xstate'
+import { createActor, fromPromise, waitFor, type Actor } from 'xstate'
 import { CHAT_DELETED, chatMachine } from '../../machines/chat.machine.ts'
-import { runSettlementMachine, SETTLE_RETRIES, settleRetryDelayMs, type RunSettlementInput, type SettledRun } from '../../machines/run-settlement.machine.ts'
+import { SETTLE_RETRIES, settleRetryDelayMs, type RunSettlementInput, type SettledRun } from '../../machines/run-settlement.machine.ts'
 import type {
   ReadTurnInput,
   WriteTurnInput,
@@ -227,24 +227,20 @@ function harness(options: Partial<ChatInput> & { now?: () => Date; turn?: TurnFa
         streams.push({ input: withRun(input), d })
         return d.promise
       }),
-      settleRun: runSettlementMachine.provide({
-        // Settlement retries wait 5 ms here (200 ms × 4^n in production).
-        actors: {
-          backoff: fromPromise(() => new Promise<void>((resolve) => setTimeout(resolve, 5))),
-          settle: fromPromise<SettledRun, RunSettlementInput>(({ input }) => {
-            const d = deferred<SettledRun>()
-            settles.push({ input: settlementCall(input), d, settle: (output = {}) => d.resolve({ cost: '0', eager: null, ...output }) })
-            return d.promise.then((output) => {
-              runtime.forgetRun(input.runId)
-              return output
-            })
-          }),
-          release: fromPromise<void, RunSettlementInput>(({ input }) => {
-            const d = deferred<void>()
-            releases.push({ input: settlementCall(input), d })
-            return d.promise.finally(() => runtime.forgetRun(input.runId))
-          }),
-        },
+      // Settlement retries wait 5 ms here (200 ms × 4^n in production).
+      settleBackoff: fromPromise(() => new Promise<void>((resolve) => setTimeout(resolve, 5))),
+      settleRun: fromPromise<SettledRun, RunSettlementInput>(({ input }) => {
+        const d = deferred<SettledRun>()
+        settles.push({ input: settlementCall(input), d, settle: (output = {}) => d.resolve({ cost: '0', eager: null, ...output }) })
+        return d.promise.then((output) => {
+          runtime.forgetRun(input.runId)
+          return output
+        })
+      }),
+      releaseRun: fromPromise<void, RunSettlementInput>(({ input }) => {
+        const d = deferred<void>()
+        releases.push({ input: settlementCall(input), d })
+        return d.promise.finally(() => runtime.forgetRun(input.runId))
       }),
       compactEagerly: fromPromise<void, EagerCompaction>(({ input, signal }) => {
         const d = deferred<void>()
@@ -277,19 +273,10 @@ function harness(options: Partial<ChatInput> & { now?: () => Date; turn?: TurnFa
   const state = () => actor.getSnapshot().value
   const context = () => actor.getSnapshot().context
   const at = (value: Parameters<ReturnType<typeof actor.getSnapshot>['matches']>[0]) => waitFor(actor, (s) => s.matches(value), { timeout: 2_000 })
-  /** The settlement child machine (machines/run-settlement.machine.ts) of the run being settled. */
-  const settlement = () => actor.getSnapshot().children.settlement as ActorRefFrom<typeof runSettlementMachine> | undefined
-  /** Until the run is settling and its settlement machine is in `value`. */
-  /** Until the run's settlement was tried `n` times (polled, as the child retries on its own). */
+  /** Until the run's settlement was tried `n` times (polled, as the machine retries on its own). */
   const settleAttempts = (n: number) => vi.waitFor(() => expect(settles).toHaveLength(n), { timeout: 2_000, interval: 1 })
-  // Polled: the chat's snapshot does not change while its child moves.
-  const settlementAt = (value: 'settling' | 'waiting' | 'leavingToSweep') =>
-    vi.waitFor(
-      () => {
-        if (!actor.getSnapshot().matches({ running: 'settling' }) || settlement()?.getSnapshot().value !== value) throw new Error(`settlement not ${value}`)
-      },
-      { timeout: 2_000, interval: 1 },
-    )
+  /** Until the run is settling in `value` (writing it, waiting out a backoff, leaving it to the sweep). */
+  const settlementAt = (value: 'recording' | 'backingOff' | 'leavingToSweep') => at({ running: { settling: value } })
   /** The eager compaction child, while the chat has one. */
   const eagerChild = () => actor.getSnapshot().children.eagerCompaction
   /**
@@ -315,7 +302,7 @@ function harness(options: Partial<ChatInput> & { now?: () => Date; turn?: TurnFa
     actor.send({ type: 'FORK', requestId, upToOrdinal, ledger })
     return respond
   }
-  return { actor, runtime, fork, reads, admits, streams, settles, compacts, refits, eagers, releases, deletes, reaps, submit, remove, state, context, at, settlement, settlementAt, settleAttempts, errors, eagerChild, eagerRunning, eagerDone }
+  return { actor, runtime, fork, reads, admits, streams, settles, compacts, refits, eagers, releases, deletes, reaps, submit, remove, state, context, at, settlementAt, settleAttempts, errors, eagerChild, eagerRunning, eagerDone }
 }
 
 /** Drives a fresh harness to running.streaming for run `runId`. */
@@ -664,8 +651,8 @@ describe('chat machine: settling', () => {
     h.streams[0]!.d.resolve(result('succeeded'))
     await h.at({ running: 'settling' })
     h.settles[0]!.d.reject(new Error('disk full'))
-    await h.settlementAt('waiting')
-    expect(h.settlement()!.getSnapshot().context.attempts).toBe(1)
+    await h.settlementAt('backingOff')
+    expect(h.context().settleAttempts).toBe(1)
     await h.settleAttempts(2)
     expect(h.settles[1]!.input).toEqual(h.settles[0]!.input)
     h.settles[1]!.settle()
@@ -902,7 +889,7 @@ describe('chat machine: compacting', () => {
     const onAbort = vi.fn()
     signal.addEventListener('abort', onAbort)
     h.actor.send({ type: 'CANCEL', runId: 'run-x' })
-    expect(h.state()).toEqual({ running: 'settling' })
+    expect(h.state()).toEqual({ running: { settling: 'recording' } })
     expect(signal.aborted).toBe(true)
     expect(onAbort).toHaveBeenCalledTimes(1)
     const settled = h.settles[0]!.input
@@ -912,7 +899,7 @@ describe('chat machine: compacting', () => {
     // compactHistory settling late changes nothing: its invocation was stopped with the state.
     h.compacts[0]!.d.resolve({ ...h.admitted, compaction: null })
     await Promise.resolve()
-    expect(h.state()).toEqual({ running: 'settling' })
+    expect(h.state()).toEqual({ running: { settling: 'recording' } })
     expect(h.streams).toHaveLength(0)
     h.settles[0]!.settle()
     await h.at('idle')
@@ -1071,7 +1058,7 @@ describe('chat machine: a turn during eager compaction', () => {
     expect(h.eagerChild()).toBe(h.child)
 
     h.actor.send({ type: 'CANCEL', runId: 'run-2' })
-    expect(h.state()).toEqual({ running: 'settling' })
+    expect(h.state()).toEqual({ running: { settling: 'recording' } })
     expect(h.compacts[0]!.input.signal.aborted).toBe(true)
     expect(h.settles[1]!.input.result).toMatchObject({ status: 'cancelled', usage: ZERO_USAGE })
     expect(h.eagerChild()).toBe(h.child)
@@ -1241,7 +1228,7 @@ describe('chat machine: delete (decision 020)', () => {
     await h.at({ running: 'compacting' })
     const compactSignal = h.compacts[0]!.input.signal
     const respond = h.remove()
-    expect(h.state()).toEqual({ running: 'settling' })
+    expect(h.state()).toEqual({ running: { settling: 'recording' } })
     expect(compactSignal.aborted).toBe(true)
     expect(h.streams).toHaveLength(1)
     expect(h.settles[1]!.input.admission.runId).toBe('run-1')
@@ -1300,7 +1287,7 @@ describe('chat machine: delete (decision 020)', () => {
     h.streams[0]!.d.resolve(result('succeeded'))
     await h.at({ running: 'settling' })
     h.settles[0]!.d.reject(new Error('disk I/O error'))
-    await h.settlementAt('waiting')
+    await h.settlementAt('backingOff')
     h.remove()
     await h.settleAttempts(2)
     h.settles[1]!.settle()
@@ -1317,7 +1304,7 @@ describe('chat machine: settlement cannot be lost (decision 020)', () => {
     h.streams[0]!.d.resolve(res)
     for (let i = 0; i <= SETTLE_RETRIES; i++) {
       await h.settleAttempts(i + 1)
-      expect(h.state()).toEqual({ running: 'settling' })
+      expect(h.state()).toEqual({ running: { settling: 'recording' } })
       h.settles[i]!.d.reject(new Error('SQLITE_FULL: database or disk is full'))
     }
     await h.settlementAt('leavingToSweep')

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest'
 import { createActor, fromPromise, type Actor } from 'xstate'
 import { chatMachine } from '../../machines/chat.machine.ts'
-import { runSettlementMachine, type SettledRun } from '../../machines/run-settlement.machine.ts'
+import type { SettledRun } from '../../machines/run-settlement.machine.ts'
 import type { ChatEmitted, ChatInput, RunAdmission, StreamRunInput } from '../../machines/chat.types.ts'
 import type { Submission } from '../../src/domain/turns/submission.ts'
 import type { TurnFacts } from '../../src/domain/turns/admission-rules.ts'
@@ -37,7 +37,7 @@ function host() {
         streams.push(input)
         return new Promise((resolve) => ends.push((status) => resolve(runOutcomeFixture(status))))
       }),
-      settleRun: runSettlementMachine.provide({ actors: { settle: fromPromise(async (): Promise<SettledRun> => ({ cost: '0', eager: null })) } }),
+      settleRun: fromPromise(async (): Promise<SettledRun> => ({ cost: '0', eager: null })),
     },
   })
   return { machine, streams, ends }
@@ -174,22 +174,18 @@ describe('a chat actor persisted mid-turn and restored in a new host (getPersist
     restored.stop()
   })
 
-  it('persisted while its settlement waits to be tried again: the settlement machine is restored with its attempts, and settles', async () => {
+  it('persisted while its settlement waits to be tried again: the chat is restored in that wait with its attempts, and settles', async () => {
     let failing = true
     const settles: string[] = []
     const machine = host().machine.provide({
       actors: {
         streamRun: fromPromise(async () => runOutcomeFixture('succeeded')),
-        settleRun: runSettlementMachine.provide({
-          actors: {
-            // The first host's backoff never ends: it is persisted while it waits.
-            backoff: fromPromise(() => (failing ? new Promise<void>(() => undefined) : Promise.resolve())),
-            settle: fromPromise(async ({ input }): Promise<SettledRun> => {
-              settles.push(input.runId)
-              if (failing) throw new Error('database is locked')
-              return { cost: '0.01', eager: null }
-            }),
-          },
+        // The first host's backoff never ends: it is persisted while it waits.
+        settleBackoff: fromPromise(() => (failing ? new Promise<void>(() => undefined) : Promise.resolve())),
+        settleRun: fromPromise(async ({ input }): Promise<SettledRun> => {
+          settles.push(input.runId)
+          if (failing) throw new Error('database is locked')
+          return { cost: '0.01', eager: null }
         }),
       },
     })
@@ -201,10 +197,10 @@ describe('a chat actor persisted mid-turn and restored in a new host (getPersist
     original.stop()
     const carried = JSON.parse(JSON.stringify(persisted)) as typeof persisted
     expect(isPlainData(carried)).toBe(true)
-    // A persisted snapshot is typed opaque; as JSON it holds the state and each child's own snapshot.
-    const asJson = carried as unknown as { value: unknown; children: Record<string, { snapshot: unknown }> }
-    expect(asJson.value).toEqual({ running: 'settling' })
-    expect(asJson.children.settlement!.snapshot).toMatchObject({ value: 'waiting', context: { runId: 'run-1', attempts: 1 } })
+    // A persisted snapshot is typed opaque; as JSON it holds the state and the context, attempts included.
+    const asJson = carried as unknown as { value: unknown; context: { settleAttempts: number; admission: { runId: string } } }
+    expect(asJson.value).toEqual({ running: { settling: 'backingOff' } })
+    expect(asJson.context).toMatchObject({ settleAttempts: 1, admission: { runId: 'run-1' } })
     // Restored, the backoff is invoked again (a delayed transition would be lost: XState does not persist it).
     failing = false
     const restored = createActor(machine, { snapshot: carried, input }).start()
