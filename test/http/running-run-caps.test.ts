@@ -3,6 +3,7 @@ import { request as httpRequest, type ClientRequest, type IncomingMessage } from
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createSandboxLanguageModel } from '../../src/providers/sandbox/sandbox-language-model.ts'
 import { DEFAULT_MAX_CONCURRENT_TURNS, DEFAULT_MAX_RUNNING_RUNS_PER_ORG, readSettings } from '../../src/settings.ts'
+import { RUNNING_CUSTOMER_RUNS_OF_ORG_SQL } from '../../src/store/runs.ts'
 import { expectError } from '../helpers/http.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
 import {
@@ -161,8 +162,8 @@ describe('the per-organisation cap on running runs (MAX_RUNNING_RUNS_PER_ORG)', 
   it('counts through migration 0012 index of running customer runs by organisation', async () => {
     const c = await appWith({})
     const plan = c.store.db
-      .prepare(`EXPLAIN QUERY PLAN SELECT count(*) AS n FROM (SELECT 1 FROM runs WHERE org_id = ? AND status = 'running' AND origin = 'customer' LIMIT ?)`)
-      .all('org', 64) as { detail: string }[]
+      .prepare(`EXPLAIN QUERY PLAN ${RUNNING_CUSTOMER_RUNS_OF_ORG_SQL}`)
+      .all('org') as { detail: string }[]
     expect(plan.map((p) => p.detail).join('\n')).toMatch(/USING (COVERING )?INDEX runs_org_running_customer/)
   })
 })
