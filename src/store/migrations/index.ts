@@ -14,6 +14,7 @@ import * as runningRunsByOrg from './0012-running-runs-by-org.ts'
 import * as runsByOrg from './0013-runs-by-org.ts'
 import * as inheritedRuns from './0014-inherited-runs.ts'
 import * as catalogueVersions from './0015-catalogue-versions.ts'
+import * as providerCallMinutes from './0016-provider-call-minutes.ts'
 
 export type Migration = { name: string; up: (db: Database) => void }
 
@@ -34,4 +35,5 @@ export const migrations: Migration[] = [
   { name: '0013-runs-by-org', up: runsByOrg.up },
   { name: '0014-inherited-runs', up: inheritedRuns.up },
   { name: '0015-catalogue-versions', up: catalogueVersions.up },
+  { name: '0016-provider-call-minutes', up: providerCallMinutes.up },
 ]
