@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto'
 import { API_KEY_PREFIX, generateSecret, hashSecret, sameHash } from '../domain/credentials.ts'
 import { wallClock, type Clock, type Db } from './database.ts'
+import type { ReadMostly } from './read-mostly.ts'
 
 export type ApiKeyIdentity = { keyId: string; orgId: string }
 type KeyRow = { id: string; org_id: string; secret_hash: Buffer; revoked_at: string | null }
 /** A key as an operator sees it: never its secret or hash. */
 export type ApiKeyListing = { id: string; name: string | null; created_at: string; revoked_at: string | null; last_run_at: string | null }
 
-export function createApiKeyStore(db: Db, clock: Clock = wallClock) {
+export function createApiKeyStore(db: Db, clock: Clock = wallClock, readMostly?: ReadMostly) {
   const insert = db.prepare<[string, string, string | null, Buffer, string]>(
     'INSERT INTO api_keys (id, org_id, name, secret_hash, created_at) VALUES (?, ?, ?, ?, ?)',
   )
@@ -26,6 +27,13 @@ export function createApiKeyStore(db: Db, clock: Clock = wallClock) {
      FROM api_keys k WHERE k.org_id = ? ORDER BY k.created_at, k.rowid`,
   )
   const revokedAt = db.prepare<[string], { revoked_at: string | null }>('SELECT revoked_at FROM api_keys WHERE id = ?')
+  // Every request authenticates: the key's row is kept between requests (src/store/read-mostly.ts).
+  const identityOf = (hash: Buffer): ApiKeyIdentity | null => {
+    const row = byHash.get(hash)
+    if (!row || row.revoked_at !== null || !sameHash(row.secret_hash, hash)) return null
+    return { keyId: row.id, orgId: row.org_id }
+  }
+  const kept = readMostly?.lookup((hashHex: string) => identityOf(Buffer.from(hashHex, 'hex')))
 
   return {
     /** Returns the secret; it is never stored and cannot be shown again. */
@@ -33,19 +41,19 @@ export function createApiKeyStore(db: Db, clock: Clock = wallClock) {
       const id = randomUUID()
       const key = generateSecret(API_KEY_PREFIX)
       insert.run(id, orgId, name, hashSecret(key), clock().toISOString())
+      kept?.forget()
       return { id, key }
     },
     authenticate(secret: string): ApiKeyIdentity | null {
       const hash = hashSecret(secret)
-      const row = byHash.get(hash)
-      if (!row || row.revoked_at !== null || !sameHash(row.secret_hash, hash)) return null
-      return { keyId: row.id, orgId: row.org_id }
+      return kept ? kept.get(hash.toString('hex')) : identityOf(hash)
     },
     /** The organisation's keys, revoked ones included, oldest first. */
     listOfOrg: (orgId: string): ApiKeyListing[] => ofOrg.all(orgId),
     /** Revoking twice keeps the first revocation time. */
     revoke(id: string): { id: string; revoked_at: string } | null {
       revoke.run(clock().toISOString(), id)
+      kept?.forget()
       const row = revokedAt.get(id)
       return row?.revoked_at ? { id, revoked_at: row.revoked_at } : null
     },

@@ -16,6 +16,7 @@ import { createSummaryStore } from './summaries.ts'
 import { createIdempotencyKeyStore } from './idempotency-keys.ts'
 import { createTokenCorrectionStore } from './token-corrections.ts'
 import { createWriteQueue } from './write-queue.ts'
+import { createReadMostly } from './read-mostly.ts'
 import { createForkStore } from './fork-chat.ts'
 
 export type StoreOptions = {
@@ -30,12 +31,13 @@ export type StoreOptions = {
 /** Every query module over one connection; each prepares its statements once, here. */
 export function createStore(db: Db, options: StoreOptions = {}) {
   const now = options.now ?? wallClock
+  const readMostly = createReadMostly(db)
   return {
     db,
     /** The clock this store dates its writes by. */
     now,
-    organisations: createOrganisationStore(db, now),
-    apiKeys: createApiKeyStore(db, now),
+    organisations: createOrganisationStore(db, now, readMostly),
+    apiKeys: createApiKeyStore(db, now, readMostly),
     consoleSessions: createConsoleSessionStore(db, now),
     chats: createChatStore(db, now),
     parts: createPartStore(db, now),
@@ -48,9 +50,9 @@ export function createStore(db: Db, options: StoreOptions = {}) {
     runs: createRunStore(db),
     summaries: createSummaryStore(db),
     idempotencyKeys: createIdempotencyKeyStore(db),
-    tokenCorrections: createTokenCorrectionStore(db, now),
+    tokenCorrections: createTokenCorrectionStore(db, now, readMostly),
     /** Imported catalogue versions (docs/decisions/041-catalogue-lifecycle.md). */
-    catalogueVersions: createCatalogueVersionStore(db, now),
+    catalogueVersions: createCatalogueVersionStore(db, now, readMostly),
     /** Forks: a chat's rows copied into a new chat (docs/decisions/037-fork.md). */
     forks: createForkStore(db, now),
     /** Group commit for the turn path: admissions, closed blocks and settlements. */

@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { inProcessVendorEnv } from './vendor-server.ts'
 import type { CatalogueEntry } from '../../src/domain/catalogue/catalogue-entry.ts'
@@ -109,8 +110,11 @@ describe('near the window from a cold start: every active model, four kinds of c
 
   test.each(cases)('%s, %s: streams to done, taken on the first request or after the one refit the manifest shows', async (_name, kind, model) => {
     const vendor = model.provider as Vendor
-    // Cold start: no correction learned for the model.
-    ctx.store.db.prepare('DELETE FROM token_corrections WHERE model_id = ?').run(model.id)
+    // Cold start: no correction learned for the model. Cleared from a connection of its own, as an
+    // operator would: the server's connection keeps read-mostly rows until another commits (src/store/read-mostly.ts).
+    const operator = new Database(ctx.store.db.name)
+    operator.prepare('DELETE FROM token_corrections WHERE model_id = ?').run(model.id)
+    operator.close()
     const chatId = await newChat(ctx, org.auth)
     seedHistory(ctx, chatId, kind, model.context_window + 4 * PART_UNITS)
     const before = replay.requestsTo(vendor).length
