@@ -124,7 +124,7 @@ export function settleInLedger(deps: RunDeps, s: Settlement): string | null {
  */
 function reportOnceCommitted(deps: RunDeps, s: Settlement, cost: string): void {
   queueMicrotask(() => {
-    if (deps.store.runs.get(s.orgId, s.runId)?.status === 'running') return
+    if (deps.store.runs.statusOf(s.runId) === 'running') return
     try {
       deps.onRunSettled!(s, cost)
     } catch {

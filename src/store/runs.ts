@@ -65,6 +65,7 @@ export function createRunStore(db: Db) {
   )
   const byId = db.prepare<[string], RunRow>('SELECT * FROM runs WHERE id = ?').safeIntegers(true)
   const byOrg = db.prepare<[string, string], RunRow>('SELECT * FROM runs WHERE id = ? AND org_id = ?').safeIntegers(true)
+  const statusById = db.prepare<[string], { status: RunStatus }>('SELECT status FROM runs WHERE id = ?')
   const latestCustomer = db
     .prepare<[string], RunRow>(
       `SELECT * FROM runs WHERE chat_id = ? AND origin = 'customer' ORDER BY created_at DESC, rowid DESC LIMIT 1`,
@@ -128,6 +129,8 @@ export function createRunStore(db: Db) {
     insert: (run: NewRun) => insert.run({ ...run, manifest: JSON.stringify(run.manifest) }),
     get: (orgId: string, id: string) => byOrg.get(id, orgId),
     getById: (id: string) => byId.get(id),
+    /** The run's status alone (not its manifest, which can be kilobytes), once per settled run. */
+    statusOf: (id: string): RunStatus | undefined => statusById.get(id)?.status,
     latestCustomerRun: (chatId: string) => latestCustomer.get(chatId),
     runningRun: (chatId: string) => running.get(chatId),
     /** The chat's running customer run, whoever streams it, with its lease; compaction runs run beside it. */
