@@ -372,7 +372,7 @@ export const CACHE_SCENARIOS: CompactionScenario[] = [
   { label: '128k window, default budget (headroom 0.1), tools', model: 'sandbox/echo', window: 128_000, headroom: null, tools: true, turns: 260, ...LONG, aim: 0.8 },
   { label: '128k window, headroom 0.5, no tools', model: 'sandbox/echo', window: 128_000, headroom: 0.5, tools: false, turns: 200, ...LONG, aim: 0.8 },
   { label: '128k window, headroom 0.5, tools', model: 'sandbox/echo', window: 128_000, headroom: 0.5, tools: true, turns: 200, ...LONG, aim: 0.8 },
-  { ...SMALL_WINDOW_TOOLS, label: '8k window, default budget (headroom 0.1), no tools', tools: false },
+  { ...SMALL_WINDOW_TOOLS, label: '8k window, default budget (headroom 0.1), no tools', tools: false, aim: 0.8 },
   SMALL_WINDOW_TOOLS,
   { ...SMALL_WINDOW_TOOLS, label: '8k window, headroom 0.5, no tools', headroom: 0.5, tools: false, aim: 0.8 },
   { ...SMALL_WINDOW_TOOLS, label: '8k window, headroom 0.5, tools', headroom: 0.5, aim: 0.6 },
