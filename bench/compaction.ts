@@ -31,9 +31,40 @@ import { fmt, installCleanup, log, percentile, rng, runMain } from './lib.ts'
 import { sse } from './sse-client.ts'
 
 export const COMPACTION_TURNS = 200
-const MODEL = 'sandbox/echo-8k'
 const NAMESPACE = 'bench/compaction'
-const AIM_CACHE_SHARE = 0.8
+
+/**
+ * One chat of the cache-share matrix (issue 34): a model, a published budget (or none: the platform
+ * defaults, headroom 0.1), with or without tools. `turns` and the prompt sizes are chosen so the chat
+ * passes its window early and then runs long enough for summaries to be merged.
+ */
+export type CompactionScenario = {
+  label: string
+  model: string
+  window: number
+  /** Published as the namespace's budget (`history_mode: summarize`); null: nothing published (platform defaults). */
+  headroom: number | null
+  tools: boolean
+  turns: number
+  /** Words of a prompt (a call turn's, or a turn's without tools). */
+  promptWords: [number, number]
+  /** Tokens of a tool result. */
+  resultTokens: [number, number]
+  aim: number
+}
+
+/** The scenario BENCHMARKS.md details (issue 10): sandbox/echo-8k, platform defaults, tools. */
+export const SMALL_WINDOW_TOOLS: CompactionScenario = {
+  label: '8k window, default budget, tools',
+  model: 'sandbox/echo-8k',
+  window: 8_192,
+  headroom: null,
+  tools: true,
+  turns: COMPACTION_TURNS,
+  promptWords: [80, 200],
+  resultTokens: [100, 400],
+  aim: 0.6,
+}
 
 const TOOLS = [
   { name: 'lookup_order', description: 'Find an order by id or customer.', input_schema: { type: 'object', properties: { order_id: { type: 'string' }, customer_id: { type: 'string' } } } },
@@ -55,6 +86,9 @@ export type CompactionChatResult = {
   lines: string[]
   table: string
   seconds: number
+  scenario: CompactionScenario
+  /** The cache share after the chat passed its window, and what the matrix prints beside it. */
+  figures: { share: number; read: number; all: number; firstPast: number; compactionRuns: number; costShare: number; droppedTurns: number; compactionInputShare: number }
 }
 
 type TurnRecord = {
@@ -72,7 +106,10 @@ type TurnRecord = {
   compacting: boolean
 }
 
-export async function compactionChat(removeLater: (dir: string) => void): Promise<CompactionChatResult> {
+export async function compactionChat(removeLater: (dir: string) => void, scenario: CompactionScenario = SMALL_WINDOW_TOOLS): Promise<CompactionChatResult> {
+  const MODEL = scenario.model
+  const AIM_CACHE_SHARE = scenario.aim
+  const TURNS = scenario.turns
   const random = rng(10)
   const between = (lo: number, hi: number) => Math.floor(lo + random() * (hi - lo + 1))
   const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!
@@ -123,24 +160,39 @@ export async function compactionChat(removeLater: (dir: string) => void): Promis
     return JSON.parse(text)
   }
 
+  if (scenario.headroom !== null) {
+    const response = await fetch(`${server.url}/api/v1/config/budgets`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ namespace: NAMESPACE, budget: { version: 3, headroom: scenario.headroom, history_mode: 'summarize' } }),
+      signal: AbortSignal.timeout(10_000),
+    })
+    if (!response.ok) throw new Error(`publishing the budget: HTTP ${response.status} ${await response.text()}`)
+  }
+
   const turns: TurnRecord[] = []
   const sizes = { promptTokens: 0, resultTokens: 0, followUps: 0 }
   let pending: { tool_use_id: string; tool_name: string } | null = null
   const started = performance.now()
   let httpMs = 0
-  for (let index = 0; index < COMPACTION_TURNS; index++) {
+  for (let index = 0; index < TURNS; index++) {
     let input: unknown[]
     let kind: TurnRecord['kind']
-    if (pending === null) {
+    if (!scenario.tools) {
+      kind = 'call'
+      const text = prose(between(...scenario.promptWords))
+      sizes.promptTokens += estimateTokens(text)
+      input = [{ type: 'prompt', text }]
+    } else if (pending === null) {
       kind = 'call'
       const tool = pick(TOOLS)
       const args = JSON.stringify({ [Object.keys(tool.input_schema.properties)[0]!]: `${pick(WORDS)}_${between(1_000, 99_999)}` })
-      const text = `${prose(between(80, 200))}\n/tool ${tool.name} ${args}`
+      const text = `${prose(between(...scenario.promptWords))}\n/tool ${tool.name} ${args}`
       sizes.promptTokens += estimateTokens(text)
       input = [{ type: 'prompt', text }]
     } else {
       kind = 'result'
-      const text = records(between(100, 400))
+      const text = records(between(...scenario.resultTokens))
       sizes.resultTokens += estimateTokens(text)
       input = [{ type: 'tool_result', tool_use_id: pending.tool_use_id, tool_name: pending.tool_name, text }]
       if (random() < 0.5) {
@@ -148,7 +200,7 @@ export async function compactionChat(removeLater: (dir: string) => void): Promis
         input.push({ type: 'prompt', text: prose(between(5, 25)) })
       }
     }
-    const body = JSON.stringify({ model: MODEL, input, tools: TOOLS })
+    const body = JSON.stringify(scenario.tools ? { model: MODEL, input, tools: TOOLS } : { model: MODEL, input })
     const o = await sse({ agent, url: server.url, path: `/api/v1/chats/${chatId}/responses`, headers, body, keep: true, timeoutMs: 30_000 })
     httpMs += o.totalMs
     if (o.status !== 200 || o.terminal !== 'done') {
@@ -156,7 +208,9 @@ export async function compactionChat(removeLater: (dir: string) => void): Promis
     }
     const runId = JSON.parse(o.frames[0]!.data).run_id as string
     const done = JSON.parse(o.frames.at(-1)!.data)
-    if (kind === 'call') {
+    if (!scenario.tools) {
+      if (done.pending_tool_calls.length !== 0) throw new Error(`turn ${index + 1}: a tool call without tools`)
+    } else if (kind === 'call') {
       if (done.stop_reason !== 'tool_use' || done.pending_tool_calls.length !== 1) {
         throw new Error(`turn ${index + 1}: expected one tool call, got stop reason ${done.stop_reason}, ${JSON.stringify(done.pending_tool_calls)}`)
       }
@@ -194,16 +248,20 @@ export async function compactionChat(removeLater: (dir: string) => void): Promis
   await server.stop()
 
   const customerCost = turns.reduce((sum, t) => sum.plus(t.cost), new Decimal(0))
-  if (usageRow.runs !== COMPACTION_TURNS) throw new Error(`usage report: ${usageRow.runs} customer runs, expected ${COMPACTION_TURNS}`)
+  if (usageRow.runs !== TURNS) throw new Error(`usage report: ${usageRow.runs} customer runs, expected ${TURNS}`)
   if (!new Decimal(usageRow.cost).equals(customerCost)) throw new Error(`usage report: customer cost ${usageRow.cost}, the done frames say ${customerCost}`)
   const compactionRuns: number = compactionRow?.runs ?? 0
+  // Input tokens (cache reads included) of compaction runs against the customer runs'.
+  const tokensIn = (r: any) => (r?.input_tokens ?? 0) + (r?.cache_read_tokens ?? 0)
+  const compactionInput = tokensIn(compactionRow)
+  const customerInput = turns.reduce((n, t) => n + t.input + t.cacheRead, 0)
   const compactionCost = new Decimal(compactionRow?.cost ?? 0)
   const totalCost = customerCost.plus(compactionCost)
   const costShare = totalCost.isZero() ? 0 : compactionCost.div(totalCost).toNumber()
   const generated = turns.reduce((n, t) => n + t.generated, 0)
   const reusedTurns = turns.filter((t) => t.reused > 0).length
   const compactingTurns = turns.filter((t) => t.compacting).length
-  const per100 = (n: number) => (n * 100) / COMPACTION_TURNS
+  const per100 = (n: number) => (n * 100) / TURNS
 
   const firstPast = turns.findIndex((t) => t.summaries > 0 || t.dropped > 0)
   const firstDrop = turns.findIndex((t) => t.dropped > 0)
@@ -248,7 +306,7 @@ export async function compactionChat(removeLater: (dir: string) => void): Promis
   const result = [
     `- **Result**: ${fmt(per100(compactionRuns), 1)} summaries made per 100 turns; compaction ${pct(costShare)} of the chat's cost;`,
     `  ${pct(pastShare.share)} of the customer runs' input served from the prefix cache after the chat passed its window (turn #${firstPast + 1}), aim ≥ ${AIM_CACHE_SHARE * 100} %: **${verdict}**.`,
-    `  Context: ${fmt(COMPACTION_TURNS / (httpMs / 1000), 1)} turns/s, ${millis(p(turns, 50))} per turn (p50).`,
+    `  Context: ${fmt(TURNS / (httpMs / 1000), 1)} turns/s, ${millis(p(turns, 50))} per turn (p50).`,
     ...(dropping.length > 0
       ? [
           `  While the summaries fit (turns ${range(fitting)}) the cache serves ${pct(share(fitting).share)}; a turn that makes a summary moves the verbatim start and reads less.`,
@@ -261,21 +319,21 @@ export async function compactionChat(removeLater: (dir: string) => void): Promis
   const table = [
     '| Figure | Value |',
     '|---|--:|',
-    `| turns (customer runs; ${COMPACTION_TURNS / 2} tool cycles) | ${COMPACTION_TURNS} |`,
+    `| turns (customer runs; ${TURNS / 2} tool cycles) | ${TURNS} |`,
     `| **summaries made per 100 turns** (compaction runs; sum of \`blocks_generated\`) | **${fmt(per100(compactionRuns), 1)}** (${compactionRuns}; ${generated}) |`,
     `| turns that sent \`compacting\` / reused summaries / dropped history | ${compactingTurns} / ${reusedTurns} / ${droppedTurns} |`,
     `| **compaction cost / chat cost** | **${pct(costShare)}** (${compactionCost.toFixed()} of ${totalCost.toFixed()} USD) |`,
     `| **input served from the prefix cache after the chat passed its window** (turns ${range(after)}; aim ≥ ${AIM_CACHE_SHARE * 100} %) | **${pct(pastShare.share)}** (${fmt(pastShare.read)} of ${fmt(pastShare.all)} tokens; **${verdict}**) |`,
-    `| turns/s (sequential, one chat; request to end of stream) | ${fmt(COMPACTION_TURNS / (httpMs / 1000), 1)} |`,
+    `| turns/s (sequential, one chat; request to end of stream) | ${fmt(TURNS / (httpMs / 1000), 1)} |`,
     `| ms per turn p50 / p90 | ${millis(p(turns, 50))} / ${millis(p(turns, 90))} |`,
   ].join('\n')
 
   const lines = [
     `- **Chat**: one chat on \`${MODEL}\` (8,192-token window) under the platform defaults (\`history_mode: summarize\`, eager compaction off, no budget published),`,
     `  through the real server (\`node --import tsx src/main.ts\`, fresh \`DATA_DIR\`, an organisation with 1,000,000 USD of credit seeded through the store),`,
-    `  ${COMPACTION_TURNS} turns sent one after the other over keep-alive HTTP, each request carrying the same ${TOOLS.length} tool definitions.`,
+    `  ${TURNS} turns sent one after the other over keep-alive HTTP, each request carrying the same ${TOOLS.length} tool definitions.`,
     `  A cycle is two turns: a prompt of 80-200 words ending in a \`/tool NAME {json}\` line (echo plus a tool call, \`tool_use\`), then the`,
-    `  tool's result (100-400 tokens of JSON records) with, in ${sizes.followUps} of ${COMPACTION_TURNS / 2} cycles, a short prompt (5-25 words). Seeded generator (\`rng(10)\`);`,
+    `  tool's result (100-400 tokens of JSON records) with, in ${sizes.followUps} of ${TURNS / 2} cycles, a short prompt (5-25 words). Seeded generator (\`rng(10)\`);`,
     `  ${fmt(sizes.promptTokens)} tokens of prompts and ${fmt(sizes.resultTokens)} of tool results sent in all, each echoed back by the sandbox.`,
     '',
     table,
@@ -292,14 +350,47 @@ export async function compactionChat(removeLater: (dir: string) => void): Promis
     '  The machine has 2 cores shared with other work, so the times are noisy; the counts, costs and cache shares are not (seeded',
     '  inputs, a deterministic sandbox: repeated runs give the same figures).',
   ]
-  return { lines, table: `${table}\n\n${phaseTable}`, seconds }
+  return {
+    lines,
+    table: `${table}\n\n${phaseTable}`,
+    seconds,
+    scenario,
+    figures: { share: pastShare.share, read: pastShare.read, all: pastShare.all, firstPast: firstPast + 1, compactionRuns, costShare, droppedTurns, compactionInputShare: compactionInput / Math.max(1, customerInput) },
+  }
 }
+
+/**
+ * The cache-share matrix (issue 34): every budget the issue names, with and without tools. The
+ * default budget is headroom 0.1 with nothing published; a 128k chat (sandbox/echo) passes its
+ * 115,200-token input budget after ~60 turns of long prompts, and the 8k window (sandbox/echo-8k)
+ * after ~20 turns. Prompts on the 128k window are 300-900 words, so the chat reaches the point
+ * where its summaries no longer all fit their share and are merged within the run.
+ */
+const LONG = { promptWords: [300, 900] as [number, number], resultTokens: [400, 1_600] as [number, number] }
+export const CACHE_SCENARIOS: CompactionScenario[] = [
+  { label: '128k window, default budget (headroom 0.1), no tools', model: 'sandbox/echo', window: 128_000, headroom: null, tools: false, turns: 260, ...LONG, aim: 0.8 },
+  { label: '128k window, default budget (headroom 0.1), tools', model: 'sandbox/echo', window: 128_000, headroom: null, tools: true, turns: 260, ...LONG, aim: 0.8 },
+  { label: '128k window, headroom 0.5, no tools', model: 'sandbox/echo', window: 128_000, headroom: 0.5, tools: false, turns: 200, ...LONG, aim: 0.8 },
+  { label: '128k window, headroom 0.5, tools', model: 'sandbox/echo', window: 128_000, headroom: 0.5, tools: true, turns: 200, ...LONG, aim: 0.8 },
+  { ...SMALL_WINDOW_TOOLS, label: '8k window, default budget (headroom 0.1), no tools', tools: false, aim: 0.8 },
+  SMALL_WINDOW_TOOLS,
+  { ...SMALL_WINDOW_TOOLS, label: '8k window, headroom 0.5, no tools', headroom: 0.5, tools: false, aim: 0.8 },
+  { ...SMALL_WINDOW_TOOLS, label: '8k window, headroom 0.5, tools', headroom: 0.5, aim: 0.6 },
+  // The small window of decision 013 (983-token input budget): summaries are merged every few jumps.
+  { ...SMALL_WINDOW_TOOLS, label: '8k window, headroom 0.88, no tools', headroom: 0.88, tools: false, promptWords: [20, 60], resultTokens: [40, 150], aim: 0.6 },
+  { ...SMALL_WINDOW_TOOLS, label: '8k window, headroom 0.88, tools', headroom: 0.88, promptWords: [20, 60], resultTokens: [40, 150], aim: 0.6 },
+]
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const { removeLater, cleanup } = installCleanup()
   runMain(async () => {
-    const result = await compactionChat(removeLater)
-    process.stdout.write(`${result.table}\n`)
-    log(`compaction chat in ${result.seconds.toFixed(1)} s`)
+    // BENCH_SCENARIO=<substring of a label> runs only the matching scenarios.
+    const only = process.env.BENCH_SCENARIO
+    for (const scenario of CACHE_SCENARIOS.filter((s) => only === undefined || s.label.includes(only))) {
+      const result = await compactionChat(removeLater, scenario)
+      if (process.env.BENCH_TABLES) process.stdout.write(`${result.table}\n`)
+      const f = result.figures
+      log(`${scenario.label}: cache share ${(100 * f.share).toFixed(1)} % after turn #${f.firstPast}; ${f.compactionRuns} compaction runs; compaction input ${(100 * f.compactionInputShare).toFixed(1)} % of customer input; ${f.droppedTurns} turns dropped history; ${result.seconds.toFixed(1)} s`)
+    }
   }, cleanup)
 }

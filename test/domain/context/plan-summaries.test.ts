@@ -492,3 +492,50 @@ describe('planSummaries: the oldest summaries merged before any is dropped (deci
     expect(p.choices.every((c) => c.kind !== 'summary' || c.summary !== merged)).toBe(true)
   })
 })
+
+/**
+ * Cache-stable summaries (decisions 013 and 047): a vendor's prefix cache serves a prompt only up
+ * to its first change, so the summaries a chat sends are append-only between merges: a turn sends
+ * every summary the previous turn sent, unchanged and in the same order, then any new ones; the
+ * verbatim start never moves back. Only a merge rewrites the start of the summaries, and after one
+ * they fill at most JUMP_FILL (nine tenths) of their share, so the next merge waits until they have
+ * grown past the share again: at least a tenth of it in new summaries.
+ */
+describe('planSummaries: summaries are append-only between merges (decision 047)', () => {
+  it('a chat growing an entry a turn: every turn without a merge repeats the previous summaries, and merges are spaced', () => {
+    const SUMMARY = 40
+    const allowance = 2400
+    const share = allowance / 2
+    const store = new Store()
+    let merged: BlockSummary | null = null
+    let previous: SummaryPlan | null = null
+    const mergeTurns: number[] = []
+    const summariesAt: number[] = []
+    const sent = (p: SummaryPlan) => p.choices.flatMap((c) => (c.kind === 'summary' ? [blockKey(c.block)] : c.kind === 'needed' ? [blockKey(c.block)] : []))
+    for (let entries = 8; entries <= 400; entries++) {
+      const bs = blocks(Math.floor((entries - 2) / 2))
+      const input = { currentStart: entries, blocks: bs, allowance, summaries: store, merged, mergedBound: 200, mergeInputTokens: 100_000 }
+      let p = plan({ ...input, previousStart: previous?.verbatimStart ?? null, previousFirstSummary: previous?.firstSummary ?? null })
+      // Make what the turn needs, as compaction runs do, and pack again (as compactForTurn does).
+      for (const c of p.choices) if (c.kind === 'needed') store.make(c.block, SUMMARY)
+      const merge = p.choices.find((c) => c.kind === 'merge')
+      if (merge) {
+        merged = { firstOrdinal: merge.block.firstOrdinal, lastOrdinal: merge.block.lastOrdinal, text: 'merged', tokens: 200, runId: `merge-${entries}`, merged: true }
+        store.byKey.set(blockKey(merge.block), merged)
+        mergeTurns.push(entries)
+      }
+      p = plan({ ...input, merged, previousStart: previous?.verbatimStart ?? null, previousFirstSummary: previous?.firstSummary ?? null })
+      expect(p.choices.some((c) => c.kind === 'dropped' || c.kind === 'needed' || c.kind === 'merge'), `turn ${entries}`).toBe(false)
+      if (previous !== null) {
+        expect(p.verbatimStart, `turn ${entries}`).toBeGreaterThanOrEqual(previous.verbatimStart)
+        if (!merge) expect(sent(p).slice(0, sent(previous).length), `turn ${entries}`).toEqual(sent(previous))
+      }
+      summariesAt.push(p.summaryTokens)
+      previous = p
+    }
+    expect(mergeTurns.length).toBeGreaterThan(2)
+    // Between two merges the summaries grow by at least a tenth of their share: a summary per two entries.
+    const least = Math.ceil((share / 10) / SUMMARY) * 2
+    for (let k = 1; k < mergeTurns.length; k++) expect(mergeTurns[k]! - mergeTurns[k - 1]!, JSON.stringify(mergeTurns)).toBeGreaterThanOrEqual(least)
+  })
+})
