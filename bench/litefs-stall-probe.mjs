@@ -13,20 +13,23 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { createRequire } from 'node:module'
+import { createServer } from 'node:net'
 
 const require = createRequire(import.meta.url)
 const Database = require('better-sqlite3')
 const STOP_MS = Number(process.env.STOP_MS ?? 1500)
 const litefsBin = process.env.LITEFS ?? (existsSync('/root/go/bin/litefs') ? '/root/go/bin/litefs' : 'litefs')
 
+const freePort = () => new Promise((resolve) => { const srv = createServer(); srv.listen(0, '127.0.0.1', () => { const { port } = srv.address(); srv.close(() => resolve(port)) }) })
+const port = await freePort()
 const dir = mkdtempSync(join(tmpdir(), 'litefs-stall-probe-'))
 const fuse = join(dir, 'fuse')
 const data = join(dir, 'data')
 mkdirSync(fuse); mkdirSync(data)
 const config = join(dir, 'litefs.yml')
 writeFileSync(config, [
-  'fuse:', `  dir: "${fuse}"`, 'data:', `  dir: "${data}"`, 'exit-on-error: false', 'http:', '  addr: "127.0.0.1:20299"',
-  'lease:', '  type: "static"', '  hostname: "127.0.0.1:1"', '  advertise-url: "http://127.0.0.1:20299"', '  candidate: true', '',
+  'fuse:', `  dir: "${fuse}"`, 'data:', `  dir: "${data}"`, 'exit-on-error: false', 'http:', `  addr: "127.0.0.1:${port}"`,
+  'lease:', '  type: "static"', '  hostname: "127.0.0.1:1"', `  advertise-url: "http://127.0.0.1:${port}"`, '  candidate: true', '',
 ].join('\n'))
 const litefs = spawn(litefsBin, ['mount', '-config', config], { stdio: ['ignore', 'ignore', process.env.LITEFS_LOG ? 'inherit' : 'ignore'], detached: true })
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
@@ -37,7 +40,9 @@ const cleanup = () => {
   rmSync(dir, { recursive: true, force: true })
 }
 process.on('exit', cleanup)
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exit(1))
 for (let i = 0; i < 100 && !existsSync(join(fuse, '.lag')); i++) await sleep(100)
+if (!existsSync(join(fuse, '.lag'))) throw new Error(`litefs did not mount ${fuse}`)
 await sleep(300)
 
 const file = join(fuse, 'parley.db')
@@ -48,6 +53,7 @@ const file = join(fuse, 'parley.db')
   db.exec('CREATE TABLE IF NOT EXISTS parts (id INTEGER PRIMARY KEY, chat TEXT, body TEXT)')
   const ins = db.prepare('INSERT INTO parts (chat, body) VALUES (?, ?)')
   db.transaction(() => { for (let i = 0; i < 2000; i++) ins.run(`c${i % 20}`, 'x'.repeat(200)) })()
+  db.exec("CREATE TABLE IF NOT EXISTS other (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO other (body) VALUES ('written by another connection')")
   db.close()
 }
 
@@ -63,6 +69,9 @@ const probes = [
   ['SELECT on an open, warmed connection (read transaction)', "globalThis.db = new Database(file); db.pragma('busy_timeout = 20'); db.prepare('SELECT count(*) FROM parts').get()", "db.prepare('SELECT count(*) FROM parts WHERE chat = ?').get('c3')"],
   ['SELECT on an open read-only connection', "globalThis.db = new Database(file, { readonly: true }); db.prepare('SELECT count(*) FROM parts').get()", "db.prepare('SELECT count(*) FROM parts WHERE chat = ?').get('c3')"],
   ['SELECT inside a read transaction already begun (snapshot held)', "globalThis.db = new Database(file); db.prepare('BEGIN').run(); db.prepare('SELECT count(*) FROM parts').get()", "db.prepare('SELECT count(*) FROM parts WHERE chat = ?').get('c3')"],
+  ['SELECT in a held read transaction, of a table this connection never read', "globalThis.db = new Database(file); db.prepare('BEGIN').run(); db.prepare('SELECT count(*) FROM parts').get()", "db.prepare('SELECT count(*) FROM other').get()"],
+  ['SELECT total_changes() (no table: no lock)', "globalThis.db = new Database(file); db.prepare('SELECT 1 FROM parts').get()", "db.prepare('SELECT total_changes()').pluck().get()"],
+  ['COMMIT of a read transaction (releases its locks)', "globalThis.db = new Database(file); db.prepare('BEGIN').run(); db.prepare('SELECT count(*) FROM parts').get()", "db.prepare('COMMIT').run()"],
   ['open a new connection', '', 'new Database(file)'],
   ['BEGIN IMMEDIATE (no write yet)', "globalThis.db = new Database(file); db.pragma('busy_timeout = 20'); db.prepare('SELECT 1 FROM parts').get()", "db.prepare('BEGIN IMMEDIATE').run()"],
   ['INSERT (autocommit)', "globalThis.db = new Database(file); db.pragma('busy_timeout = 20'); db.prepare('SELECT 1 FROM parts').get()", "db.prepare('INSERT INTO parts (chat, body) VALUES (?, ?)').run('c1', 'y')"],
@@ -121,3 +130,4 @@ for (const [name, setup, probe] of probes) {
   await worker.terminate()
   await sleep(200)
 }
+process.exit(0)
