@@ -143,6 +143,7 @@ describe('a stalled litefs on the primary (issue 34)', () => {
     const committedBefore = before.json().data as Array<{ id: string; ordinal: number }>
     expect(committedBefore.length).toBeGreaterThanOrEqual(4)
 
+    if (process.env.STALL_DEBUG) console.log(`positions before the stop: ${cluster.nodes.map((n) => `${n.name} ${cluster.position(n)}`).join(', ')}`)
     const poller = startPoller(primary.url, [
       { name: 'healthz', path: '/healthz' },
       { name: 'history', path: historyPath, headers: { authorization: `Bearer ${key}` } },
@@ -162,15 +163,25 @@ describe('a stalled litefs on the primary (issue 34)', () => {
     const samples = await poller.stop()
 
     // Every request asked while litefs was stopped, and every one still waiting when it stopped.
-    const during = samples.filter((s) => s.at + s.ms >= stoppedAt && s.at < resumedAt)
+    const asked = samples.filter((s) => s.target !== 'tick' && s.at + s.ms >= stoppedAt && s.at < resumedAt)
+    // The poller's own loop ran late (the machine's cores busy with other work): a request in flight
+    // then was timed by a clock that was not looking, so it says nothing of the server and is set
+    // aside; at most a twentieth of them may be, or the measure is void and the test fails.
+    const pollerLate = samples.filter((s) => s.target === 'tick')
+    const overlapsPollerLate = (s: Sample) => pollerLate.some((t) => s.at < t.at + t.ms && t.at < s.at + s.ms)
+    const during = asked.filter((s) => !overlapsPollerLate(s))
+    const setAside = asked.length - during.length
     const report = (target: string) => {
       const of = during.filter((s) => s.target === target)
       const statuses = [...new Set(of.map((s) => s.status))]
       return `${target}: ${of.length} answers, statuses ${statuses.join('/')}, p50 ${percentile(of.map((s) => s.ms), 50).toFixed(1)} ms, worst ${Math.max(...of.map((s) => s.ms)).toFixed(1)} ms`
     }
-    const pollerGaps = samples.filter((s) => s.target === 'tick').map((s) => s.ms)
-    console.log(`litefs stopped ${Math.round(resumedAt - stoppedAt)} ms on ${primary.name}: ${report('healthz')}; ${report('history')}; the poller's own loop late by more than 50 ms ${pollerGaps.length} time(s)${pollerGaps.length ? `, worst ${Math.max(...pollerGaps).toFixed(1)} ms` : ''}`)
     if (process.env.STALL_DEBUG) console.log(samples.filter((s) => s.at > stoppedAt - 200).map((s) => `${s.target} at ${Math.round(s.at - stoppedAt)} ms: ${s.status} after ${s.ms.toFixed(1)} ms`).join('\n'))
+    console.log(
+      `litefs stopped ${Math.round(resumedAt - stoppedAt)} ms on ${primary.name}: ${report('healthz')}; ${report('history')}; ` +
+        `the poller's own loop late by more than 50 ms ${pollerLate.length} time(s)${pollerLate.length ? ` (worst ${Math.max(...pollerLate.map((t) => t.ms)).toFixed(1)} ms), ${setAside} request(s) in flight then set aside` : ''}`,
+    )
+    expect(setAside, 'requests set aside because the poller itself ran late').toBeLessThanOrEqual(asked.length / 20)
     // At least one answer per 100 ms of the stop for each target: the poller was not itself held up.
     for (const target of ['healthz', 'history']) expect(during.filter((s) => s.target === target).length, target).toBeGreaterThanOrEqual(STOP_MS / ANSWER_BOUND_MS)
     const late = during.filter((s) => s.ms > ANSWER_BOUND_MS)
@@ -182,6 +193,7 @@ describe('a stalled litefs on the primary (issue 34)', () => {
       expect((JSON.parse(s.body).data as Array<{ id: string }>).map((p) => p.id)).toEqual(committedBefore.map((p) => p.id))
     }
 
+    if (process.env.STALL_DEBUG) console.log(`positions after the stop: ${cluster.nodes.map((n) => `${n.name} ${cluster.position(n)}`).join(', ')}`)
     // Recovery: a turn is admitted and completes, and the ledger holds everything, in order.
     const after = await completed(await turn('after'))
     expect(after?.event).toBe('done')
@@ -193,7 +205,9 @@ describe('a stalled litefs on the primary (issue 34)', () => {
     // And the replica has it too.
     const txid = cluster.position(primary)!
     const replica = cluster.nodes.find((n) => n !== primary)!
-    await waitFor('the replica to reach the primary', () => (cluster.position(replica) ?? 0n) >= txid, 30_000)
+    await waitFor(`the replica to reach the primary's position ${txid}`, () => (cluster.position(replica) ?? 0n) >= txid, 30_000).catch((error) => {
+      throw new Error(`${(error as Error).message}: the replica is at ${cluster.position(replica)}`)
+    })
     const onReplica = await on(replica, historyPath)
     expect((onReplica.json().data as Array<{ id: string }>).map((p) => p.id)).toEqual(ids)
   }, machineCeiling(120_000))
