@@ -57,7 +57,10 @@ async function loop(target) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
   while (!stopped) {
     const started = now()
-    batch.push(await ask(agent, target))
+    // Awaited before push: \`batch.push(await …)\` takes the array before the await, and a flush that
+    // replaced it meanwhile would post the old one without this sample.
+    const sample = await ask(agent, target)
+    batch.push(sample)
     const wait = workerData.everyMs - (now() - started)
     if (wait > 0) await new Promise((r) => setTimeout(r, wait))
   }
@@ -137,11 +140,16 @@ describe('a stalled litefs on the primary (issue 34)', () => {
     }
     // Two turns committed before the stop: the history the reads must keep serving.
     for (const text of ['before one', 'before two']) expect((await completed(await turn(text)))?.event).toBe('done')
+    // A stream running through the stop: 30 words, one every 250 ms, so it streams before, during and after it.
+    const running = await turn('/slow 250\n/long 30')
+    if (!running.ok) throw new Error(`HTTP ${running.status}: ${running.text}`)
+    await running.frame('a first delta', (f) => f.event === 'delta' || f.event.endsWith('.delta'), 30_000)
     const historyPath = `/api/v1/chats/${chat}/history?limit=100`
     const before = await on(primary, historyPath)
     expect(before.status, before.text).toBe(200)
     const committedBefore = before.json().data as Array<{ id: string; ordinal: number }>
-    expect(committedBefore.length).toBeGreaterThanOrEqual(4)
+    // Two turns' prompts and answers, and the running turn's prompt.
+    expect(committedBefore.length).toBeGreaterThanOrEqual(5)
 
     if (process.env.STALL_DEBUG) console.log(`positions before the stop: ${cluster.nodes.map((n) => `${n.name} ${cluster.position(n)}`).join(', ')}`)
     const poller = startPoller(primary.url, [
@@ -194,6 +202,12 @@ describe('a stalled litefs on the primary (issue 34)', () => {
     }
 
     if (process.env.STALL_DEBUG) console.log(`positions after the stop: ${cluster.nodes.map((n) => `${n.name} ${cluster.position(n)}`).join(', ')}`)
+    // The stream running through the stop ends as it would have without it.
+    await running.closed
+    const deltasDuring = running.frames.filter((f) => f.event !== 'run' && f.event !== 'done').length
+    expect(running.frames.at(-1)?.event, JSON.stringify(running.frames.at(-1))).toBe('done')
+    console.log(`the stream running through the stop ended with ${running.frames.at(-1)?.event} after ${deltasDuring} frames`)
+
     // Recovery: a turn is admitted and completes, and the ledger holds everything, in order.
     const after = await completed(await turn('after'))
     expect(after?.event).toBe('done')
@@ -201,7 +215,8 @@ describe('a stalled litefs on the primary (issue 34)', () => {
     expect(history.status, history.text).toBe(200)
     const ids = (history.json().data as Array<{ id: string }>).map((p) => p.id)
     expect(ids.slice(0, committedBefore.length)).toEqual(committedBefore.map((p) => p.id))
-    expect(ids.length).toBeGreaterThanOrEqual(committedBefore.length + 2)
+    // The running turn's answer, and the turn after it (prompt and answer).
+    expect(ids.length).toBeGreaterThanOrEqual(committedBefore.length + 3)
     // And the replica has it too.
     const txid = cluster.position(primary)!
     const replica = cluster.nodes.find((n) => n !== primary)!
