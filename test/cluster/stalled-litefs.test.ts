@@ -172,12 +172,15 @@ describe('a stalled litefs on the primary (issue 34)', () => {
 
     // Every request asked while litefs was stopped, and every one still waiting when it stopped.
     const asked = samples.filter((s) => s.target !== 'tick' && s.at + s.ms >= stoppedAt && s.at < resumedAt)
-    // The poller's own loop ran late (the machine's cores busy with other work): a request in flight
-    // then was timed by a clock that was not looking, so it says nothing of the server and is set
-    // aside; at most a twentieth of them may be, or the measure is void and the test fails.
+    // The poller's own loop ran late (the machine's cores busy with other work): a request over the
+    // bound that was in flight then, and within it once the poller's lateness is taken off, was timed
+    // by a clock that was not looking; it says nothing of the server and is set aside. At most a
+    // twentieth of them may be, or the measure is void and the test fails.
     const pollerLate = samples.filter((s) => s.target === 'tick')
-    const overlapsPollerLate = (s: Sample) => pollerLate.some((t) => s.at < t.at + t.ms && t.at < s.at + s.ms)
-    const during = asked.filter((s) => !overlapsPollerLate(s))
+    const pollerLateDuring = (s: Sample) =>
+      pollerLate.filter((t) => s.at < t.at + t.ms && t.at < s.at + s.ms).reduce((sum, t) => sum + t.ms, 0)
+    const excusable = (s: Sample) => s.ms > ANSWER_BOUND_MS && s.ms - pollerLateDuring(s) <= ANSWER_BOUND_MS
+    const during = asked.filter((s) => !excusable(s))
     const setAside = asked.length - during.length
     const report = (target: string) => {
       const of = during.filter((s) => s.target === target)
@@ -190,10 +193,10 @@ describe('a stalled litefs on the primary (issue 34)', () => {
         `the poller's own loop late by more than 50 ms ${pollerLate.length} time(s)${pollerLate.length ? ` (worst ${Math.max(...pollerLate.map((t) => t.ms)).toFixed(1)} ms), ${setAside} request(s) in flight then set aside` : ''}`,
     )
     expect(setAside, 'requests set aside because the poller itself ran late').toBeLessThanOrEqual(asked.length / 20)
-    // At least one answer per 100 ms of the stop for each target: the poller was not itself held up.
-    for (const target of ['healthz', 'history']) expect(during.filter((s) => s.target === target).length, target).toBeGreaterThanOrEqual(STOP_MS / ANSWER_BOUND_MS)
     const late = during.filter((s) => s.ms > ANSWER_BOUND_MS)
     expect(late.map((s) => `${s.target} asked ${Math.round(s.at - stoppedAt)} ms into the stop: ${s.status} after ${s.ms.toFixed(1)} ms`)).toEqual([])
+    // At least one answer per 100 ms of the stop for each target: none was held up unseen.
+    for (const target of ['healthz', 'history']) expect(during.filter((s) => s.target === target).length, target).toBeGreaterThanOrEqual(STOP_MS / ANSWER_BOUND_MS)
     for (const s of during.filter((x) => x.target === 'healthz')) expect({ status: s.status, body: JSON.parse(s.body) }).toEqual({ status: 200, body: { status: 'ok' } })
     // History: the committed parts, as before the stop.
     for (const s of during.filter((x) => x.target === 'history')) {
