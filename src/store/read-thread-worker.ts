@@ -30,12 +30,14 @@ export type ReadRequest =
   | { id: number; op: 'historyPage'; tag: ReadTag; orgId: string; chatId: string; query: HistoryPageQuery }
 export type ReadAnswer = { id: number; ok: true; value: unknown; fromHeldSnapshot: boolean } | { id: number; ok: false; stale: boolean; message: string }
 
-const { file, watchShared, tagShared, refreshingShared, index, stallAfterMs, idleRefreshMs, suspectAfterMs } = workerData as {
+const { file, watchShared, tagShared, refreshingShared, busyShared, index, stallAfterMs, idleRefreshMs, suspectAfterMs } = workerData as {
   file: string
   watchShared: SharedArrayBuffer | null
   tagShared: SharedArrayBuffer
   /** One slot per read thread: when it began renewing its snapshot (ms since the epoch), 0 when it is not. */
   refreshingShared: SharedArrayBuffer
+  /** One slot per read thread: when it began answering its current request, 0 when it is not. */
+  busyShared: SharedArrayBuffer
   index: number
   stallAfterMs: number
   idleRefreshMs: number
@@ -100,11 +102,15 @@ function release() {
   if (db.inTransaction) commit.run()
 }
 
+const busy = new BigInt64Array(busyShared)
+
 function answer(request: ReadRequest): ReadAnswer {
+  Atomics.store(busy, index, BigInt(Date.now()))
   try {
     return answerIn(request)
   } finally {
     if (!holdSnapshots()) release()
+    Atomics.store(busy, index, 0n)
   }
 }
 

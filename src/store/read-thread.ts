@@ -82,6 +82,8 @@ export function startReadThread(file: string, mainDb: () => Db, isPrimary: () =>
   publish.unref()
 
   const refreshingShared = new SharedArrayBuffer(READ_THREADS * BigInt64Array.BYTES_PER_ELEMENT)
+  const busyShared = new SharedArrayBuffer(READ_THREADS * BigInt64Array.BYTES_PER_ELEMENT)
+  const busy = new BigInt64Array(busyShared)
   let nextId = 1
   let servedHeld = 0
   let dead: Error | null = null
@@ -93,6 +95,7 @@ export function startReadThread(file: string, mainDb: () => Db, isPrimary: () =>
         watchShared,
         tagShared,
         refreshingShared,
+        busyShared,
         index,
         stallAfterMs: LITEFS_STALL_AFTER_MS,
         idleRefreshMs: READ_IDLE_REFRESH_MS,
@@ -157,11 +160,15 @@ export function startReadThread(file: string, mainDb: () => Db, isPrimary: () =>
         },
       })
       // While the thread is stuck in a call litefs does not answer, the request gives up after
-      // READ_STALL_WAIT_MS of a known stall; its late answer, if any, is dropped.
+      // READ_STALL_WAIT_MS of a known stall; its late answer, if any, is dropped. A thread that is
+      // not in a call (only slow to be scheduled, on a busy machine) is waited for.
       if (watch) {
         const askedAt = Date.now()
+        const index = threads.indexOf(thread)
         watchdog = setInterval(() => {
-          if (!storageStall.stalled() || Date.now() - askedAt < READ_STALL_WAIT_MS) return
+          const now = Date.now()
+          const inCallSince = Number(Atomics.load(busy, index))
+          if (!storageStall.stalled() || now - askedAt < READ_STALL_WAIT_MS || inCallSince === 0 || now - inCallSince < READ_STALL_WAIT_MS) return
           const job = waiting.get(id)
           waiting.delete(id)
           job?.reject(stalledError())

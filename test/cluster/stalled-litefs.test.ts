@@ -42,7 +42,7 @@ let batch = []
 function ask(agent, target) {
   return new Promise((resolve) => {
     const at = now()
-    const url = new URL(workerData.base + target.path)
+    const url = new URL(target.url)
     const req = http.get({ agent, host: url.hostname, port: url.port, path: url.pathname + url.search, headers: target.headers, timeout: workerData.abortMs }, (res) => {
       let body = ''
       res.setEncoding('utf8')
@@ -78,9 +78,9 @@ const running = Promise.all(workerData.targets.map(loop))
 { let last = now(); setInterval(() => { const t = now(); if (t - last > 50) batch.push({ target: 'tick', at: last, ms: t - last, status: 0, body: '', retryAfter: null }); last = t }, 5) }
 `
 
-function startPoller(base: string, targets: Array<{ name: string; path: string; headers?: Record<string, string> }>) {
+function startPoller(targets: Array<{ name: string; url: string; headers?: Record<string, string> }>) {
   const samples: Sample[] = []
-  const worker = new Worker(POLLER_SOURCE, { eval: true, workerData: { base, targets, everyMs: POLL_EVERY_MS, abortMs: STOP_MS * 3 } })
+  const worker = new Worker(POLLER_SOURCE, { eval: true, workerData: { targets, everyMs: POLL_EVERY_MS, abortMs: STOP_MS * 3 } })
   let onStopped = () => {}
   const stopped = new Promise<void>((resolve) => (onStopped = resolve))
   worker.on('message', (m: Sample[] | 'stopped') => (m === 'stopped' ? onStopped() : samples.push(...m)))
@@ -152,9 +152,13 @@ describe('a stalled litefs on the primary (issue 34)', () => {
     expect(committedBefore.length).toBeGreaterThanOrEqual(5)
 
     if (process.env.STALL_DEBUG) console.log(`positions before the stop: ${cluster.nodes.map((n) => `${n.name} ${cluster.position(n)}`).join(', ')}`)
-    const poller = startPoller(primary.url, [
-      { name: 'healthz', path: '/healthz' },
-      { name: 'history', path: historyPath, headers: { authorization: `Bearer ${key}` } },
+    const replica = cluster.nodes.find((n) => n !== primary)!
+    const poller = startPoller([
+      { name: 'healthz', url: `${primary.url}/healthz` },
+      { name: 'history', url: `${primary.url}${historyPath}`, headers: { authorization: `Bearer ${key}` } },
+      // The control: the replica's /healthz, whose litefs runs on. Late at the same moment as the
+      // primary's answers, it says the machine's cores were busy elsewhere, not that storage held them.
+      { name: 'control', url: `${replica.url}/healthz` },
     ])
     await sleep(500)
     const litefsPid = primary.process!.pid!
@@ -171,15 +175,18 @@ describe('a stalled litefs on the primary (issue 34)', () => {
     const samples = await poller.stop()
 
     // Every request asked while litefs was stopped, and every one still waiting when it stopped.
-    const asked = samples.filter((s) => s.target !== 'tick' && s.at + s.ms >= stoppedAt && s.at < resumedAt)
-    // The poller's own loop ran late (the machine's cores busy with other work): a request over the
-    // bound that was in flight then, and within it once the poller's lateness is taken off, was timed
-    // by a clock that was not looking; it says nothing of the server and is set aside. At most a
-    // twentieth of them may be, or the measure is void and the test fails.
+    const asked = samples.filter((s) => (s.target === 'healthz' || s.target === 'history') && s.at + s.ms >= stoppedAt && s.at < resumedAt)
+    // The machine's cores busy with other work (this suite shares them): a request over the bound is
+    // set aside when the poller's own loop ran late while it was in flight and that lateness takes it
+    // back within the bound (it was timed by a clock that was not looking), or when the control (the
+    // replica's /healthz) was over half the bound at the same moment. At most a twentieth of them
+    // may be, or the measure is void and the test fails.
     const pollerLate = samples.filter((s) => s.target === 'tick')
     const pollerLateDuring = (s: Sample) =>
       pollerLate.filter((t) => s.at < t.at + t.ms && t.at < s.at + s.ms).reduce((sum, t) => sum + t.ms, 0)
-    const excusable = (s: Sample) => s.ms > ANSWER_BOUND_MS && s.ms - pollerLateDuring(s) <= ANSWER_BOUND_MS
+    const controlLate = samples.filter((s) => s.target === 'control' && s.ms > ANSWER_BOUND_MS / 2)
+    const machineBusy = (s: Sample) => controlLate.some((c) => s.at < c.at + c.ms && c.at < s.at + s.ms)
+    const excusable = (s: Sample) => s.ms > ANSWER_BOUND_MS && (s.ms - pollerLateDuring(s) <= ANSWER_BOUND_MS || machineBusy(s))
     const during = asked.filter((s) => !excusable(s))
     const setAside = asked.length - during.length
     const report = (target: string) => {
@@ -190,7 +197,7 @@ describe('a stalled litefs on the primary (issue 34)', () => {
     if (process.env.STALL_DEBUG) console.log(samples.filter((s) => s.at > stoppedAt - 200).map((s) => `${s.target} at ${Math.round(s.at - stoppedAt)} ms: ${s.status} after ${s.ms.toFixed(1)} ms`).join('\n'))
     console.log(
       `litefs stopped ${Math.round(resumedAt - stoppedAt)} ms on ${primary.name}: ${report('healthz')}; ${report('history')}; ` +
-        `the poller's own loop late by more than 50 ms ${pollerLate.length} time(s)${pollerLate.length ? ` (worst ${Math.max(...pollerLate.map((t) => t.ms)).toFixed(1)} ms), ${setAside} request(s) in flight then set aside` : ''}`,
+        `the poller's own loop late by more than 50 ms ${pollerLate.length} time(s), the control over ${ANSWER_BOUND_MS / 2} ms ${controlLate.length} time(s); ${setAside} request(s) set aside`,
     )
     expect(setAside, 'requests set aside because the poller itself ran late').toBeLessThanOrEqual(asked.length / 20)
     const late = during.filter((s) => s.ms > ANSWER_BOUND_MS)
@@ -222,7 +229,6 @@ describe('a stalled litefs on the primary (issue 34)', () => {
     expect(ids.length).toBeGreaterThanOrEqual(committedBefore.length + 3)
     // And the replica has it too.
     const txid = cluster.position(primary)!
-    const replica = cluster.nodes.find((n) => n !== primary)!
     await waitFor(`the replica to reach the primary's position ${txid}`, () => (cluster.position(replica) ?? 0n) >= txid, 30_000).catch((error) => {
       throw new Error(`${(error as Error).message}: the replica is at ${cluster.position(replica)}`)
     })
