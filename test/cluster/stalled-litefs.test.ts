@@ -177,16 +177,17 @@ describe('a stalled litefs on the primary (issue 34)', () => {
     // Every request asked while litefs was stopped, and every one still waiting when it stopped.
     const asked = samples.filter((s) => (s.target === 'healthz' || s.target === 'history') && s.at + s.ms >= stoppedAt && s.at < resumedAt)
     // The machine's cores busy with other work (this suite shares them): a request over the bound is
-    // set aside when the poller's own loop ran late while it was in flight and that lateness takes it
-    // back within the bound (it was timed by a clock that was not looking), or when the control (the
-    // replica's /healthz) was over half the bound at the same moment. At most a twentieth of them
-    // may be, or the measure is void and the test fails.
+    // set aside when, taking off how late the poller's own loop ran while it was in flight (it was
+    // timed by a clock that was not looking) or how long the control (the replica's /healthz) took
+    // at the same moment, it is back within the bound. A request held by storage for seconds is not
+    // excused by a busy moment. At most a twentieth of them may be set aside, or the measure is void
+    // and the test fails.
     const pollerLate = samples.filter((s) => s.target === 'tick')
     const pollerLateDuring = (s: Sample) =>
       pollerLate.filter((t) => s.at < t.at + t.ms && t.at < s.at + s.ms).reduce((sum, t) => sum + t.ms, 0)
     const controlLate = samples.filter((s) => s.target === 'control' && s.ms > ANSWER_BOUND_MS / 2)
-    const machineBusy = (s: Sample) => controlLate.some((c) => s.at < c.at + c.ms && c.at < s.at + s.ms)
-    const excusable = (s: Sample) => s.ms > ANSWER_BOUND_MS && (s.ms - pollerLateDuring(s) <= ANSWER_BOUND_MS || machineBusy(s))
+    const controlDuring = (s: Sample) => Math.max(0, ...controlLate.filter((c) => s.at < c.at + c.ms && c.at < s.at + s.ms).map((c) => c.ms))
+    const excusable = (s: Sample) => s.ms > ANSWER_BOUND_MS && s.ms - Math.max(pollerLateDuring(s), controlDuring(s)) <= ANSWER_BOUND_MS
     const during = asked.filter((s) => !excusable(s))
     const setAside = asked.length - during.length
     const report = (target: string) => {
@@ -199,7 +200,7 @@ describe('a stalled litefs on the primary (issue 34)', () => {
       `litefs stopped ${Math.round(resumedAt - stoppedAt)} ms on ${primary.name}: ${report('healthz')}; ${report('history')}; ` +
         `the poller's own loop late by more than 50 ms ${pollerLate.length} time(s), the control over ${ANSWER_BOUND_MS / 2} ms ${controlLate.length} time(s); ${setAside} request(s) set aside`,
     )
-    expect(setAside, 'requests set aside because the poller itself ran late').toBeLessThanOrEqual(asked.length / 20)
+    expect(setAside, "requests over the bound set aside as the machine's, not storage's").toBeLessThanOrEqual(asked.length / 20)
     const late = during.filter((s) => s.ms > ANSWER_BOUND_MS)
     expect(late.map((s) => `${s.target} asked ${Math.round(s.at - stoppedAt)} ms into the stop: ${s.status} after ${s.ms.toFixed(1)} ms`)).toEqual([])
     // At least one answer per 100 ms of the stop for each target: none was held up unseen.
