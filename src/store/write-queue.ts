@@ -19,6 +19,8 @@ export type WriteQueueOptions = {
   /** The first pause before trying a refused BEGIN again; it doubles up to `busyBackoffMaxMs`. */
   busyBackoffMs?: number
   busyBackoffMaxMs?: number
+  /** How long a batch waits in all for a stalled litefs (WRITE_STALL_BUDGET_MS unless told). */
+  stallBudgetMs?: number
 }
 
 export const WRITE_BUSY_BUDGET_MS = 5_000
@@ -53,6 +55,7 @@ export function createWriteQueue(db: Db, options: WriteQueueOptions = {}) {
   const busyBudgetMs = options.busyBudgetMs ?? WRITE_BUSY_BUDGET_MS
   const backoffMs = options.busyBackoffMs ?? WRITE_BUSY_BACKOFF_MS
   const backoffMaxMs = options.busyBackoffMaxMs ?? WRITE_BUSY_BACKOFF_MAX_MS
+  const stallBudgetMs = options.stallBudgetMs ?? WRITE_STALL_BUDGET_MS
   let queued: Queued[] = []
   /** A flush is due (at the end of this tick, or after a pause for a busy lock). */
   let scheduled = false
@@ -118,7 +121,7 @@ export function createWriteQueue(db: Db, options: WriteQueueOptions = {}) {
     if (storageStall.stalled()) {
       const now = Date.now()
       stalledSince ??= now
-      if (now - stalledSince < WRITE_STALL_BUDGET_MS) {
+      if (now - stalledSince < stallBudgetMs) {
         queued = batch.concat(queued)
         schedule(STALL_RECHECK_MS)
         return
