@@ -118,7 +118,7 @@ function answerIn(request: ReadRequest): ReadAnswer {
   let fromHeldSnapshot = false
   if (stalled()) {
     if (sameTag(held, request.tag)) fromHeldSnapshot = true
-    else return { id: request.id, ok: false, stale: true, message: 'litefs does not answer, and this node wrote since its last snapshot' }
+    else return { id: request.id, ok: false, stale: true, message: 'litefs does not answer, and the snapshot held here is not known to hold every write of this node' }
   } else if (otherStuck() && sameTag(held, request.tag)) fromHeldSnapshot = true
   else refresh(request.tag)
   switch (request.op) {
