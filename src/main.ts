@@ -63,6 +63,8 @@ wireStore()
 const position = watch ? watch.position : NO_POSITION
 // History reads (and their key lookups) on a thread with its own connection (decision 048).
 const reads = settings.databaseFile === ':memory:' ? null : startReadThread(settings.databaseFile, () => store.db, () => servingAsPrimary, watch?.shared ?? null)
+// Under LiteFS the threads are started now: a stall may come before the first history read. Elsewhere at that read.
+if (watch) reads?.warm()
 const deps = composeApp({
   reads,
   store,

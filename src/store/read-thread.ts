@@ -29,6 +29,8 @@ export type OffThreadReads = {
   authenticate(secret: string): Promise<ApiKeyIdentity | null>
   /** A history page as the route sends it, null when the organisation has no such chat. */
   historyPage(orgId: string, chatId: string, query: HistoryPageQuery): Promise<string | null>
+  /** Starts the threads now rather than at the first read (under LiteFS, where a stall may come before it). */
+  warm(): void
   /** How many answers came from a snapshot held through a stall (for the log and the tests' curiosity). */
   servedFromHeldSnapshot(): number
   stop(): Promise<void>
@@ -88,7 +90,11 @@ export function startReadThread(file: string, mainDb: () => Db, isPrimary: () =>
   let servedHeld = 0
   let dead: Error | null = null
   type Job = { resolve: (value: unknown) => void; reject: (error: unknown) => void }
-  const threads = Array.from({ length: READ_THREADS }, (_, index) => {
+  type Thread = { worker: Worker; waiting: Map<number, Job>; outstanding: Set<number> }
+  let threads: Thread[] = []
+  // Started at the first read, not at boot: each thread loads TypeScript (tsx) and the store's
+  // modules, CPU a process that never serves history (most tests' servers) need not spend.
+  const startThreads = () => Array.from({ length: READ_THREADS }, (_, index): Thread => {
     const worker = new Worker(new URL('./read-thread-entry.mjs', import.meta.url), {
       workerData: {
         file,
@@ -133,6 +139,7 @@ export function startReadThread(file: string, mainDb: () => Db, isPrimary: () =>
   let turn = 0
   /** The thread with the fewest requests unanswered (one caught in litefs keeps its own), in turn among equals. */
   const pick = () => {
+    if (threads.length === 0) threads = startThreads()
     turn = (turn + 1) % threads.length
     let best = threads[turn]!
     for (const t of threads) if (t.outstanding.size < best.outstanding.size) best = t
@@ -182,9 +189,13 @@ export function startReadThread(file: string, mainDb: () => Db, isPrimary: () =>
   return {
     authenticate: (secret) => ask<ApiKeyIdentity | null>({ op: 'authenticate', secret }),
     historyPage: (orgId, chatId, query) => ask<string | null>({ op: 'historyPage', orgId, chatId, query }),
+    warm() {
+      if (threads.length === 0) threads = startThreads()
+    },
     servedFromHeldSnapshot: () => servedHeld,
     async stop() {
       clearInterval(publish)
+      if (threads.length === 0) return
       const ended = Promise.all(threads.map((t) => new Promise<void>((resolve) => t.worker.once('exit', () => resolve()))))
       for (const t of threads) t.worker.postMessage('stop')
       await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, 1_000).unref())])
