@@ -16,6 +16,7 @@ import { startReadThread } from '../src/store/read-thread.ts'
 import { SERVER_AUTOCHECKPOINT_PAGES, startWalCheckpointer } from '../src/store/wal-checkpointer.ts'
 
 const DURATION_MS = Number(process.env.DURATION_MS ?? 10_000)
+const WRITE_EVERY_MS = Number(process.env.WRITE_EVERY_MS ?? 1)
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 async function run(withReads: boolean) {
@@ -43,7 +44,7 @@ async function run(withReads: boolean) {
     store.parts.append(chat.id, [{ body: { type: 'prompt', text: `write ${writes}` } as never }])
     writes++
     if (writes % 50 === 0) largest = Math.max(largest, statSync(`${file}-wal`).size)
-    await sleep(1)
+    await sleep(WRITE_EVERY_MS)
   }
   await reader
   const last = statSync(`${file}-wal`).size
@@ -54,5 +55,8 @@ async function run(withReads: boolean) {
   return { withReads, writes, reads: readsDone, largestWalKiB: Math.round(largest / 1024), lastWalKiB: Math.round(last / 1024) }
 }
 
+// The threads are unref()ed, as in the server (whose listening socket keeps it alive): this does here.
+const keepAlive = setInterval(() => {}, 1_000)
 for (const withReads of [false, true, false, true]) console.log(JSON.stringify(await run(withReads)))
+clearInterval(keepAlive)
 process.exit(0)
