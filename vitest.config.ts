@@ -19,7 +19,7 @@ const SHARED_ISOLATED = ['test/store/config-token-estimates.test.ts']
  * Parley on a real LiteFS cluster (FUSE, litefs, three servers): not part of `npm test`, run on its
  * own by `npm run test:cluster` (vitest.cluster.config.ts), which `.ci/run` runs after it.
  */
-export const LITEFS_TEST_FILES = ['test/cluster/cluster.test.ts', 'test/cluster/failover.test.ts']
+export const LITEFS_TEST_FILES = ['test/cluster/cluster.test.ts', 'test/cluster/failover.test.ts', 'test/cluster/stalled-litefs.test.ts']
 
 export default defineConfig({
   test: {

@@ -9,6 +9,7 @@ import type { LoadedCatalogue } from './providers/catalogue/load-catalogue.ts'
 import { createLanguageModels, type LanguageModelFor } from './providers/language-models.ts'
 import { createConfigResolver } from './store/config-resolution.ts'
 import type { Store } from './store/index.ts'
+import type { OffThreadReads } from './store/read-thread.ts'
 import { NO_POSITION, type ReplicationPosition } from './store/replication-position.ts'
 import { ALWAYS_PRIMARY, type ReplicationRoleSource } from './store/replication-role.ts'
 
@@ -29,6 +30,8 @@ export type Composition = {
   /** LiteFS's view of this node; without it, the node is the primary. */
   role?: ReplicationRoleSource
   position?: ReplicationPosition
+  /** The read thread (src/store/read-thread.ts); without it history reads on the main thread. */
+  reads?: OffThreadReads | null
 }
 
 /**
@@ -61,5 +64,5 @@ export function composeApp(c: Composition): AppDeps {
     ...(c.maxRunningRunsPerOrg === undefined ? {} : { maxRunningRunsPerOrg: c.maxRunningRunsPerOrg }),
   }
   const host = createChatActorHost(runDeps, { inspect: createInspection(env), role, ...c.hostOptions })
-  return { store: c.store, catalogue: c.catalogue, build: c.build, now, host, role, position: c.position ?? NO_POSITION, nodeId: runDeps.nodeId }
+  return { store: c.store, catalogue: c.catalogue, build: c.build, now, host, role, position: c.position ?? NO_POSITION, nodeId: runDeps.nodeId, reads: c.reads ?? null }
 }

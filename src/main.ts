@@ -16,11 +16,24 @@ import { keepDevCredentials, markDevBannerShown, owedDevBanner, renderDevBanner 
 import { chooseLogFormat, logStream } from './logging/log-format.ts'
 import { runSettledLine } from './logging/run-settled-line.ts'
 import { inspectionSetting, relayAnswers } from './actors/inspection.ts'
-import { litefsPosition, NO_POSITION } from './store/replication-position.ts'
+import { NO_POSITION } from './store/replication-position.ts'
+import { startLitefsWatch } from './store/litefs-watch.ts'
+import { startReadThread } from './store/read-thread.ts'
+import { installStorageStall } from './store/storage-stall.ts'
 import { ALWAYS_PRIMARY, litefsRole } from './store/replication-role.ts'
 
 const settings = readSettings()
-const role = settings.litefs ? litefsRole(settings.litefs.primaryFile, settings.litefs.lagFile, settings.litefs.primaryPort) : ALWAYS_PRIMARY
+// LiteFS's files are read on a thread of their own from here on (decision 048): the main thread
+// never touches the mount for its role or position, and a look litefs leaves unanswered is a stall.
+const watch = settings.litefs
+  ? startLitefsWatch(
+      { primaryFile: settings.litefs.primaryFile, lagFile: settings.litefs.lagFile, positionFile: settings.litefs.positionFile },
+      settings.litefs.primaryPort,
+      litefsRole(settings.litefs.primaryFile, settings.litefs.lagFile, settings.litefs.primaryPort).current(),
+    )
+  : null
+installStorageStall(watch)
+const role = watch ? watch.role : ALWAYS_PRIMARY
 // A replica whose primary has not yet created and migrated the database waits for it to arrive
 // whole: opened half-way (seen on the LiteFS cluster test), its statements would not prepare.
 const schemaArrived = () => (schemaVersionOf(settings.databaseFile) ?? -1) >= migrations.length
@@ -47,8 +60,13 @@ const stopStats = catalogue.start()
 const wireStore = () => store.providerCalls.onRecord(() => catalogue.noteCall())
 wireStore()
 
-const position = settings.litefs ? litefsPosition(settings.litefs.positionFile) : NO_POSITION
+const position = watch ? watch.position : NO_POSITION
+// History reads (and their key lookups) on a thread with its own connection (decision 048).
+const reads = settings.databaseFile === ':memory:' ? null : startReadThread(settings.databaseFile, () => store.db, () => servingAsPrimary, watch?.shared ?? null)
+// Under LiteFS the threads are started now: a stall may come before the first history read. Elsewhere at that read.
+if (watch) reads?.warm()
 const deps = composeApp({
+  reads,
   store,
   catalogue,
   allModels: loaded.entries,
@@ -136,6 +154,8 @@ async function shutDown(why: Record<string, unknown>) {
   stopHost()
   deps.host.stopAll()
   await checkpointer?.stop()
+  await reads?.stop()
+  watch?.stop()
   await Promise.race([app.close(), new Promise((resolve) => setTimeout(resolve, 5_000).unref())])
   store.db.close()
   process.exit(0)

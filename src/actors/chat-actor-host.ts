@@ -23,6 +23,7 @@ import type { RunRow } from '../store/runs.ts'
 import type { ChatRow } from '../store/chats.ts'
 import { forkCopier } from '../store/fork-copier.ts'
 import type { RunOutcome } from '../domain/runs/run-outcome.ts'
+import { storageStall } from '../store/storage-stall.ts'
 
 type ChatActor = Actor<typeof chatMachine>
 
@@ -551,7 +552,9 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
       // This node's own leases are renewed first, so a late tick never finds its own runs expired.
       // A tick that fails (the database refuses writes for a moment) is logged; the next one tries again.
       function renewAndSweep() {
-        if (!isPrimary()) return
+        // While litefs does not answer, the renewal would hold the event loop until it does (decision
+        // 048); the next tick renews (a lease lasts three ticks, a stall that outlasts them is a dead node).
+        if (!isPrimary() || storageStall.stalled()) return
         try {
           const now = deps.now()
           // The leases this node released (each chat's runtime keeps its own), never renewed.

@@ -1,6 +1,7 @@
 import type { ChatActorHost } from '../actors/chat-actor-host.ts'
 import type { CatalogueService } from '../providers/catalogue/catalogue-service.ts'
 import type { Store } from '../store/index.ts'
+import type { OffThreadReads } from '../store/read-thread.ts'
 import type { ReplicationPosition } from '../store/replication-position.ts'
 import type { ReplicationRoleSource } from '../store/replication-role.ts'
 
@@ -18,4 +19,6 @@ export type AppDeps = {
   /** Where this node's copy stands in LiteFS's log: a replica answers a relayed write once it has it. */
   position: ReplicationPosition
   nodeId: string
+  /** The read thread (decision 048): history reads off the event loop; absent, they read on it. */
+  reads?: OffThreadReads | null
 }

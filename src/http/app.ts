@@ -41,6 +41,7 @@ import { USAGE_SCHEMAS } from './schemas/usage.ts'
 import { RESPONSE_SCHEMAS } from './schemas/responses.ts'
 import { HistoryBody, HistoryMedia, HistoryPageResponse, HistoryPart } from './schemas/history.ts'
 import { ApiVersion, Discovery, NamespacePage, PublicPlatformUpdate } from './schemas/public.ts'
+import { stalledError, storageStall } from '../store/storage-stall.ts'
 
 /** Bodies other than turns are capped at 1 MiB (docs/guide/errors.md). */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024
@@ -216,7 +217,16 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
   await app.register(healthRoutes(deps))
   await app.register(catalogueRoutes(deps))
   await app.register(async (keyed) => {
-    keyed.addHook('onRequest', requireApiKey((secret) => deps.store.apiKeys.authenticate(secret)))
+    keyed.addHook(
+      'onRequest',
+      requireApiKey((secret, request) => {
+        if (deps.reads && request.routeOptions.config.readsOffThread) return deps.reads.authenticate(secret)
+        // Every other keyed route reads on this thread: while litefs does not answer, that read
+        // would hold the event loop until it does (decision 048), so the request is refused now.
+        if (storageStall.stalled()) throw stalledError()
+        return deps.store.apiKeys.authenticate(secret)
+      }),
+    )
     if (options.rateLimitPerMinute !== undefined) await installRateLimit(keyed, options.rateLimitPerMinute)
     await keyed.register(chatRoutes(deps))
     await keyed.register(historyRoutes(deps))

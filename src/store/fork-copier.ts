@@ -3,6 +3,7 @@ import type { ChatRow } from './chats.ts'
 import type { NewFork } from './fork-chat.ts'
 import type { ForkJob, ForkJobResult } from './fork-copier-worker.ts'
 import { databaseErrorOf } from './sqlite-errors.ts'
+import { noteCommitOffMainConnection } from './storage-stall.ts'
 
 /** A thread with no fork to copy for this long ends; the next fork starts another. */
 export const FORK_COPIER_IDLE_MS = 30_000
@@ -44,7 +45,11 @@ export function createForkCopier(): ForkCopier {
       const job = waiting.get(result.id)
       if (!job) return
       waiting.delete(result.id)
-      if (result.ok) job.resolve(result.row as ChatRow | null)
+      if (result.ok) {
+        // Committed on the copier's connection: the read thread's snapshot must not be taken for current (decision 048).
+        noteCommitOffMainConnection()
+        job.resolve(result.row as ChatRow | null)
+      }
       else {
         const error = Object.assign(new Error(result.message), result.code === null ? {} : { code: result.code })
         job.reject(databaseErrorOf(error) ?? error)

@@ -166,3 +166,5 @@ export function createPartStore(db: Db, clock: Clock = wallClock) {
     after: (chatId: string, ordinal: number) => after.all(chatId, ordinal),
   }
 }
+
+export type PartStore = ReturnType<typeof createPartStore>

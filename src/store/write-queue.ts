@@ -1,5 +1,6 @@
 import type { Db } from './database.ts'
 import { cannotWriteError, databaseErrorOf, sqliteErrorKind } from './sqlite-errors.ts'
+import { stalledError, storageStall } from './storage-stall.ts'
 
 type Queued = { fn: () => unknown; resolve: (value: unknown) => void; reject: (error: unknown) => void }
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown }
@@ -18,11 +19,21 @@ export type WriteQueueOptions = {
   /** The first pause before trying a refused BEGIN again; it doubles up to `busyBackoffMaxMs`. */
   busyBackoffMs?: number
   busyBackoffMaxMs?: number
+  /** How long a batch waits in all for a stalled litefs (WRITE_STALL_BUDGET_MS unless told). */
+  stallBudgetMs?: number
 }
 
 export const WRITE_BUSY_BUDGET_MS = 5_000
 const WRITE_BUSY_BACKOFF_MS = 10
 const WRITE_BUSY_BACKOFF_MAX_MS = 250
+/**
+ * How long a batch waits, in all, for a stalled litefs to answer again (docs/decisions/048): the
+ * queue does not enter SQLite meanwhile (the call would hold the event loop until litefs answers),
+ * and looks again every STALL_RECHECK_MS. Past it, the batch's writes fail with 503 (nothing of
+ * them was written), so no run waits for ever on a node whose storage is gone.
+ */
+export const WRITE_STALL_BUDGET_MS = 30_000
+const STALL_RECHECK_MS = 10
 /** Retry-After of a batch that waited its whole budget: the lock has been held for seconds already. */
 const EXHAUSTED_RETRY_AFTER_SECONDS = 2
 
@@ -44,12 +55,15 @@ export function createWriteQueue(db: Db, options: WriteQueueOptions = {}) {
   const busyBudgetMs = options.busyBudgetMs ?? WRITE_BUSY_BUDGET_MS
   const backoffMs = options.busyBackoffMs ?? WRITE_BUSY_BACKOFF_MS
   const backoffMaxMs = options.busyBackoffMaxMs ?? WRITE_BUSY_BACKOFF_MAX_MS
+  const stallBudgetMs = options.stallBudgetMs ?? WRITE_STALL_BUDGET_MS
   let queued: Queued[] = []
   /** A flush is due (at the end of this tick, or after a pause for a busy lock). */
   let scheduled = false
   /** When the waiting batch's BEGIN was first refused as busy, and how many times since. */
   let busySince: number | null = null
   let busyAttempts = 0
+  /** When the waiting batch first found litefs stalled. */
+  let stalledSince: number | null = null
   // Prepared once: a flush runs per tick under load, and wrapping each write in db.transaction()
   // would build a new transaction function every time.
   const begin = db.prepare('BEGIN IMMEDIATE')
@@ -103,6 +117,20 @@ export function createWriteQueue(db: Db, options: WriteQueueOptions = {}) {
       for (const item of batch) item.reject(cannotWriteError(new Error('the database connection was closed')))
       return
     }
+    // A stalled litefs (decision 048): wait for it without entering SQLite, within WRITE_STALL_BUDGET_MS.
+    if (storageStall.stalled()) {
+      const now = Date.now()
+      stalledSince ??= now
+      if (now - stalledSince < stallBudgetMs) {
+        queued = batch.concat(queued)
+        schedule(STALL_RECHECK_MS)
+        return
+      }
+      stalledSince = null
+      for (const item of batch) item.reject(stalledError(EXHAUSTED_RETRY_AFTER_SECONDS))
+      return
+    }
+    stalledSince = null
     try {
       apply(batch)
     } catch (error) {

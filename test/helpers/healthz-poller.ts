@@ -40,7 +40,10 @@ function ask() {
 async function loop() {
   while (!stopped) {
     const started = now()
-    batch.push(await ask())
+    // Awaited before push: \`batch.push(await …)\` takes the array before the await, and a flush that
+    // replaced it meanwhile would post the old one without this sample (the slowest answers first).
+    const sample = await ask()
+    batch.push(sample)
     const wait = workerData.everyMs - (now() - started)
     if (wait > 0) await new Promise((r) => setTimeout(r, wait))
   }

@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { DatabaseUnavailableError } from '../../src/domain/errors.ts'
 import { SERVER_BUSY_TIMEOUT_MS } from '../../src/store/database.ts'
 import { createWriteQueue, type WriteQueue } from '../../src/store/write-queue.ts'
+import { installStorageStall } from '../../src/store/storage-stall.ts'
 import { openTempStore } from '../helpers/temp-store.ts'
 
 let t: ReturnType<typeof openTempStore>
@@ -211,5 +212,41 @@ describe('createWriteQueue', () => {
     expect(committed()).toEqual([])
     expect(other.prepare('SELECT count(*) FROM child').pluck().get()).toBe(0)
     expect(t.db.inTransaction).toBe(false)
+  })
+})
+
+describe('createWriteQueue while litefs is stalled (decision 048)', () => {
+  let stalled = false
+  beforeEach(() => {
+    stalled = false
+    installStorageStall({ stalled: () => stalled, stalledForMs: () => (stalled ? 100 : 0) })
+  })
+  afterEach(() => installStorageStall(null))
+
+  it('does not enter SQLite while stalled, and commits the waiting batch once litefs answers', async () => {
+    stalled = true
+    let ran = 0
+    const write = settle(queue.write(() => (ran++, insert(5).changes)))
+    await new Promise((resolve) => setTimeout(resolve, 60))
+    // Not run, not begun: the connection holds no transaction the stall could catch.
+    expect(ran).toBe(0)
+    expect(t.db.inTransaction).toBe(false)
+    expect(committed()).toEqual([])
+    stalled = false
+    expect(await write).toEqual({ value: 1 })
+    expect(ran).toBe(1)
+    expect(committed()).toEqual([5])
+  })
+
+  it('fails the batch with 503 (Retry-After) once the stall outlasts its budget, having written nothing', async () => {
+    stalled = true
+    const patient = createWriteQueue(t.db, { stallBudgetMs: 50 })
+    let ran = 0
+    const outcome = await settle(patient.write(() => (ran++, insert(6))))
+    expect(ran).toBe(0)
+    expect('error' in outcome && outcome.error).toBeInstanceOf(DatabaseUnavailableError)
+    expect((outcome as { error: DatabaseUnavailableError }).error).toMatchObject({ code: 'unavailable', retryAfterSeconds: 2 })
+    stalled = false
+    expect(committed()).toEqual([])
   })
 })

@@ -7,13 +7,20 @@ declare module 'fastify' {
   interface FastifyRequest {
     identity: ApiKeyIdentity | null
   }
+  interface FastifyContextConfig {
+    /**
+     * The route reads on the read thread (src/store/read-thread.ts, decision 048), its key lookup
+     * included: it goes on while litefs is stalled, when every other keyed route answers 503.
+     */
+    readsOffThread?: boolean
+  }
 }
 
 /** onRequest hook for keyed routes: runs before the body is parsed, so 401 wins over 413/422. */
-export function requireApiKey(authenticate: (secret: string) => ApiKeyIdentity | null) {
+export function requireApiKey(authenticate: (secret: string, request: FastifyRequest) => ApiKeyIdentity | null | Promise<ApiKeyIdentity | null>) {
   return async function checkApiKey(request: FastifyRequest): Promise<void> {
     const token = bearerToken(request.headers.authorization)
-    const identity = token === null ? null : authenticate(token)
+    const identity = token === null ? null : await authenticate(token, request)
     if (!identity) throw new UnauthorizedError()
     request.identity = identity
   }

@@ -4,6 +4,7 @@ import { UnavailableError } from '../../domain/errors.ts'
 import { activeModels } from '../../providers/catalogue/active-providers-line.ts'
 import type { Db } from '../../store/database.ts'
 import type { ReplicationRoleSource } from '../../store/replication-role.ts'
+import { storageStall } from '../../store/storage-stall.ts'
 import type { AppDeps } from '../app-deps.ts'
 import { sendError } from '../plugins/error-handler.ts'
 import { errors } from '../schemas/common.ts'
@@ -15,6 +16,8 @@ import { Liveness, Readiness } from '../schemas/health.ts'
  * relay writes to. Returns what to answer, or why not.
  */
 export function checkReadiness(db: Db, role: ReplicationRoleSource): Pick<Readiness, 'status' | 'role'> | UnavailableError {
+  // The probe would wait for litefs on the event loop (decision 048): not ready while it does not answer.
+  if (storageStall.stalled()) return new UnavailableError(`the storage (litefs) has not answered for ${storageStall.stalledForMs()} ms`)
   const current = role.current()
   switch (current.kind) {
     case 'primary':

@@ -2,6 +2,7 @@ import { rebuildRunFrames } from '../../actors/replay-run.ts'
 import type { RunEvent, RunEventSource } from '../../actors/run-channel.ts'
 import type { PartRow } from '../../store/parts.ts'
 import type { RunRow } from '../../store/runs.ts'
+import { storageStall } from '../../store/storage-stall.ts'
 
 /** How often a reader of a run that runs elsewhere (another node, or none since a restart) reads its copy again. */
 export const LEDGER_POLL_MS = 200
@@ -32,6 +33,8 @@ export function ledgerFrames(read: () => { run: RunRow; parts: PartRow[] } | nul
   const waiting = new Set<() => void>()
   let timer: NodeJS.Timeout | null = null
   const poll = () => {
+    // The ledger is read on the event loop: not while litefs does not answer (decision 048).
+    if (storageStall.stalled()) return
     const before = frames.length
     refresh()
     const woken = frames.length > before || ended

@@ -1,6 +1,7 @@
 import type { CatalogueEntry } from '../../domain/catalogue/catalogue-entry.ts'
 import { resolveModelForTurn, statusAt, versionInForce, type TurnModelResolution } from '../../domain/catalogue/lifecycle.ts'
 import type { LoadedCatalogue } from './load-catalogue.ts'
+import { storageStall } from '../../store/storage-stall.ts'
 
 export type ModelStats = { avgTimeToFirstTokenMs: number | null; uptime: string | null }
 
@@ -99,6 +100,8 @@ export function createCatalogueService(
       return inForce.version
     },
     refreshStats(now = clock()) {
+      // Read on the event loop: not while litefs does not answer (decision 048); the old figures serve meanwhile.
+      if (storageStall.stalled()) return
       readVersions()
       stats = statsSince(new Date(now.getTime() - STATS_WINDOW_MS).toISOString())
       all = []

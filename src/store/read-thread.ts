@@ -1,0 +1,204 @@
+import { Worker } from 'node:worker_threads'
+import type { HistoryPageQuery } from '../http/routes/api/v1/chats/history-page.ts'
+import type { ApiKeyIdentity } from './api-keys.ts'
+import type { Db } from './database.ts'
+import { LITEFS_STALL_AFTER_MS, WATCH_MAIN_POSITION, WATCH_POSITION } from './litefs-watch.ts'
+import type { ReadAnswer, ReadRequest, ReadTag } from './read-thread-worker.ts'
+import { commitsOffMain, stalledError, storageStall } from './storage-stall.ts'
+
+/**
+ * How long a read waits for the read thread once the storage is known to be stalled, before it is
+ * answered 503 `unavailable` (Retry-After: 1). While litefs answers, a read waits as long as it
+ * takes, as any read did on the main thread. 40 ms keeps the answer within issue 34's 100 ms.
+ */
+export const READ_STALL_WAIT_MS = 40
+/** Read threads: two, so one keeps its snapshot while the other is caught in a renewal (read-thread-worker.ts). */
+export const READ_THREADS = 2
+/** A renewal takes a few tenths of a millisecond; one under way for longer suggests litefs stopped. */
+export const READ_SUSPECT_AFTER_MS = 5
+/** A snapshot left unused is renewed this often, so it never holds the WAL back for long. */
+export const READ_IDLE_REFRESH_MS = 200
+/** A request as a caller gives it: the thread's id and tag are added here. */
+type Unasked = ReadRequest extends infer R ? (R extends ReadRequest ? Omit<R, 'id' | 'tag'> : never) : never
+
+/** How often the main thread publishes its change count for the read thread's idle renewals. */
+const PUBLISH_TAG_MS = 25
+
+export type OffThreadReads = {
+  /** The key's identity, null when it is unknown or revoked: `apiKeys.authenticate`, read on the thread. */
+  authenticate(secret: string): Promise<ApiKeyIdentity | null>
+  /** A history page as the route sends it, null when the organisation has no such chat. */
+  historyPage(orgId: string, chatId: string, query: HistoryPageQuery): Promise<string | null>
+  /** Starts the threads now rather than at the first read (under LiteFS, where a stall may come before it). */
+  warm(): void
+  /** How many answers came from a snapshot held through a stall (for the log and the tests' curiosity). */
+  servedFromHeldSnapshot(): number
+  stop(): Promise<void>
+}
+
+/**
+ * The read thread (docs/decisions/048-stalled-litefs.md): history pages and the key lookup in front
+ * of them are read on a thread with its own read-only connection, so a read transaction that waits
+ * on litefs (its lock on the `-shm` file goes through FUSE) never waits on the event loop. See
+ * read-thread-worker.ts for when a snapshot is renewed and when a held one may answer.
+ *
+ * `mainDb` is the server's connection as it is now (it changes with LiteFS roles): its change count
+ * (`SELECT total_changes()`, which touches no file) tags what the main thread has written.
+ * `watchShared` is the LiteFS watcher's shared state (null without LiteFS: never stalled).
+ */
+export function startReadThread(file: string, mainDb: () => Db, isPrimary: () => boolean, watchShared: SharedArrayBuffer | null): OffThreadReads {
+  // [0] the main connection's generation, [1] its change count, [2] the LiteFS position, [3] 1 on the primary.
+  const tagShared = new SharedArrayBuffer(4 * BigInt64Array.BYTES_PER_ELEMENT)
+  const tagState = new BigInt64Array(tagShared)
+  const watch = watchShared ? new BigInt64Array(watchShared) : null
+  let generation = 0
+  let lastDb: Db | null = null
+  let changesOf: { db: Db; statement: { get(): unknown } } | null = null
+
+  const tag = (): ReadTag => {
+    const db = mainDb()
+    if (db !== lastDb) {
+      lastDb = db
+      generation++
+      changesOf = null
+    }
+    let changes = 0
+    if (db.open) {
+      changesOf ??= { db, statement: db.prepare('SELECT total_changes()').pluck() }
+      changes = Number(changesOf.statement.get())
+    }
+    const position = watch ? (Atomics.load(watch, WATCH_POSITION) > Atomics.load(watch, WATCH_MAIN_POSITION) ? Atomics.load(watch, WATCH_POSITION) : Atomics.load(watch, WATCH_MAIN_POSITION)) : 0n
+    const now: ReadTag = { generation, changes: changes + commitsOffMain(), position: String(position) }
+    Atomics.store(tagState, 0, BigInt(now.generation))
+    Atomics.store(tagState, 1, BigInt(now.changes))
+    Atomics.store(tagState, 2, position)
+    Atomics.store(tagState, 3, isPrimary() ? 1n : 0n)
+    return now
+  }
+  tag()
+  const publish = setInterval(() => {
+    try {
+      tag()
+    } catch {}
+  }, PUBLISH_TAG_MS)
+  publish.unref()
+
+  const refreshingShared = new SharedArrayBuffer(READ_THREADS * BigInt64Array.BYTES_PER_ELEMENT)
+  const busyShared = new SharedArrayBuffer(READ_THREADS * BigInt64Array.BYTES_PER_ELEMENT)
+  const busy = new BigInt64Array(busyShared)
+  let nextId = 1
+  let servedHeld = 0
+  let dead: Error | null = null
+  type Job = { resolve: (value: unknown) => void; reject: (error: unknown) => void }
+  type Thread = { worker: Worker; waiting: Map<number, Job>; outstanding: Set<number> }
+  let threads: Thread[] = []
+  // Started at the first read, not at boot: each thread loads TypeScript (tsx) and the store's
+  // modules, CPU a process that never serves history (most tests' servers) need not spend.
+  const startThreads = () => Array.from({ length: READ_THREADS }, (_, index): Thread => {
+    const worker = new Worker(new URL('./read-thread-entry.mjs', import.meta.url), {
+      workerData: {
+        file,
+        watchShared,
+        tagShared,
+        refreshingShared,
+        busyShared,
+        index,
+        stallAfterMs: LITEFS_STALL_AFTER_MS,
+        idleRefreshMs: READ_IDLE_REFRESH_MS,
+        suspectAfterMs: READ_SUSPECT_AFTER_MS,
+      },
+      // None of the main thread's loaders: the entry registers tsx itself.
+      execArgv: [],
+    })
+    worker.unref()
+    const waiting = new Map<number, Job>()
+    /** Requests sent and not answered yet, those given up on included: a thread caught in litefs keeps them. */
+    const outstanding = new Set<number>()
+    worker.on('message', (answer: ReadAnswer) => {
+      outstanding.delete(answer.id)
+      const job = waiting.get(answer.id)
+      if (!job) return
+      waiting.delete(answer.id)
+      if (answer.ok) {
+        if (answer.fromHeldSnapshot) servedHeld++
+        job.resolve(answer.value)
+      } else if (answer.stale) job.reject(stalledError())
+      else job.reject(new Error(answer.message))
+    })
+    const failAll = (error: Error) => {
+      dead = error
+      for (const t of threads) {
+        for (const job of t.waiting.values()) job.reject(error)
+        t.waiting.clear()
+      }
+    }
+    worker.on('error', (error) => failAll(error))
+    worker.on('exit', (code) => failAll(new Error(`a read thread ended (exit code ${code})`)))
+    return { worker, waiting, outstanding }
+  })
+  let turn = 0
+  /** The thread with the fewest requests unanswered (one caught in litefs keeps its own), in turn among equals. */
+  const pick = () => {
+    if (threads.length === 0) threads = startThreads()
+    turn = (turn + 1) % threads.length
+    let best = threads[turn]!
+    for (const t of threads) if (t.outstanding.size < best.outstanding.size) best = t
+    return best
+  }
+
+  function ask<T>(request: Unasked): Promise<T> {
+    if (dead) return Promise.reject(dead)
+    const id = nextId++
+    const thread = pick()
+    const waiting = thread.waiting
+    return new Promise<T>((resolve, reject) => {
+      let watchdog: NodeJS.Timeout | null = null
+      const done = () => {
+        if (watchdog) clearInterval(watchdog)
+      }
+      waiting.set(id, {
+        resolve: (value) => {
+          done()
+          resolve(value as T)
+        },
+        reject: (error) => {
+          done()
+          reject(error)
+        },
+      })
+      // While the thread is stuck in a call litefs does not answer, the request gives up after
+      // READ_STALL_WAIT_MS of a known stall; its late answer, if any, is dropped. A thread that is
+      // not in a call (only slow to be scheduled, on a busy machine) is waited for.
+      if (watch) {
+        const askedAt = Date.now()
+        const index = threads.indexOf(thread)
+        watchdog = setInterval(() => {
+          const now = Date.now()
+          const inCallSince = Number(Atomics.load(busy, index))
+          if (!storageStall.stalled() || now - askedAt < READ_STALL_WAIT_MS || inCallSince === 0 || now - inCallSince < READ_STALL_WAIT_MS) return
+          const job = waiting.get(id)
+          waiting.delete(id)
+          job?.reject(stalledError())
+        }, 10)
+      }
+      thread.outstanding.add(id)
+      thread.worker.postMessage({ ...request, id, tag: tag() })
+    })
+  }
+
+  return {
+    authenticate: (secret) => ask<ApiKeyIdentity | null>({ op: 'authenticate', secret }),
+    historyPage: (orgId, chatId, query) => ask<string | null>({ op: 'historyPage', orgId, chatId, query }),
+    warm() {
+      if (threads.length === 0) threads = startThreads()
+    },
+    servedFromHeldSnapshot: () => servedHeld,
+    async stop() {
+      clearInterval(publish)
+      if (threads.length === 0) return
+      const ended = Promise.all(threads.map((t) => new Promise<void>((resolve) => t.worker.once('exit', () => resolve()))))
+      for (const t of threads) t.worker.postMessage('stop')
+      await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, 1_000).unref())])
+    },
+  }
+}
