@@ -27,7 +27,7 @@ async function run(withReads: boolean) {
   const org = store.organisations.create('WAL', 'wal')
   const chat = store.chats.create({ orgId: org.id, namespace: null, title: null, description: null, userMetadata: {} })
   const checkpointer = startWalCheckpointer(file, () => {})
-  const reads = withReads ? startReadThread(file, () => db, () => true, null) : null
+  const reads = withReads ? startReadThread(file, () => db, () => true, null, () => checkpointer.checkpointNow()) : null
   if (reads) await reads.historyPage(org.id, chat.id, {})
   let largest = 0
   let writes = 0
@@ -57,6 +57,6 @@ async function run(withReads: boolean) {
 
 // The threads are unref()ed, as in the server (whose listening socket keeps it alive): this does here.
 const keepAlive = setInterval(() => {}, 1_000)
-for (const withReads of [false, true, false, true]) console.log(JSON.stringify(await run(withReads)))
+for (const withReads of (process.env.WAL_RUNS ?? "false,true,false,true").split(",").map((s) => s === "true")) console.log(JSON.stringify(await run(withReads)))
 clearInterval(keepAlive)
 process.exit(0)

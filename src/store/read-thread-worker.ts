@@ -95,7 +95,8 @@ function refresh(tag: ReadTag) {
  * taking them: replication stopped (seen on the cluster test). There each request reads in a
  * transaction of its own, as the main thread did, and a stalled litefs answers 503.
  */
-const holdSnapshots = () => Atomics.load(tagNow, 3) === 1n
+let paused = false
+const holdSnapshots = () => Atomics.load(tagNow, 3) === 1n && !paused
 
 function release() {
   held = null
@@ -131,7 +132,20 @@ function answerIn(request: ReadRequest): ReadAnswer {
   }
 }
 
-parentPort!.on('message', (request: ReadRequest | 'stop') => {
+parentPort!.on('message', (request: ReadRequest | 'stop' | 'pause' | 'resume') => {
+  // The WAL cycle (read-thread.ts): no snapshot held until resumed, so the log can be checkpointed whole.
+  if (request === 'pause') {
+    paused = true
+    try {
+      release()
+    } catch {}
+    parentPort!.postMessage({ paused: index })
+    return
+  }
+  if (request === 'resume') {
+    paused = false
+    return
+  }
   if (request === 'stop') {
     clearInterval(idle)
     if (db.inTransaction) commit.run()

@@ -21,6 +21,19 @@ const checkpoint = () => {
 
 const timer = setInterval(checkpoint, intervalMs)
 parentPort.on('message', (message) => {
+  // Asked by the read threads' WAL cycle (src/store/read-thread.ts): whether every frame of the log is
+  // now in the database file, so the next write may start the log again from its beginning.
+  if (message?.kind === 'checkpoint-now') {
+    let complete = false
+    try {
+      const [result] = db.pragma('wal_checkpoint(PASSIVE)')
+      complete = result.busy === 0 && result.log === result.checkpointed
+    } catch (error) {
+      parentPort.postMessage({ kind: 'failed', message: error instanceof Error ? error.message : String(error) })
+    }
+    parentPort.postMessage({ kind: 'checkpointed', id: message.id, complete })
+    return
+  }
   if (message !== 'stop') return
   clearInterval(timer)
   checkpoint()

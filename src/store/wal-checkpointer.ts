@@ -12,6 +12,8 @@ export const SERVER_AUTOCHECKPOINT_PAGES = 20_000
 export const CHECKPOINT_INTERVAL_MS = 250
 
 export type WalCheckpointer = {
+  /** Checkpoints now; true when every frame of the log is in the database file (none held back by a reader). */
+  checkpointNow(): Promise<boolean>
   /** Copies what is left once more, closes the thread's connection and ends the thread. */
   stop(): Promise<void>
 }
@@ -33,12 +35,25 @@ export function startWalCheckpointer(
     // checkout's worker could fail to resolve.
     execArgv: [],
   })
-  worker.on('message', (message: { kind: 'failed'; message: string }) => onFailure(message.message))
+  let nextId = 1
+  const asked = new Map<number, (complete: boolean) => void>()
+  worker.on('message', (message: { kind: 'failed'; message: string } | { kind: 'checkpointed'; id: number; complete: boolean }) => {
+    if (message.kind === 'failed') return onFailure(message.message)
+    asked.get(message.id)?.(message.complete)
+    asked.delete(message.id)
+  })
   worker.on('error', (error) => onFailure(error.message))
   // The server may end while the thread ticks; the backstop covers a thread that is gone.
   worker.unref()
   const ended = new Promise<void>((resolve) => worker.once('exit', () => resolve()))
   return {
+    checkpointNow() {
+      const id = nextId++
+      return new Promise<boolean>((resolve) => {
+        asked.set(id, resolve)
+        worker.postMessage({ kind: 'checkpoint-now', id })
+      })
+    },
     stop() {
       worker.postMessage('stop')
       return ended
