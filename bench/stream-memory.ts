@@ -80,6 +80,7 @@ async function openAll(
   let ended = 0
   let deltas = 0
   let opening = 0
+  let lastError = ''
   const runIds: string[] = []
   const waiters: (() => void)[] = []
   const started = performance.now()
@@ -103,12 +104,13 @@ async function openAll(
         }
         if (event === 'delta') deltas++
         if (event === 'done' || event === 'error') ended++
+        if (event === 'error' && !mayEnd) lastError = data
       }).finally(release),
     )
   }
   const deadline = performance.now() + IDLE_MS
   while (open < count && performance.now() < deadline && (mayEnd || ended === 0)) await sleep(20)
-  if (open < count) throw new Error(`only ${open} of ${count} streams opened (${ended} already ended)`)
+  if (open < count) throw new Error(`only ${open} of ${count} streams opened (${ended} already ended${lastError ? `; an error frame: ${lastError}` : ''})`)
   return { outcomes, seconds: (performance.now() - started) / 1000, deltas: () => deltas, ended: () => ended, runIds }
 }
 
@@ -130,7 +132,7 @@ async function main(): Promise<void> {
     process.env.MEMORY_PROBE_SNAPSHOT = trigger
   }
   const server = await startServer({
-    args: ['--expose-gc', '--import', './bench/memory-probe.mjs', '--import', 'tsx', 'src/main.ts'],
+    args: ['--expose-gc', '--import', './bench/memory-probe.mjs', ...(process.env.STREAM_MEMORY_LOADER ?? '--import tsx').split(' '), 'src/main.ts'],
     env: {
       DATA_DIR: dataDir,
       LOG_LEVEL: 'warn',
