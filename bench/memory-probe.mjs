@@ -1,6 +1,6 @@
 /**
  * Loaded into a server process by bench/stream-memory.ts (`node --expose-gc --import
- * ./bench/memory-probe.mjs --import tsx src/main.ts`), never by the server itself. On SIGUSR2 it
+ * ./bench/memory-probe.mjs src/main.ts`), never by the server itself. On SIGUSR2 it
  * reads the process's memory and writes one line to stderr:
  *
  *   memory-probe {"rss":…,"heapUsed":…,"external":…,"arrayBuffers":…,"gcRss":…,…}

@@ -132,7 +132,7 @@ async function main(): Promise<void> {
     process.env.MEMORY_PROBE_SNAPSHOT = trigger
   }
   const server = await startServer({
-    args: ['--expose-gc', '--import', './bench/memory-probe.mjs', ...(process.env.STREAM_MEMORY_LOADER ?? '--import tsx').split(' '), 'src/main.ts'],
+    args: ['--expose-gc', '--import', './bench/memory-probe.mjs', 'src/main.ts'],
     env: {
       DATA_DIR: dataDir,
       LOG_LEVEL: 'warn',
@@ -249,7 +249,7 @@ async function main(): Promise<void> {
     '  its opening frames, its chat\'s actor in `streaming` and the provider call in flight. All then ended with their delta and `done`.',
     `- **Readers**: one run of the same kind (\`/slow 60000\`) and ${fmt(READERS)} \`GET /api/v1/runs/{id}/events\` readers of it, ${OPENING} being opened at a time; read 0.5 s after the`,
     '  last had its opening frames; the run was then cancelled and every reader ended with its `error` (`cancelled`). A reader holds its socket, its request and reply, and a cursor on the run\'s one channel.',
-    '- **Readings**: bench/memory-probe.mjs, loaded into the server process (`node --expose-gc --import ./bench/memory-probe.mjs --import tsx src/main.ts`), reads',
+    '- **Readings**: bench/memory-probe.mjs, loaded into the server process (`node --expose-gc --import ./bench/memory-probe.mjs src/main.ts`, as `npm start` runs it), reads',
     '  VmRSS from `/proc/self/status` on SIGUSR2 as it is (garbage included), then collects the heap in full and reads VmRSS and `process.memoryUsage()` again.',
     '  "Before" is the same process, warmed up (160 turns, 200 short streams, 200 readers of another run) and at rest, its chats parked. Per stream: (with − before) ÷ count.',
     `- Server: \`MAX_RUNNING_RUNS_PER_ORG\`, \`MAX_CONCURRENT_TURNS\` and \`SHED_FROM_TURNS\` at ${CAPS} (decision 033's caps out of the way), \`LOG_LEVEL=warn\`, fresh \`DATA_DIR\`.`,

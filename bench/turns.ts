@@ -520,7 +520,7 @@ async function main(): Promise<void> {
     '',
     '### Setup',
     '',
-    `- Parley: \`node --import tsx src/main.ts\`, \`LOG_LEVEL=warn\`, \`MAX_RUNNING_RUNS_PER_ORG\`, \`MAX_CONCURRENT_TURNS\` and \`SHED_FROM_TURNS\` at ${CAPS_OUT_OF_THE_WAY} (so no admission cap of decision 033 refuses a measured turn or stream), fresh \`DATA_DIR\`, seeded through the store first (one organisation, an`,
+    `- Parley: \`node src/main.ts\`, \`LOG_LEVEL=warn\`, \`MAX_RUNNING_RUNS_PER_ORG\`, \`MAX_CONCURRENT_TURNS\` and \`SHED_FROM_TURNS\` at ${CAPS_OUT_OF_THE_WAY} (so no admission cap of decision 033 refuses a measured turn or stream), fresh \`DATA_DIR\`, seeded through the store first (one organisation, an`,
     `  API key, 1,000,000 USD of credit, and every chat). Turn: \`POST /api/v1/chats/{id}/responses\` with \`${TURN_BODY}\`; the probe turn checked it`,
     `  streams exactly ${DELTAS} \`delta\` frames (${events.length} frames: ${[...new Set(events)].join(', ')}; ${fmt(probe.bytes)} bytes).`,
     '- Bare route: `POST /sse` of `bench/bare-server.ts` (Fastify, no plugins, own process) writes the probe turn\'s own frames, same',

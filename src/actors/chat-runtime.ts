@@ -41,7 +41,11 @@ export class ChatRuntime {
   readonly compactions: CompactionsInFlight = new Map()
   private nextRequest = 1
 
-  constructor(readonly chatId: string) {}
+  readonly chatId: string
+
+  constructor(chatId: string) {
+    this.chatId = chatId
+  }
 
   /** A new request id for an event sent to this chat's machine. */
   requestId(): string {
