@@ -3,10 +3,10 @@
  * in one server process started with bench/memory-probe.mjs (which reads the process's memory on
  * SIGUSR2, before and after a full collection):
  *
- * - **turn streams**: N chats (BENCH_STREAMS, default 2,000) each given a `/slow 20000` turn of one
+ * - **turn streams**: N chats (BENCH_STREAMS, default 2,000) each given a `/slow 60000` turn of one
  *   word: each `POST /api/v1/chats/{id}/responses` answers 200, streams its opening frames
  *   (`run`, `config_warnings`, `translation_warnings`) and then waits on the sandbox
- *   vendor for 20 s before its one delta. That wait is the idle stream: a socket, the request, the
+ *   vendor for 60 s before its one delta. That wait is the idle stream: a socket, the request, the
  *   run's channel, its actor in `streaming`, the provider call in flight. Memory is read with all N
  *   open and none past its first delta, and compared with the same reading before they opened.
  * - **readers of one run**: R readers (BENCH_READERS, default 10,000) of one running run
@@ -30,7 +30,7 @@ const STREAMS = Math.trunc(envNumber('BENCH_STREAMS', 2_000))
 const READERS = Math.trunc(envNumber('BENCH_READERS', 10_000))
 const SNAPSHOT_DIR = process.env.BENCH_SNAPSHOT ? resolve(process.env.BENCH_SNAPSHOT) : null
 /** How long each measured stream waits on the vendor before its one delta. */
-const IDLE_MS = 20_000
+const IDLE_MS = 60_000
 const STREAM_PROMPT = `/slow ${IDLE_MS}\n/long 1`
 /** Requests being opened at once; an open stream (its `run` frame read) no longer counts. */
 const OPENING = 64
