@@ -255,7 +255,7 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
   const isIdle = ({ actor, runtime }: { actor: ChatActor; runtime: ChatRuntime }) => {
     const snapshot = actor.getSnapshot()
     const resting = snapshot.matches('idle') || snapshot.matches('awaitingToolResults') || snapshot.matches('outstanding')
-    return resting && snapshot.context.eagerCompaction === null && runtime.released.size === 0
+    return resting && snapshot.context.eagerCompaction === null && !runtime.hasReleased
   }
 
   /**
