@@ -23,11 +23,12 @@ import { join, resolve } from 'node:path'
 import { REPO_ROOT, startServer, type ServerProcess } from '../test/e2e/server-process.ts'
 import { seedOrganisation } from '../test/helpers/seed-organisation.ts'
 import { writeSection } from './benchmarks-file.ts'
-import { envNumber, fmt, installCleanup, loadLine, log, runMain, sectionHead, sleep } from './lib.ts'
+import { actorMemory, envNumber, fmt, installCleanup, loadLine, log, runMain, sectionHead, sleep } from './lib.ts'
 import { sse, type SseOutcome } from './sse-client.ts'
 
 const STREAMS = Math.trunc(envNumber('BENCH_STREAMS', 2_000))
 const READERS = Math.trunc(envNumber('BENCH_READERS', 10_000))
+const ACTORS = Math.trunc(envNumber('BENCH_ACTORS', 5_000))
 const SNAPSHOT_DIR = process.env.BENCH_SNAPSHOT ? resolve(process.env.BENCH_SNAPSHOT) : null
 /** How long each measured stream waits on the vendor before its one delta. */
 const IDLE_MS = 60_000
@@ -210,6 +211,9 @@ async function main(): Promise<void> {
   agent.destroy()
   await server.stop()
 
+  log(`heap per idle actor: ${fmt(ACTORS)} actors, in a process of its own (bench/actor-memory.ts)`)
+  const actors = await actorMemory(ACTORS)
+
   const per = (a: number, b: number, n: number) => (b - a) / n
   const kib = (bytes: number) => `${fmt(bytes / 1024, 1)} KiB`
   const mib = (bytes: number) => `${fmt(bytes / 2 ** 20, 1)} MiB`
@@ -225,7 +229,14 @@ async function main(): Promise<void> {
     heapPerReader: per(readersBefore.gcHeapUsed, readersOpen.gcHeapUsed, READERS),
     externalPerReader: per(readersBefore.gcExternal, readersOpen.gcExternal, READERS),
   }
-  log(JSON.stringify({ figures, before, open, afterStreams, readersBefore, readersOpen }))
+  log(JSON.stringify({ figures, actors, before, open, afterStreams, readersBefore, readersOpen }))
+  const actorTable = [
+    '| Heap per chat actor (`bench/actor-memory.ts`, ' + fmt(actors.actors!) + ' actors) | Value |',
+    '|---|--:|',
+    `| idle hydrated actor (\`host.preload\`, no turn) | ${kib(actors.perActorPreloaded!)} |`,
+    `| idle actor after one sandbox turn, live | ${kib(actors.perActorAfterTurn!)} |`,
+    `| **idle chat once the host's sweep parked it** (decision 046; aim ≤ 4 KB) | **${kib(actors.perChatParked!)}** (${fmt(actors.perChatParked!)} bytes) |`,
+  ].join('\n')
   const table = [
     '| Measure | Turn streams | Readers of one run |',
     '|---|--:|--:|',
@@ -237,7 +248,7 @@ async function main(): Promise<void> {
     `| V8 heap per idle stream (heapUsed after a full collection) | ${kib(figures.heapPerStream)} | ${kib(figures.heapPerReader)} |`,
     `| off-heap per idle stream (\`external\`: buffers) | ${kib(figures.externalPerStream)} | ${kib(figures.externalPerReader)} |`,
   ].join('\n')
-  process.stdout.write(`${table}\n`)
+  process.stdout.write(`${table}\n\n${actorTable}\n`)
   const section = [
     ...sectionHead('Stream memory: idle turn streams and readers of one run (issue 34)', 'bench/stream-memory.ts', loadBefore),
     '',
@@ -255,6 +266,12 @@ async function main(): Promise<void> {
     `- Server: \`MAX_RUNNING_RUNS_PER_ORG\`, \`MAX_CONCURRENT_TURNS\` and \`SHED_FROM_TURNS\` at ${CAPS} (decision 033's caps out of the way), \`LOG_LEVEL=warn\`, fresh \`DATA_DIR\`.`,
     '  Kernel socket buffers are not in the process\'s RSS; the client is another process.',
     ...(SNAPSHOT_DIR ? [`- Heap snapshots written to ${SNAPSHOT_DIR} (before and with the streams open).`] : []),
+    '',
+    actorTable,
+    '',
+    '- Actors: `node --expose-gc bench/actor-memory.ts N` (as `npm run bench -- turns` runs it), in a process of its own: the host built as `src/main.ts` builds it,',
+    '  N chats hydrated, then given one turn each, then parked by the host\'s sweep; `heapUsed` after full collections, less the same before, over N.',
+    '  An idle chat is parked 1 s after its turn: that is what it costs a node at rest. A chat streaming has its live actor: that is in the turn streams\' figure above.',
   ].join('\n')
   writeSection(join(REPO_ROOT, 'BENCHMARKS.md'), 'stream-memory', section)
   log('wrote BENCHMARKS.md (section "stream-memory")')
