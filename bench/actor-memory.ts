@@ -75,7 +75,7 @@ async function main(): Promise<void> {
 
   const request: TurnRequest = { model: 'sandbox/echo', input: [{ type: 'prompt', text: 'hello' }] } as TurnRequest
   const turnOn = async (chatId: string) => {
-    const submission = prepareSubmission(request, echo, { orgId: org.id, apiKeyId: keyId, chatId, namespace: 'bench/actors' })
+    const { submission } = prepareSubmission(request, echo, { orgId: org.id, apiKeyId: keyId, chatId, namespace: 'bench/actors' })
     await settledOf(host.submit(submission))
   }
   const turns = async (chats: string[]) => {

@@ -330,7 +330,7 @@ export async function compactionChat(removeLater: (dir: string) => void, scenari
 
   const lines = [
     `- **Chat**: one chat on \`${MODEL}\` (8,192-token window) under the platform defaults (\`history_mode: summarize\`, eager compaction off, no budget published),`,
-    `  through the real server (\`node --import tsx src/main.ts\`, fresh \`DATA_DIR\`, an organisation with 1,000,000 USD of credit seeded through the store),`,
+    `  through the real server (\`node src/main.ts\`, fresh \`DATA_DIR\`, an organisation with 1,000,000 USD of credit seeded through the store),`,
     `  ${TURNS} turns sent one after the other over keep-alive HTTP, each request carrying the same ${TOOLS.length} tool definitions.`,
     `  A cycle is two turns: a prompt of 80-200 words ending in a \`/tool NAME {json}\` line (echo plus a tool call, \`tool_use\`), then the`,
     `  tool's result (100-400 tokens of JSON records) with, in ${sizes.followUps} of ${TURNS / 2} cycles, a short prompt (5-25 words). Seeded generator (\`rng(10)\`);`,

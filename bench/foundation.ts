@@ -187,7 +187,7 @@ async function main(): Promise<void> {
     table(baseline, baselines, rows),
     '',
     '- The baseline is `bench/bare-server.ts`: a bare Fastify app in its own process returning `{"hello":"world"}`.',
-    '- Parley runs as `node --import tsx src/main.ts` with `LOG_LEVEL=warn` on a fresh `DATA_DIR`. Before it starts,',
+    '- Parley runs as `node src/main.ts` with `LOG_LEVEL=warn` on a fresh `DATA_DIR`. Before it starts,',
     `  \`bench/seed.ts\` writes one organisation, an API key and a chat of ${fmt(PARTS)} parts through the store`,
     '  (prompts and replies of 90-370 characters), so chat get and both history pages read that chat.',
     '- Chat create writes one row per request; the database grows during that case.',

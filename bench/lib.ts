@@ -2,7 +2,7 @@
  * What every benchmark of bench/ shares: settings from the environment, the machine line, the exact
  * command of the run, statistics over samples, formatting, and cleanup on the way out.
  */
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { rmSync } from 'node:fs'
 import { arch, cpus, loadavg, platform, totalmem } from 'node:os'
 import { killAllChildren, REPO_ROOT } from '../test/e2e/server-process.ts'
@@ -28,6 +28,8 @@ export const SETTINGS = [
   'BENCH_TURNS_DURATION',
   'BENCH_ACTORS',
   'BENCH_STREAMS',
+  'BENCH_READERS',
+  'BENCH_SNAPSHOT',
   'BENCH_ROUNDS',
   'BENCH_VENDOR_PROFILE',
 ] as const
@@ -213,4 +215,22 @@ export async function procCpuSeconds(pid: number): Promise<number> {
   } catch {
     return Number.NaN
   }
+}
+
+/** bench/actor-memory.ts in a process of its own, on Node's type stripping as the server runs (decision 049). */
+export function actorMemory(actors: number): Promise<Record<string, number>> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--expose-gc', 'bench/actor-memory.ts', String(actors)], {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
+    let out = ''
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk))
+    const timer = setTimeout(() => child.kill('SIGKILL'), 300_000)
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      if (code !== 0) return reject(new Error(`bench/actor-memory.ts exited with ${code}`))
+      resolve(JSON.parse(out.trim().split('\n').at(-1)!) as Record<string, number>)
+    })
+  })
 }

@@ -33,7 +33,7 @@ db.close()
 // PROFILE_OFF=1: no profiler, just turns/s and the server's CPU per turn (to compare two versions).
 const profiling = process.env.PROFILE_OFF !== '1'
 const server = await startServer({
-  args: [...(profiling ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), ...(process.env.PROFILE_HEAP ? ['--heap-prof', `--heap-prof-dir=${process.env.PROFILE_HEAP}`] : []), '--import', 'tsx', 'src/main.ts'],
+  args: [...(profiling ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), ...(process.env.PROFILE_HEAP ? ['--heap-prof', `--heap-prof-dir=${process.env.PROFILE_HEAP}`] : []), 'src/main.ts'],
   env: { DATA_DIR: dataDir },
 })
 const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY })

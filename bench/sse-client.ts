@@ -27,11 +27,12 @@ export type SseRequest = {
   url: string
   path: string
   headers: Record<string, string>
-  body: string
+  /** The turn's JSON; absent: a GET (a reader of GET /api/v1/runs/{id}/events). */
+  body?: string
   keep?: boolean
   timeoutMs?: number
-  /** Called as each frame arrives. */
-  onFrame?: (event: string) => void
+  /** Called as each frame arrives, with its data. */
+  onFrame?: (event: string, data: string) => void
   /**
    * The event names of a text delta and of the stream's successful end: Parley's `delta` and `done`
    * by default; a vendor stream read directly has its own (`content_block_delta`, `message_stop`).
@@ -62,13 +63,12 @@ export function sse(r: SseRequest): Promise<SseOutcome> {
         agent: r.agent,
         host: target.hostname,
         port: target.port,
-        method: 'POST',
+        method: r.body === undefined ? 'GET' : 'POST',
         path: r.path,
         headers: {
           ...r.headers,
           accept: 'text/event-stream',
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(r.body),
+          ...(r.body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(r.body) }),
         },
       },
       (res) => {
@@ -84,7 +84,7 @@ export function sse(r: SseRequest): Promise<SseOutcome> {
             if (event === doneEvent) out.terminal = 'done'
             else if (event === 'error') out.terminal = 'error'
             if (r.keep) out.frames.push({ event, data: message.data })
-            r.onFrame?.(event)
+            r.onFrame?.(event, message.data)
           },
         })
         res.on('data', (chunk: string) => {
@@ -101,6 +101,7 @@ export function sse(r: SseRequest): Promise<SseOutcome> {
     )
     req.setTimeout(r.timeoutMs ?? 60_000, () => req.destroy(new Error(`no answer within ${r.timeoutMs ?? 60_000} ms`)))
     req.once('error', reject)
-    req.end(r.body)
+    if (r.body === undefined) req.end()
+    else req.end(r.body)
   })
 }

@@ -11,7 +11,6 @@
  * Environment: BENCH_TURNS_DURATION (seconds per throughput run, default 10), BENCH_ACTORS (default
  * 5,000), BENCH_STREAMS (default 2,000).
  */
-import { spawn } from 'node:child_process'
 import { mkdtempSync } from 'node:fs'
 import { Agent } from 'node:http'
 import { cpus, tmpdir } from 'node:os'
@@ -23,6 +22,7 @@ import { createStore } from '../src/store/index.ts'
 import { REPO_ROOT, startServer, type ServerProcess } from '../test/e2e/server-process.ts'
 import { writeSection } from './benchmarks-file.ts'
 import {
+  actorMemory,
   envNumber,
   fmt,
   installCleanup,
@@ -168,23 +168,6 @@ async function sequential(target: Target, turns: number, into: { firstDelta: Sam
     into.total.push(o.totalMs)
   }
   agent.destroy()
-}
-
-function actorMemory(actors: number): Promise<Record<string, number>> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', 'bench/actor-memory.ts', String(actors)], {
-      cwd: REPO_ROOT,
-      stdio: ['ignore', 'pipe', 'inherit'],
-    })
-    let out = ''
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk))
-    const timer = setTimeout(() => child.kill('SIGKILL'), 300_000)
-    child.once('exit', (code) => {
-      clearTimeout(timer)
-      if (code !== 0) return reject(new Error(`bench/actor-memory.ts exited with ${code}`))
-      resolve(JSON.parse(out.trim().split('\n').at(-1)!) as Record<string, number>)
-    })
-  })
 }
 
 type StreamsResult = {
@@ -548,7 +531,7 @@ async function main(): Promise<void> {
     '',
     '### Setup',
     '',
-    `- Parley: \`node --import tsx src/main.ts\`, \`LOG_LEVEL=warn\`, \`MAX_RUNNING_RUNS_PER_ORG\`, \`MAX_CONCURRENT_TURNS\` and \`SHED_FROM_TURNS\` at ${CAPS_OUT_OF_THE_WAY} (so no admission cap of decision 033 refuses a measured turn or stream), fresh \`DATA_DIR\`, seeded through the store first (one organisation, an`,
+    `- Parley: \`node src/main.ts\`, \`LOG_LEVEL=warn\`, \`MAX_RUNNING_RUNS_PER_ORG\`, \`MAX_CONCURRENT_TURNS\` and \`SHED_FROM_TURNS\` at ${CAPS_OUT_OF_THE_WAY} (so no admission cap of decision 033 refuses a measured turn or stream), fresh \`DATA_DIR\`, seeded through the store first (one organisation, an`,
     `  API key, 1,000,000 USD of credit, and every chat). Turn: \`POST /api/v1/chats/{id}/responses\` with \`${TURN_BODY}\`; the probe turn checked it`,
     `  streams exactly ${DELTAS} \`delta\` frames (${events.length} frames: ${[...new Set(events)].join(', ')}; ${fmt(probe.bytes)} bytes).`,
     '- Bare route: `POST /sse` of `bench/bare-server.ts` (Fastify, no plugins, own process) writes the probe turn\'s own frames, same',

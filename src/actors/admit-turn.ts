@@ -17,19 +17,20 @@ import type { RunDeps } from './run-deps.ts'
 import { openRun } from './run-lifecycle.ts'
 import { newPartMedia, type PackedTurn, type PackRequest } from './context-history.ts'
 import type { Compactor } from './compactor.ts'
-import type { Admission, CompactionReport, PreparedPart, Submission } from './turn-types.ts'
+import type { Admission, CompactionReport, Submission } from './turn-types.ts'
+import type { DecodedMedia } from '../domain/turns/submission.ts'
 
 /**
  * What readTurn read and packed for a submission, kept by the chat's runtime (src/actors/chat-runtime.ts)
- * under its request id until the machine's turn rules let writeTurn write it: not data (the packed
- * parts hold the attachments' bytes), so it never enters the machine.
+ * under its request id until the machine's turn rules let writeTurn write it: not data (the new parts
+ * hold the attachments' bytes, read from the host's holder by hash), so it never enters the machine.
  */
 export type ReadTurn = {
   frame: TurnFrame
   /** null when nothing was packed: over the running-run cap, or the fixed parts did not fit. */
   packed: PackedTurn | null
   /** The parts the turn writes: tombstones for unanswered calls, then the submission's input. */
-  newBodies: { body: PartBody; media: PreparedPart['media']; tokens: number }[]
+  newBodies: { body: PartBody; media: DecodedMedia[]; tokens: number }[]
   /** The service clock's time of the reading: the run's creation, the idempotency key's use. */
   now: Date
 }
@@ -42,7 +43,13 @@ export type ReadTurn = {
  * packs the history (docs/guide/context.md). Writes nothing. The machine gets the facts its turn rules
  * (src/domain/turns/admission-rules.ts TURN_RULES) decide on, as data; the packed turn is the runtime's.
  */
-export function readTurn(deps: RunDeps, submission: Submission, closing: CallClosing): { facts: TurnFacts; read: ReadTurn } {
+export function readTurn(
+  deps: RunDeps,
+  submission: Submission,
+  closing: CallClosing,
+  /** The bytes an attachment's hash names (src/actors/attachment-holder.ts): the submission holds none. */
+  bytesOf: (sha256: string) => Buffer,
+): { facts: TurnFacts; read: ReadTurn } {
   const { store } = deps
   const { request, model, orgId } = submission
   const now = deps.now()
@@ -59,8 +66,12 @@ export function readTurn(deps: RunDeps, submission: Submission, closing: CallClo
   // it closes (its calls stay with their results).
   const currentRuns = [...(retryOf ? [retryOf] : []), ...(closing.closesCallsOf ? [closing.closesCallsOf] : [])]
   const newBodies = [
-    ...closing.tombstones.map((body) => ({ body: body as PartBody, media: [] as PreparedPart['media'], tokens: estimatePartTokens(body) })),
-    ...submission.input,
+    ...closing.tombstones.map((body) => ({ body: body as PartBody, media: [] as DecodedMedia[], tokens: estimatePartTokens(body) })),
+    ...submission.input.map((part) => ({
+      body: part.body,
+      tokens: part.tokens,
+      media: part.media.map(({ byte_len: _, ...ref }): DecodedMedia => ({ ...ref, bytes: bytesOf(ref.sha256) })),
+    })),
   ]
   const tools = providerToolsOf(config)
   const packRequest: PackRequest = {

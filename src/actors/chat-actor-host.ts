@@ -18,7 +18,9 @@ import { reapExpiredRun, settleUnstreamedRun, sweepAbandonedRuns, takeOverRunnin
 import { leaseIsLive } from '../domain/runs/lease.ts'
 import type { Submission } from './turn-types.ts'
 import { ChatRuntime, followMachine } from './chat-runtime.ts'
-import { admissionOf, settledOf, type RunChannel } from './run-channel.ts'
+import { admissionOf, nextEvent, settledOf, type RunChannel } from './run-channel.ts'
+import { createAttachmentHolder } from './attachment-holder.ts'
+import type { AttachmentBytes } from '../domain/turns/submission.ts'
 import type { RunRow } from '../store/runs.ts'
 import type { ChatRow } from '../store/chats.ts'
 import { forkCopier } from '../store/fork-copier.ts'
@@ -78,13 +80,15 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
   const report = options.onError ?? ((what: string, error: unknown) => console.error(`chat actor host: ${what}:`, error))
 
   const compactor = createCompactor(deps, runtimeOf)
+  /** The attachment bytes of submissions not yet decided (decision 049): the machine holds their hashes only. */
+  const attachments = createAttachmentHolder((sha256) => deps.store.parts.blob(sha256))
   const machine = chatMachine.provide({
     actors: {
       // Admission in two invoked actors around the machine's turn rules: the reading (the packed turn
       // stays in the runtime, the machine gets the facts) and the writing.
       readTurn: fromPromise(async ({ input }) => {
         const runtime = runtimeOf(input.submission.chatId)
-        const { facts, read } = readTurn(deps, input.submission, input.closing)
+        const { facts, read } = readTurn(deps, input.submission, input.closing, attachments.bytesOf)
         runtime.holdRead(input.requestId, read)
         return facts
       }),
@@ -247,7 +251,7 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
   const isIdle = ({ actor, runtime }: { actor: ChatActor; runtime: ChatRuntime }) => {
     const snapshot = actor.getSnapshot()
     const resting = snapshot.matches('idle') || snapshot.matches('awaitingToolResults') || snapshot.matches('outstanding')
-    return resting && snapshot.context.eagerCompaction === null && runtime.released.size === 0
+    return resting && snapshot.context.eagerCompaction === null && !runtime.hasReleased
   }
 
   /**
@@ -312,6 +316,11 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
   }
 
   return {
+    /** How many distinct attachments are held for submissions not yet decided (decision 049). */
+    get attachmentsHeld(): number {
+      return attachments.size
+    },
+
     /** Which node owns a chat's actor; turns and writes must be served there. */
     ownerOf(_chatId: string): ChatOwner {
       const current = role.current()
@@ -334,7 +343,7 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
      * (src/actors/run-channel.ts): `admitted` (the run is written) or `rejected`, then, for a run,
      * `opened` or `failed_before_stream`, its frames and `settled`.
      */
-    submit(submission: Submission): RunChannel {
+    submit(submission: Submission, attachmentBytes: AttachmentBytes = new Map()): RunChannel {
       const refusal =
         this.ownerOf(submission.chatId).kind !== 'local'
           ? new UnavailableError('this node does not own the chat')
@@ -349,6 +358,9 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
       const { actor, runtime } = entryFor(submission.chatId)
       const requestId = runtime.requestId()
       const log = runtime.openSubmission(requestId)
+      // Held until the machine decides the submission: admitted (written to the ledger) or rejected.
+      const release = attachments.hold(attachmentBytes)
+      if (attachmentBytes.size > 0) void nextEvent(log, ['admitted', 'rejected']).then(release)
       const now = deps.now()
       // The ledger, not this node's memory, says whether the chat has a running run (docs/guide/runs.md),
       // and what the rules read of it: read just before the event, which the actor handles at once.

@@ -1,6 +1,6 @@
 import type { Actor } from 'xstate'
 import { relinquishedFrame, type chatMachine } from '../../machines/chat.machine.ts'
-import type { DeleteOutcome, ForkOutcome, RunAdmission } from '../../machines/chat.types.ts'
+import type { ChatEmitted, DeleteOutcome, ForkOutcome, RunAdmission } from '../../machines/chat.types.ts'
 import { openingFrames, RunChannel } from './run-channel.ts'
 import type { ReadTurn } from './admit-turn.ts'
 import type { Admission } from './turn-types.ts'
@@ -23,25 +23,54 @@ type Waiter<T> = { resolve: (outcome: T) => void }
  * it whenever it drops the actor.
  */
 export class ChatRuntime {
-  /** Submissions sent to the machine and not yet admitted or rejected, by request id. */
-  private readonly submissions = new Map<string, RunChannel>()
-  /** Turns readTurn read and packed, waiting for the machine's turn rules and writeTurn, by request id. */
-  private readonly reads = new Map<string, ReadTurn>()
-  /** Admissions written by writeTurn, waiting for the machine to announce them, by request id. */
-  private readonly admitted = new Map<string, Admission>()
-  private readonly runs = new Map<string, { admission: Admission; abort: AbortController }>()
-  readonly deletes = new Map<string, Waiter<DeleteOutcome>>()
-  readonly forks = new Map<string, Waiter<ForkOutcome>>()
+  /**
+   * Submissions sent to the machine and not yet admitted or rejected, by request id: each one's event
+   * log, then the turn readTurn read and packed (waiting for the machine's turn rules and writeTurn),
+   * then the admission writeTurn wrote (waiting for the machine to announce it). Created with the
+   * first submission and dropped once none is pending: a chat streaming or at rest holds none (issue 34).
+   */
+  private pending: Map<string, { channel: RunChannel; read?: ReadTurn; admission?: Admission }> | null = null
+  /** The runs streaming here, by run id; null when none. */
+  private runs: Map<string, { admission: Admission; abort: AbortController }> | null = null
+  private deleteWaiters: Map<string, Waiter<DeleteOutcome>> | null = null
+  private forkWaiters: Map<string, Waiter<ForkOutcome>> | null = null
+  private releasedRuns: Set<string> | null = null
+  private compactionsInFlight: CompactionsInFlight | null = null
+  private nextRequest = 1
+
+  readonly chatId: string
+
+  constructor(chatId: string) {
+    this.chatId = chatId
+  }
+
+  /** The DELETE requests waiting for the machine's answer (created on first use, as the others below). */
+  get deletes(): Map<string, Waiter<DeleteOutcome>> {
+    return (this.deleteWaiters ??= new Map())
+  }
+
+  /** The FORK requests waiting for the machine's answer. */
+  get forks(): Map<string, Waiter<ForkOutcome>> {
+    return (this.forkWaiters ??= new Map())
+  }
+
   /**
    * Runs of this chat whose settlement this node gave up (decision 020): their leases were released
    * and are never renewed here, even if the release could not be written; the sweep settles them.
    */
-  readonly released = new Set<string>()
-  /** The chat's blocks being summarised now (src/actors/compactor.ts), so a turn waits for them rather than making them twice. */
-  readonly compactions: CompactionsInFlight = new Map()
-  private nextRequest = 1
+  get released(): Set<string> {
+    return (this.releasedRuns ??= new Set())
+  }
 
-  constructor(readonly chatId: string) {}
+  /** Whether any run's settlement was given up here (see `released`), without creating the set. */
+  get hasReleased(): boolean {
+    return this.releasedRuns !== null && this.releasedRuns.size > 0
+  }
+
+  /** The chat's blocks being summarised now (src/actors/compactor.ts), so a turn waits for them rather than making them twice. */
+  get compactions(): CompactionsInFlight {
+    return (this.compactionsInFlight ??= new Map())
+  }
 
   /** A new request id for an event sent to this chat's machine. */
   requestId(): string {
@@ -51,54 +80,59 @@ export class ChatRuntime {
   /** The event log of a submission about to be sent. */
   openSubmission(requestId: string): RunChannel {
     const channel = new RunChannel()
-    this.submissions.set(requestId, channel)
+    ;(this.pending ??= new Map()).set(requestId, { channel })
     return channel
   }
 
   submissionLog(requestId: string): RunChannel | undefined {
-    return this.submissions.get(requestId)
+    return this.pending?.get(requestId)?.channel
   }
 
   /** readTurn read and packed the turn: kept for writeTurn; the machine gets the facts only. */
   holdRead(requestId: string, read: ReadTurn): void {
-    this.reads.set(requestId, read)
+    const entry = this.pending?.get(requestId)
+    if (entry) entry.read = read
   }
 
   /** The turn readTurn read, for writeTurn to write. */
   takeRead(requestId: string): ReadTurn {
-    const read = this.reads.get(requestId)
-    this.reads.delete(requestId)
+    const entry = this.pending?.get(requestId)
+    const read = entry?.read
+    if (entry) delete entry.read
     if (!read) throw new Error(`submission ${requestId} of chat ${this.chatId} was not read`)
     return read
   }
 
   /** writeTurn wrote the run: kept until the machine says it is this chat's run. */
   holdAdmission(requestId: string, admission: Admission): RunAdmission {
-    this.admitted.set(requestId, admission)
+    const entry = this.pending?.get(requestId)
+    if (entry) entry.admission = admission
     return dataOf(admission)
+  }
+
+  /** The submission is decided: nothing more is kept of it here. */
+  private settle(requestId: string): { channel: RunChannel; read?: ReadTurn; admission?: Admission } | undefined {
+    const entry = this.pending?.get(requestId)
+    this.pending?.delete(requestId)
+    if (this.pending?.size === 0) this.pending = null
+    return entry
   }
 
   /** The machine announced the admission: the run's log opens with its opening frames (ids 1-3, decision 038). */
   announce(requestId: string, runId: string): void {
-    const admission = this.admitted.get(requestId)
-    const channel = this.submissions.get(requestId)
-    this.admitted.delete(requestId)
-    this.submissions.delete(requestId)
-    if (!admission || !channel || admission.runId !== runId) return
-    this.runs.set(runId, { admission, abort: new AbortController() })
-    channel.admit(runId, openingFrames(admission))
+    const entry = this.settle(requestId)
+    const admission = entry?.admission
+    if (!admission || !entry || admission.runId !== runId) return
+    ;(this.runs ??= new Map()).set(runId, { admission, abort: new AbortController() })
+    entry.channel.admit(runId, openingFrames(admission))
   }
 
   reject(requestId: string, error: unknown): void {
-    const channel = this.submissions.get(requestId)
-    this.submissions.delete(requestId)
-    this.reads.delete(requestId)
-    this.admitted.delete(requestId)
-    channel?.reject(error)
+    this.settle(requestId)?.channel.reject(error)
   }
 
   run(runId: string): { admission: Admission; abort: AbortController } {
-    const run = this.runs.get(runId)
+    const run = this.runs?.get(runId)
     if (!run) throw new Error(`chat ${this.chatId} has no run ${runId} in memory`)
     return run
   }
@@ -111,27 +145,29 @@ export class ChatRuntime {
 
   /** The live event log of a run streaming here, if any. */
   channelOf(runId: string): RunChannel | null {
-    return this.runs.get(runId)?.admission.channel ?? null
+    return this.runs?.get(runId)?.admission.channel ?? null
   }
 
   /** The runs streaming here now. */
   runningChannels(): RunChannel[] {
-    return [...this.runs.values()].map((run) => run.admission.channel)
+    return this.runs === null ? [] : [...this.runs.values()].map((run) => run.admission.channel)
   }
 
   /** The run is settled or left to the sweep: its log lives on with its readers, nothing else. */
   forgetRun(runId: string): void {
-    this.runs.delete(runId)
+    this.runs?.delete(runId)
+    if (this.runs?.size === 0) this.runs = null
   }
 
   /** The released runs still running in the ledger (`isRunning`); those settled since are forgotten. */
   releasedStillRunning(isRunning: (runId: string) => boolean): string[] {
-    for (const id of this.released) if (!isRunning(id)) this.released.delete(id)
-    return [...this.released]
+    if (this.releasedRuns === null) return []
+    for (const id of this.releasedRuns) if (!isRunning(id)) this.releasedRuns.delete(id)
+    return [...this.releasedRuns]
   }
 
   abort(runId: string): void {
-    this.runs.get(runId)?.abort.abort()
+    this.runs?.get(runId)?.abort.abort()
   }
 }
 
@@ -149,28 +185,44 @@ export function dataOf(admission: Admission): RunAdmission {
 
 /** What the machine emits, carried out on the chat's runtime: the only way its decisions leave it. */
 export function followMachine(actor: Actor<typeof chatMachine>, runtime: ChatRuntime): void {
-  actor.on('admitted', (e) => runtime.announce(e.requestId, e.runId))
-  actor.on('rejected', (e) => runtime.reject(e.requestId, e.error))
-  actor.on('deleteAnswered', (e) => {
-    runtime.deletes.get(e.requestId)?.resolve(e.outcome)
-    runtime.deletes.delete(e.requestId)
-  })
-  actor.on('forkAnswered', (e) => {
-    runtime.forks.get(e.requestId)?.resolve(e.outcome)
-    runtime.forks.delete(e.requestId)
-  })
-  actor.on('abortRequested', (e) => runtime.abort(e.runId))
-  actor.on('compacting', (e) => {
-    const channel = runtime.channelOf(e.runId)
-    channel?.open()
-    channel?.push('compacting', { blocks: e.blocks, in_progress_elsewhere: e.inProgressElsewhere })
-  })
-  actor.on('relinquished', (e) => {
-    runtime.abort(e.runId)
-    const channel = runtime.channelOf(e.runId)
-    channel?.open()
-    channel?.end('error', relinquishedFrame(e.runId, e.message))
-    channel?.markSettled()
-    runtime.forgetRun(e.runId)
-  })
+  // One listener for every emitted event (a listener per type cost each live actor a set and a bound function apiece).
+  actor.on('*', (e) => carryOut(runtime, e))
+}
+
+function carryOut(runtime: ChatRuntime, e: ChatEmitted): void {
+  switch (e.type) {
+    case 'admitted':
+      return runtime.announce(e.requestId, e.runId)
+    case 'rejected':
+      return runtime.reject(e.requestId, e.error)
+    case 'deleteAnswered':
+      runtime.deletes.get(e.requestId)?.resolve(e.outcome)
+      runtime.deletes.delete(e.requestId)
+      return
+    case 'forkAnswered':
+      runtime.forks.get(e.requestId)?.resolve(e.outcome)
+      runtime.forks.delete(e.requestId)
+      return
+    case 'abortRequested':
+      return runtime.abort(e.runId)
+    case 'compacting': {
+      const channel = runtime.channelOf(e.runId)
+      channel?.open()
+      channel?.push('compacting', { blocks: e.blocks, in_progress_elsewhere: e.inProgressElsewhere })
+      return
+    }
+    case 'relinquished': {
+      runtime.abort(e.runId)
+      const channel = runtime.channelOf(e.runId)
+      channel?.open()
+      channel?.end('error', relinquishedFrame(e.runId, e.message))
+      channel?.markSettled()
+      runtime.forgetRun(e.runId)
+      return
+    }
+    default: {
+      const unknown: never = e
+      throw new Error(`unknown emitted event ${JSON.stringify(unknown)}`)
+    }
+  }
 }

@@ -55,15 +55,17 @@ export function clientErrorHandler(this: FastifyInstance, err: NodeJS.ErrnoExcep
  * refused): the error handler sends it as it is, in the envelope, with its headers.
  */
 export class EdgeRefusal extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly headers: Record<string, string> = {},
-    readonly hint?: string,
-  ) {
+  readonly status: number
+  readonly code: string
+  readonly headers: Record<string, string>
+  readonly hint?: string
+  constructor(status: number, code: string, message: string, headers: Record<string, string> = {}, hint?: string) {
     super(message)
     this.name = 'EdgeRefusal'
+    this.status = status
+    this.code = code
+    this.headers = headers
+    this.hint = hint
   }
 }
 

@@ -9,7 +9,7 @@ import { checkAttachments, SNIFF_BYTES, type AttachmentToCheck } from '../domain
 import type { DecodedAttachment } from '../domain/turns/decode-attachment.ts'
 import { maxImageSide } from '../domain/turns/image-limits.ts'
 import { parseMediaType } from '../domain/turns/media-type.ts'
-import type { DecodedMedia, SubmittedMedia, TurnRequest } from '../domain/turns/submission.ts'
+import type { AttachmentBytes, AttachmentRef, DecodedMedia, SubmittedMedia, TurnRequest } from '../domain/turns/submission.ts'
 import { applyToolResultHygiene } from '../domain/turns/tool-result-hygiene.ts'
 import { checkUserMetadata } from '../domain/user-metadata.ts'
 import { newId } from '../domain/new-id.ts'
@@ -31,7 +31,7 @@ export async function decodeSubmission(request: TurnRequest, model: CatalogueEnt
   )
 }
 
-type Decoded = { media: DecodedMedia; check: AttachmentToCheck }
+type Decoded = { media: DecodedMedia & { sha256: string }; check: AttachmentToCheck }
 
 function decodedMedia(media: SubmittedMedia, pointer: string, problems: Problem[], decoded: DecodedAttachment): Decoded | null {
   const { bytes, inspection, sha256 } = decoded
@@ -65,7 +65,7 @@ export function prepareSubmission(
   context: { orgId: string; apiKeyId: string | null; chatId: string; namespace: string | null },
   /** From `decodeSubmission`; a turn without attachments needs none. */
   decoded: DecodedSubmission = [],
-): Submission {
+): { submission: Submission; attachments: AttachmentBytes } {
   const problems: Problem[] = []
   const metadata = checkUserMetadata(request.user_metadata ?? {}, '/user_metadata')
   if (metadata) problems.push(metadata)
@@ -78,6 +78,7 @@ export function prepareSubmission(
 
   const attachments: AttachmentToCheck[] = []
   const input: PreparedPart[] = []
+  const bytes = new Map<string, Buffer>()
   request.input.forEach((part, i) => {
     const at = `/input/${i}`
     const media = (part.media ?? []).flatMap((m, j) => {
@@ -86,7 +87,9 @@ export function prepareSubmission(
       const prepared = decodedMedia(m, `${at}/media/${j}`, problems, attachment)
       if (!prepared) return []
       attachments.push({ ...prepared.check, carrier: part.type === 'prompt' ? 'user_message' : 'tool_result' })
-      return [prepared.media]
+      const { bytes: content, ...ref } = prepared.media
+      bytes.set(ref.sha256, content)
+      return [{ ...ref, byte_len: content.length } satisfies AttachmentRef]
     })
     let body: PartBody
     if (part.type === 'prompt') {
@@ -105,7 +108,7 @@ export function prepareSubmission(
         trust,
       }
     }
-    input.push({ body, media, tokens: estimatePartTokens(body, media.map((m) => ({ mime: m.mime, byteLen: m.bytes.length, width: m.width, height: m.height, pageCount: m.page_count })), imageRuleOf(model.provider)) })
+    input.push({ body, media, tokens: estimatePartTokens(body, media.map((m) => ({ mime: m.mime, byteLen: m.byte_len, width: m.width, height: m.height, pageCount: m.page_count })), imageRuleOf(model.provider)) })
   })
   if (problems.length > 0) throw new ValidationError(problems)
 
@@ -113,7 +116,8 @@ export function prepareSubmission(
   if (unsupported.length > 0) {
     throw new UnsupportedAttachmentError(unsupported[0]!.message, { problems: unsupported }, 'see the model\'s media capabilities in GET /api/v1/models')
   }
-  // The prepared input replaces the request's: its attachments are decoded into `input`, and the
-  // submission (kept by the chat's actor and its run until settlement) must not hold their base64 too.
-  return { ...context, runId: newId(), request: { ...request, input: [] }, model, input }
+  // The prepared input replaces the request's: the submission (kept by the chat's actor and its run
+  // until settlement) holds neither the base64 nor the bytes, only each attachment's hash (decision 049);
+  // the bytes go to the actor host beside it (`host.submit(submission, attachments)`).
+  return { submission: { ...context, runId: newId(), request: { ...request, input: [] }, model, input }, attachments: bytes }
 }

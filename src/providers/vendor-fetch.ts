@@ -6,16 +6,16 @@ import type { VendorCallLimits } from './vendor-call-limits.ts'
 /** A vendor call that went quiet past one of its deadlines. */
 export class VendorTimeoutError extends Error {
   override name = 'VendorTimeoutError'
-  constructor(
-    readonly phase: 'first_byte' | 'idle',
-    readonly ms: number,
-    attempts = 1,
-  ) {
+  readonly phase: 'first_byte' | 'idle'
+  readonly ms: number
+  constructor(phase: 'first_byte' | 'idle', ms: number, attempts = 1) {
     super(
       phase === 'first_byte'
         ? `the vendor sent nothing within ${ms} ms${attempts > 1 ? ` (${attempts} attempts)` : ''}`
         : `the vendor's stream was silent for ${ms} ms`,
     )
+    this.phase = phase
+    this.ms = ms
   }
 }
 

@@ -75,6 +75,7 @@ export function createPartStore(db: Db, clock: Clock = wallClock) {
     `SELECT m.media_id, b.bytes FROM part_media m JOIN media_blobs b ON b.sha256 = m.sha256
      WHERE m.media_id IN (SELECT value FROM json_each(?))`,
   )
+  const blob = db.prepare<[string], { bytes: Buffer }>('SELECT bytes FROM media_blobs WHERE sha256 = ?')
   const ofRun = db.prepare<[string], PartRow>('SELECT * FROM parts WHERE run_id = ? ORDER BY ordinal')
   // A fork's copied parts keep their run ids (docs/decisions/037-fork.md): a chat reads only its own.
   const ofRunInChat = db.prepare<[string, string], PartRow>('SELECT * FROM parts WHERE run_id = ? AND chat_id = ? ORDER BY ordinal')
@@ -160,6 +161,8 @@ export function createPartStore(db: Db, clock: Clock = wallClock) {
       if (mediaIds.length === 0) return new Map()
       return new Map(mediaBytes.all(JSON.stringify(mediaIds)).map((r) => [r.media_id, r.bytes]))
     },
+    /** The bytes stored under a SHA-256 (hex), if any part holds them. */
+    blob: (sha256: string): Buffer | undefined => blob.get(sha256)?.bytes,
     /** Packing's view of the chat's parts newer than an ordinal, without their bodies. */
     packingMeta: (chatId: string, ordinal: number) => packingMeta.all(chatId, ordinal),
     /** The chat's parts newer than an ordinal, oldest first, each saying whether it has attachments. */

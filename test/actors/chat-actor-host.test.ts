@@ -12,6 +12,9 @@ import type { ReplicationRoleSource } from '../../src/store/replication-role.ts'
 import { openTempStore } from '../helpers/temp-store.ts'
 import { deferred, echo, insertRun, prepareTurn, sandboxCatalogue, scriptedModel, untilAborted, usageEntries, withFakes } from '../helpers/turns.ts'
 import { admitted } from '../helpers/admitted.ts'
+import { decodeSubmission, prepareSubmission } from '../../src/http/prepare-submission.ts'
+import { decodeAttachment } from '../../src/domain/turns/decode-attachment.ts'
+import { PNG_3X2, PNG_3X2_B64 } from '../helpers/media-fixtures.ts'
 
 const NODE = 'node-a'
 let temp: ReturnType<typeof openTempStore>
@@ -242,6 +245,23 @@ describe('one actor per chat', () => {
     expect(host.evictIdle(Date.now() + 120_000)).toBe(2)
     expect(host.parkedCount).toBe(0)
     expect(forget.mock.calls.map(([id]) => id).sort()).toEqual([chatId, busyChat].sort())
+  })
+
+  it('holds a submission\'s attachment bytes beside the machine, by hash, until admission has written them (issue 34, decision 049)', async () => {
+    const host = startHost()
+    const chatId = newChat()
+    const request: TurnRequest = { model: 'sandbox/echo', input: [{ type: 'prompt', text: 'look', media: [{ mime: 'image/png', data_base64: PNG_3X2_B64 }] }] }
+    const decoded = await decodeSubmission(request, echo(), { decodeAttachment: async (input) => decodeAttachment(input) })
+    const { submission, attachments } = prepareSubmission(request, echo(), { orgId, apiKeyId: null, chatId, namespace: null }, decoded)
+    const log = host.submit(submission, attachments)
+    // Sent with the submission, the bytes wait in the host: the event the machine got names them by hash.
+    expect(host.attachmentsHeld).toBe(1)
+    expect(JSON.stringify(submission)).not.toContain(PNG_3X2_B64)
+    const run = await admitted(log)
+    await run.channel.settled
+    expect(host.attachmentsHeld).toBe(0)
+    const media = temp.store.parts.mediaOf([...temp.store.parts.ofRun(run.runId).map((p) => p.ordinal)], true)
+    expect([...media.values()].flat().map((m) => (m as { bytes: Buffer }).bytes.equals(PNG_3X2))).toEqual([true])
   })
 
   it('answers "which node owns this chat?" in one place: this node when it is the primary', () => {

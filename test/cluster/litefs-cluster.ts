@@ -111,7 +111,7 @@ export type ClusterOptions = {
   /** How long start() waits for every node to answer /readyz on a quiet machine (scaled by how busy it is). */
   readyTimeoutMs?: number
   /**
-   * The directory each node's server runs from (`node --import tsx src/main.ts` there): the
+   * The directory each node's server runs from (`node src/main.ts` there): the
    * repository by default; another build's tree (with its node_modules) to run that build instead.
    */
   serverDir?: string
@@ -345,7 +345,7 @@ export async function startLitefsCluster(options: ClusterOptions = {}): Promise<
       '#!/bin/sh',
       `# Parley under ${node.name}'s litefs mount (test/cluster/litefs-cluster.ts).`,
       `echo "${START_MARK} pid=$$ at=$(date +%s%3N)" >> '${node.parleyLog}'`,
-      `exec node --import tsx src/main.ts >> '${node.parleyLog}' 2>&1`,
+      `exec node src/main.ts >> '${node.parleyLog}' 2>&1`,
       '',
     ].join('\n')
   for (const node of nodes) {

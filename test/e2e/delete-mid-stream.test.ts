@@ -134,7 +134,7 @@ describe('DELETE of a chat while its run streams, over the real server', () => {
 
   beforeAll(async () => {
     server = await startServer({
-      args: ['--inspect=127.0.0.1:0', '--import', 'tsx', 'src/main.ts'],
+      args: ['--inspect=127.0.0.1:0', 'src/main.ts'],
       env: { DATA_DIR: dataDir, NODE_ID: 'e2e-delete', SANDBOX: 'on' },
       timeoutMs: 25_000,
     })

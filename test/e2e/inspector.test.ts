@@ -143,8 +143,10 @@ describe('inspection content', () => {
     // The instructions are in the packed prompt, which the host keeps in the chat's runtime: the
     // machine's context and events hold data about the run, never the prompt (issue 25).
     expect(leaks.instructions, 'instructions').toBe(0)
-    // Nor the attachment's base64: the submission holds its bytes once, decoded (issue 34).
+    // Nor the attachment, in any form: the submission names it by its hash, and the actor host holds
+    // its bytes outside the machine until admission writes them (issue 34, decision 049).
     expect(leaks.base64, 'base64').toBe(0)
+    expect(leaks.byteList, 'byteList').toBe(0)
     for (const [what, count] of Object.entries(leaks)) if (what !== 'byteList' && what !== 'instructions' && what !== 'base64') expect(count, what).toBeGreaterThan(0)
   }, 60_000)
 

@@ -39,7 +39,7 @@ describe('operating the real server process', () => {
     await new Promise<void>((resolve) => blocker!.listen(port, '127.0.0.1', resolve))
     const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir, LOG_FORMAT: 'json' }
     delete env.NODE_ENV
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, ['src/main.ts'], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
     let out = ''
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk))
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))

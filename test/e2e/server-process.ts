@@ -80,7 +80,7 @@ export type ServerProcess = {
 }
 
 export type StartOptions = {
-  /** Node arguments; defaults to the real server (`node --import tsx src/main.ts`). */
+  /** Node arguments; defaults to the real server as `npm start` runs it (`node src/main.ts`: Node's own type stripping, decision 049). */
   args?: string[]
   env?: Record<string, string | undefined>
   /** Path answering 2xx once the server is ready. */
@@ -107,9 +107,9 @@ export async function startServer(options: StartOptions = {}): Promise<ServerPro
     if (value === undefined) delete env[name]
     else env[name] = value
   }
-  let args = options.args ?? ['--import', 'tsx', 'src/main.ts']
+  let args = options.args ?? ['src/main.ts']
   const server = args.indexOf('src/main.ts')
-  const contractLog = contract?.contractCheckEnabled && server > 0 ? contract.newLogFile() : null
+  const contractLog = contract?.contractCheckEnabled && server >= 0 ? contract.newLogFile() : null
   if (contractLog !== null) {
     env.PARLEY_CONTRACT_LOG = contractLog
     args = [...args.slice(0, server), '--import', contract!.RECORDER_PATH, ...args.slice(server)]

@@ -9,7 +9,7 @@ import { runAdmin, startServer, waitFor, type CliResult, type ServerProcess } fr
 import { machineCeiling } from '../helpers/machine-timeouts.ts'
 
 /**
- * One end-to-end pass over the real process: `node --import tsx src/main.ts` on a fresh DATA_DIR,
+ * One end-to-end pass over the real process: `node src/main.ts` on a fresh DATA_DIR,
  * driven over HTTP and through the admin CLI while it runs (decisions §1–2). The tests share state
  * and run in order.
  */

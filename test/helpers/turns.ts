@@ -301,5 +301,5 @@ export function insertRun(store: Store, row: Pick<RunRow, 'org_id' | 'chat_id'> 
 
 /** A turn as the HTTP layer prepares it (a prompt "hello" unless told), for tests that drive the actor host directly. */
 export function prepareTurn(orgId: string, chatId: string, request: Partial<TurnRequest> = {}, model: CatalogueEntry = echo()) {
-  return prepareSubmission({ model: model.name, input: [{ type: 'prompt', text: 'hello' }], ...request }, model, { orgId, apiKeyId: null, chatId, namespace: null })
+  return prepareSubmission({ model: model.name, input: [{ type: 'prompt', text: 'hello' }], ...request }, model, { orgId, apiKeyId: null, chatId, namespace: null }).submission
 }

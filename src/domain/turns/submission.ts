@@ -43,12 +43,23 @@ export type DecodedMedia = {
   page_count: number | null
 }
 
+/**
+ * An attachment as a submission carries it to the chat's actor: everything about it but its bytes,
+ * which it names by their SHA-256 (decision 049). The bytes wait outside the machine's context (the
+ * actor host's attachment holder, src/actors/attachment-holder.ts) until admission writes them to the
+ * ledger, and are read from there when a vendor request is built.
+ */
+export type AttachmentRef = Omit<DecodedMedia, 'bytes' | 'sha256'> & { sha256: string; byte_len: number }
+
+/** Each attachment's bytes by their SHA-256: what a submission's references name. */
+export type AttachmentBytes = ReadonlyMap<string, Buffer>
+
 export type Carrier = 'user_message' | 'assistant_message' | 'tool_result'
 
-/** A new input part after validation, hygiene and decoding, ready to write. */
-export type PreparedPart = { body: PartBody; media: DecodedMedia[]; tokens: number }
+/** A new input part after validation, hygiene and decoding, ready to write: its attachments by reference. */
+export type PreparedPart = { body: PartBody; media: AttachmentRef[]; tokens: number }
 
-/** What the HTTP layer hands the chat actor: a validated turn. */
+/** What the HTTP layer hands the chat actor: a validated turn, plain data (its attachments by reference). */
 export type Submission = {
   /** Chosen before admission, so a submission refused while this one is admitted can name it. */
   runId: string

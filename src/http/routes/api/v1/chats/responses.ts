@@ -133,9 +133,9 @@ export const responseRoutes =
         const model = resolved.entry
         // Attachments are read whole off the event loop when large (src/http/body-work/body-work.ts).
         const decoded = await decodeSubmission(body, model, options.bodyWork)
-        const submission = prepareSubmission(body, model, { orgId, apiKeyId: request.identity?.keyId ?? null, chatId: chat.id, namespace: chat.namespace }, decoded)
+        const { submission, attachments } = prepareSubmission(body, model, { orgId, apiKeyId: request.identity?.keyId ?? null, chatId: chat.id, namespace: chat.namespace }, decoded)
         // The submission's event log is all this route reads of the actors (src/actors/run-channel.ts).
-        const events = deps.host.submit(submission)
+        const events = deps.host.submit(submission, attachments)
         const runId = await admissionOf(events)
         // A provider that fails before its first byte is an HTTP error, not a stream (docs/guide/turn-stream.md).
         const { event: opening } = await nextEvent(events, ['opened', 'failed_before_stream'])
