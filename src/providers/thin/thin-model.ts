@@ -30,7 +30,7 @@ const ACCEPTED_GRACE_MS = 50
  * and mapping, one ReadableStream of parts out.
  *
  * The package's own conversion takes over, from the first byte, when the converter does not take
- * an event (an error event, a malformed or unexpected one): the bytes read so far and the rest of
+ * an event (an error event, a malformed or unexpected one) or the body breaks: the bytes read so far and the rest of
  * the body are replayed to the package in a second doStream with no second request (its fetch
  * answers with those bytes), and the parts the thin path already sent are skipped, the parity
  * tests holding that the package makes the same ones for them. So an unusual stream ends exactly
@@ -88,7 +88,15 @@ export async function thinDoStream(format: ThinFormat, make: (fetch: Fetch) => L
 
   /** Reads one more chunk and converts it; false once the body has ended or the call was handed over. */
   const convertNext = async (read: Promise<ReadableStreamReadResult<Uint8Array>> = body.read()): Promise<{ output: boolean; accepted: boolean } | null> => {
-    const next = await read
+    let next: ReadableStreamReadResult<Uint8Array>
+    try {
+      next = await read
+    } catch {
+      // A body that broke (dropped, cut at the idle deadline, aborted): the package reports it in its
+      // own words (wrapped in its APICallError, an abort left as is), replaying to the same error.
+      await handOver()
+      return null
+    }
     if (next.done) {
       queue.push(...converter.end())
       ended = true
@@ -119,7 +127,7 @@ export async function thinDoStream(format: ThinFormat, make: (fetch: Fetch) => L
       let read = body.read()
       if (accepted) {
         let timer: NodeJS.Timeout | undefined
-        const timedOut = await Promise.race([read.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), ACCEPTED_GRACE_MS)))])
+        const timedOut = await Promise.race([read.then(() => false, () => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), ACCEPTED_GRACE_MS)))])
         clearTimeout(timer)
         if (timedOut) {
           pendingRead = read
