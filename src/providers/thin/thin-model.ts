@@ -12,7 +12,8 @@ export type ThinFormat = {
   /**
    * Whether the vendor's package reads the stream before its doStream resolves, failing the call on
    * an error event before the first output (OpenAI: throwIfOpenAIStreamErrorBeforeOutput); the thin
-   * path reads as far before it returns, and waits as long (50 ms after `accepted`).
+   * path reads as far before it returns, and waits as long (OpenAI: 50 ms after `accepted`). Anthropic
+   * reads its first part past pings and raw chunks the same way.
    */
   peeksForErrors: boolean
 }
