@@ -10,6 +10,8 @@
  * - `sdk parley`: the model as Parley builds it (createLanguageModelsOver: the vendor fetch, the
  *   base64 wrapper), called inside withVendorCallRecord, with the includeRawChunks Parley asks for,
  *   its thin path off (VENDOR_THIN_STREAMS=0);
+ * - `sdk head`: what the thin path still asks of the package per call: its doStream over an empty
+ *   event stream (the request built, the stream-start part read), then cancelled;
  * - `thin parley`: the same with the thin path on (src/providers/thin, decision 050), as Parley runs;
  *   the package's path again for a vendor without one.
  *
@@ -78,6 +80,11 @@ function casesFor(f: Format): Case[] {
     f.key === 'openai'
       ? createOpenAI({ apiKey: 'sk-x', baseURL: env.OPENAI_BASE_URL, fetch: fetchDouble })(f.model)
       : createAnthropic({ apiKey: 'sk-ant-x', baseURL: env.ANTHROPIC_BASE_URL, fetch: fetchDouble })(f.model)
+  const empty = (async () => new Response('', { status: 200, headers: f.stream.headers })) as unknown as typeof fetch
+  const emptyBodied: LanguageModelV4 =
+    f.key === 'openai'
+      ? createOpenAI({ apiKey: 'sk-x', baseURL: env.OPENAI_BASE_URL, fetch: empty })(f.model)
+      : createAnthropic({ apiKey: 'sk-ant-x', baseURL: env.ANTHROPIC_BASE_URL, fetch: empty })(f.model)
   const network = { fetch: fetchDouble, sleep: async () => undefined, random: Math.random, now: Date.now }
   const parley = createLanguageModelsOver({ ...env, VENDOR_THIN_STREAMS: '0' }, network)({ provider: f.key, vendor_model_id: f.model })
   const thin = createLanguageModelsOver(env, network)({ provider: f.key, vendor_model_id: f.model })
@@ -95,6 +102,15 @@ function casesFor(f: Format): Case[] {
     },
     { name: 'sdk bare', run: async () => drain((await bare.doStream(f.options)).stream) },
     { name: 'sdk parley', run: async () => drain((await withVendorCallRecord(newVendorCallRecord(), () => parley.doStream(f.options))).stream) },
+    {
+      name: 'sdk head',
+      run: async () => {
+        const reader = (await emptyBodied.doStream(f.options)).stream.getReader()
+        await reader.read()
+        await reader.cancel()
+        return 1
+      },
+    },
     { name: 'thin parley', run: async () => drain((await withVendorCallRecord(newVendorCallRecord(), () => thin.doStream(f.options))).stream) },
   ]
 }

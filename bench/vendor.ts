@@ -379,12 +379,12 @@ function packageTable(r: FormatResults): string {
     )
   })
   const saved = median(r.loops.packagePath.map((pkg, i) => pkg.cpuPerTurnUs - r.loops.parley[i]!.cpuPerTurnUs))
-  const earlier = median(r.latency.packagePath.map((pkg, i) => pkg.p50 - r.latency.parley[i]!.p50))
+  const later = median(r.latency.packagePath.map((pkg, i) => pkg.p50 - r.latency.parley[i]!.p50))
   return [
-    '| Round | Parley CPU per turn, thin path | package path (`VENDOR_THIN_STREAMS=0`) | saved per turn | package path ÷ relay | first delta p50 c=1, thin / package |',
+    '| Round | Parley CPU per turn, thin path | package path (`VENDOR_THIN_STREAMS=0`) | package − thin | package path ÷ relay | first delta p50 c=1, thin / package |',
     '|--:|--:|--:|--:|--:|--:|',
     ...rows,
-    `| median | | | **${us(saved)}** | | ${ms(earlier)} earlier |`,
+    `| median | | | **${us(saved)}** | | package − thin: ${ms(later)} |`,
   ].join('\n')
 }
 

@@ -49,9 +49,12 @@ export async function thinDoStream(format: ThinFormat, make: (fetch: Fetch) => L
   }).doStream(options)
   if (answer === null) return head
   const vendor: Response = answer
+  // The package's stream over the empty body: its stream-start (the warnings), then at most its
+  // finish for nothing. Read to its end rather than cancelled: cancelling its chain of streams costs
+  // more (each stream makes an Error to cancel the next with).
   const startReader = head.stream.getReader()
   const start = (await startReader.read()).value
-  void startReader.cancel().catch(() => undefined)
+  while (!(await startReader.read()).done);
 
   const body = vendor.body!.getReader()
   /** Every chunk read, kept until the stream ends: what a hand-over to the package replays. */
