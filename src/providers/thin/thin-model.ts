@@ -90,7 +90,7 @@ export async function thinDoStream(format: ThinFormat, make: (fetch: Fetch) => L
     for (let skipped = 0; skipped < sent; skipped++) if ((await handedOver.read()).done) break
   }
 
-  /** Reads one more chunk and converts it; false once the body has ended or the call was handed over. */
+  /** Reads one more chunk and converts it: whether it held output, or null once the body has ended or the call was handed over. */
   const convertNext = async (read: Promise<ReadableStreamReadResult<Uint8Array>> = body.read()): Promise<{ output: boolean; accepted: boolean } | null> => {
     let next: ReadableStreamReadResult<Uint8Array>
     try {
@@ -128,7 +128,7 @@ export async function thinDoStream(format: ThinFormat, make: (fetch: Fetch) => L
     // As the package does: read on to the first output, or 50 ms past the vendor's acceptance, before the call returns.
     let accepted = false
     for (;;) {
-      let read = body.read()
+      const read = body.read()
       if (accepted) {
         let timer: NodeJS.Timeout | undefined
         const timedOut = await Promise.race([read.then(() => false, () => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), ACCEPTED_GRACE_MS)))])
