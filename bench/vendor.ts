@@ -18,7 +18,10 @@
  *
  * Environment: BENCH_DURATION (seconds per c=16 run, default 8), BENCH_WARMUP (seconds, default 2),
  * BENCH_ROUNDS (default 3), BENCH_ITERATIONS (c=1 turns per case and round, default 100),
- * BENCH_VENDOR_PROFILE=1 (also profile Parley on one c=16 run per format with --cpu-prof).
+ * BENCH_VENDOR_PROFILE=1 (also profile Parley on one c=16 run per format with --cpu-prof),
+ * BENCH_VENDOR_PACKAGE=1 (also a second Parley, on its own seeded database, with its thin vendor
+ * path off, VENDOR_THIN_STREAMS=0, measured in each round, after the first Parley in odd rounds and
+ * before it in even ones: the AI SDK package path beside the thin one, decision 050).
  */
 import { mkdtempSync, readdirSync } from 'node:fs'
 import { Agent } from 'node:http'
@@ -37,6 +40,8 @@ const WARMUP_S = envNumber('BENCH_WARMUP', 2)
 const ROUNDS = Math.trunc(envNumber('BENCH_ROUNDS', 3))
 const LATENCY_TURNS = Math.trunc(envNumber('BENCH_ITERATIONS', 100))
 const PROFILE = process.env.BENCH_VENDOR_PROFILE === '1'
+/** Also run Parley with its thin vendor path off (VENDOR_THIN_STREAMS=0, decision 050) in each round: the package path beside it. */
+const PACKAGE_PATH = process.env.BENCH_VENDOR_PACKAGE === '1'
 const CONCURRENCY = 16
 const DELTAS = 20
 /** Parley's c=1 turns go round these chats, so no one chat's history grows long. */
@@ -209,7 +214,7 @@ async function probe(f: Format, parley: Target, upstream: ServerProcess): Promis
   log(`${f.title}: probe turn through Parley streamed ${o.counts.delta} deltas; its vendor request was ${fmt(Buffer.byteLength(await lastVendorRequest(f, upstream)))} bytes`)
 }
 
-type Servers = { upstream: ServerProcess; relay: ServerProcess; parley: ServerProcess }
+type Servers = { upstream: ServerProcess; relay: ServerProcess; parley: ServerProcess; packagePath: { server: ServerProcess; byFormat: Map<string, FormatChats>; auth: Record<string, string> } | null }
 type Targets = { direct: Target; relay: Target; parley: (chats: string[]) => Target }
 
 function targetsFor(f: Format, s: Servers, vendorBody: string, auth: Record<string, string>): Targets {
@@ -242,8 +247,8 @@ function targetsFor(f: Format, s: Servers, vendorBody: string, auth: Record<stri
 type FormatResults = {
   format: Format
   vendorBodyBytes: number
-  latency: { direct: Stats[]; relay: Stats[]; parley: Stats[] }
-  loops: { relay: LoopResult[]; parley: LoopResult[] }
+  latency: { direct: Stats[]; relay: Stats[]; parley: Stats[]; packagePath: Stats[] }
+  loops: { relay: LoopResult[]; parley: LoopResult[]; packagePath: LoopResult[] }
   /** Mean bytes of Parley's vendor request in each c=16 run (the chats' history grows through a run). */
   parleyRequestBytes: number[]
   profile: ProfileSummary | null
@@ -301,16 +306,37 @@ async function measureFormat(f: Format, s: Servers, chats: FormatChats, auth: Re
     await sequential(target, 20)
     await closedLoop(target, upstreamPid, CONCURRENCY, WARMUP_S)
   }
+  const pkg = s.packagePath
+  const pkgChats = pkg ? pkg.byFormat.get(f.key)! : null
+  const packageParley = pkg ? targetsFor(f, { ...s, parley: pkg.server }, '', pkg.auth).parley : null
+  if (packageParley && pkgChats) {
+    await sequential(packageParley(pkgChats.warm), 20)
+    await closedLoop(packageParley(pkgChats.warm), upstreamPid, CONCURRENCY, WARMUP_S)
+  }
 
   const results: FormatResults = {
     format: f,
     vendorBodyBytes: Buffer.byteLength(vendorBody),
-    latency: { direct: [], relay: [], parley: [] },
-    loops: { relay: [], parley: [] },
+    latency: { direct: [], relay: [], parley: [], packagePath: [] },
+    loops: { relay: [], parley: [], packagePath: [] },
     parleyRequestBytes: [],
     profile: null,
   }
   for (let round = 0; round < ROUNDS; round++) {
+    // The package path (BENCH_VENDOR_PACKAGE=1) runs after the thin path's runs in odd rounds and
+    // before them in even ones, so neither always has the other's leftovers.
+    const packageFirst = round % 2 === 1
+    const packageRun = async () => {
+      if (!packageParley || !pkgChats) return
+      results.latency.packagePath.push(await sequential(packageParley(pkgChats.latency), LATENCY_TURNS))
+      const loop = await closedLoop(packageParley(pkgChats.runs[round]!), upstreamPid, CONCURRENCY, DURATION_S)
+      results.loops.packagePath.push(loop)
+      log(
+        `${f.title} round ${round + 1}, package path (VENDOR_THIN_STREAMS=0, ${packageFirst ? 'first' : 'last'}): c=1 first delta p50 ${fmt(results.latency.packagePath[round]!.p50, 2)} ms; ` +
+          `c=16 CPU per turn ${fmt(loop.cpuPerTurnUs)} µs (${fmt(loop.perSecond)} turns/s)`,
+      )
+    }
+    if (packageFirst) await packageRun()
     for (const [kind, target] of [['direct', t.direct], ['relay', t.relay], ['parley', t.parley(chats.latency)]] as const) {
       results.latency[kind].push(await sequential(target, LATENCY_TURNS))
     }
@@ -324,6 +350,7 @@ async function measureFormat(f: Format, s: Servers, chats: FormatChats, auth: Re
       `${f.title} round ${round + 1}: c=1 first delta p50 direct ${fmt(d!, 2)} / relay ${fmt(r!, 2)} / Parley ${fmt(p!, 2)} ms; ` +
         `c=16 CPU per turn relay ${fmt(relay.cpuPerTurnUs)} µs (${fmt(relay.perSecond)} turns/s), Parley ${fmt(parley.cpuPerTurnUs)} µs (${fmt(parley.perSecond)} turns/s)`,
     )
+    if (!packageFirst) await packageRun()
   }
   return { results, vendorBody }
 }
@@ -343,6 +370,26 @@ function cpuTable(r: FormatResults): string {
     '| Round | relay CPU per turn | Parley CPU per turn | Parley ÷ relay | turns/s relay / Parley | first delta p50 relay / Parley | upstream CPU per turn (relay run / Parley run) | Parley vendor request, mean bytes |',
     '|--:|--:|--:|--:|--:|--:|--:|--:|',
     ...rows,
+  ].join('\n')
+}
+
+/** The thin path beside the package path, round by round (BENCH_VENDOR_PACKAGE=1). */
+function packageTable(r: FormatResults): string {
+  const rows = r.loops.packagePath.map((pkg, i) => {
+    const thin = r.loops.parley[i]!
+    const relay = r.loops.relay[i]!
+    return (
+      `| ${i + 1} | ${us(thin.cpuPerTurnUs)} | ${us(pkg.cpuPerTurnUs)} | ${us(pkg.cpuPerTurnUs - thin.cpuPerTurnUs)} | ${(pkg.cpuPerTurnUs / relay.cpuPerTurnUs).toFixed(2)} | ` +
+      `${ms(r.latency.parley[i]!.p50)} / ${ms(r.latency.packagePath[i]!.p50)} |`
+    )
+  })
+  const saved = median(r.loops.packagePath.map((pkg, i) => pkg.cpuPerTurnUs - r.loops.parley[i]!.cpuPerTurnUs))
+  const later = median(r.latency.packagePath.map((pkg, i) => pkg.p50 - r.latency.parley[i]!.p50))
+  return [
+    '| Round | Parley CPU per turn, thin path | package path (`VENDOR_THIN_STREAMS=0`) | package − thin | package path ÷ relay | first delta p50 c=1, thin / package |',
+    '|--:|--:|--:|--:|--:|--:|',
+    ...rows,
+    `| median | | | **${us(saved)}** | | package − thin: ${ms(later)} |`,
   ].join('\n')
 }
 
@@ -402,6 +449,9 @@ async function main(): Promise<void> {
   removeLater(dataDir)
   const { key, byFormat } = seed(dataDir)
   const auth = { authorization: `Bearer ${key}` }
+  const packageDir = PACKAGE_PATH ? mkdtempSync(join(tmpdir(), 'parley-bench-vendor-package-')) : null
+  if (packageDir) removeLater(packageDir)
+  const packageSeed = packageDir ? seed(packageDir) : null
 
   const upstream = await startServer({ args: ['--import', 'tsx', 'bench/vendor-upstream.ts'] })
   const [relay, parley] = await Promise.all([
@@ -409,7 +459,13 @@ async function main(): Promise<void> {
     startServer({ env: parleyEnv(dataDir, upstream) }),
   ])
   if (/pk_/.test(parley.stdout())) throw new Error('the server bootstrapped a dev organisation on a seeded database')
-  const servers: Servers = { upstream, relay, parley }
+  const packageServer = packageDir ? await startServer({ env: { ...parleyEnv(packageDir, upstream), VENDOR_THIN_STREAMS: '0' } }) : null
+  const servers: Servers = {
+    upstream,
+    relay,
+    parley,
+    packagePath: packageServer && packageSeed ? { server: packageServer, byFormat: packageSeed.byFormat, auth: { authorization: `Bearer ${packageSeed.key}` } } : null,
+  }
 
   const all: FormatResults[] = []
   const vendorBodies = new Map<string, string>()
@@ -419,7 +475,7 @@ async function main(): Promise<void> {
     all.push(results)
     vendorBodies.set(f.key, vendorBody)
   }
-  await Promise.all([relay.stop(), parley.stop()])
+  await Promise.all([relay.stop(), parley.stop(), packageServer?.stop()])
 
   if (PROFILE) {
     for (const r of all) {
@@ -441,7 +497,7 @@ async function main(): Promise<void> {
     ),
   ].join('\n')
   process.stdout.write(`${summaryTable}\n`)
-  for (const r of all) process.stdout.write(`\n${r.format.title}\n${cpuTable(r)}\n\n${latencyTable(r)}\n`)
+  for (const r of all) process.stdout.write(`\n${r.format.title}\n${cpuTable(r)}\n\n${latencyTable(r)}\n${r.loops.packagePath.length > 0 ? `\n${packageTable(r)}\n` : ''}`)
 
   const perFormat = all.flatMap((r) => [
     `### ${r.format.title}: \`${r.format.model}\`, \`POST ${r.format.path}\``,
@@ -454,6 +510,14 @@ async function main(): Promise<void> {
     '',
     latencyTable(r),
     '',
+    ...(r.loops.packagePath.length > 0
+      ? [
+          `The thin vendor path beside the AI SDK package path (decision 050): a second Parley on its own seeded database with \`VENDOR_THIN_STREAMS=0\`, measured in each round, after the first Parley in rounds 1 and 3 and before it in round 2 (\`BENCH_VENDOR_PACKAGE=1\`):`,
+          '',
+          packageTable(r),
+          '',
+        ]
+      : []),
     ...(r.profile
       ? [`Parley's CPU profile on one c=${CONCURRENCY} run (\`BENCH_VENDOR_PROFILE=1\`; top ${Math.min(15, PROFILE_TOP)} of each list, all ${PROFILE_TOP} on the run's output):`, '', profileTables(r.profile, 15), '']
       : []),

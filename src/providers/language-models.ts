@@ -10,7 +10,10 @@ import { baseUrlVariable, VENDOR_KEY_VARIABLES } from './catalogue/active-provid
 import { encodeFilesNatively } from './encode-files-natively.ts'
 import { createSandboxLanguageModel } from './sandbox/sandbox-language-model.ts'
 import { readVendorCallLimits } from './vendor-call-limits.ts'
-import { createVendorFetch, networkFetch, sleep, type VendorFetchDeps } from './vendor-fetch.ts'
+import { THIN_FORMATS } from './thin/formats.ts'
+import { thinDoStream, type ThinFormat } from './thin/thin-model.ts'
+import { currentVendorCall, type VendorCallRecord } from './vendor-call-record.ts'
+import { createVendorFetch, networkFetch, sleep, type VendorFetch, type VendorFetchDeps } from './vendor-fetch.ts'
 
 /** The model a catalogue entry names; a sandbox entry's window and input limit are the limits the sandbox holds requests to. */
 export type LanguageModelFor = (entry: Pick<CatalogueEntry, 'provider' | 'vendor_model_id'> & Partial<Pick<CatalogueEntry, 'context_window' | 'max_input_tokens'>>) => LanguageModelV4
@@ -43,7 +46,9 @@ export function createLanguageModels(env: NodeJS.ProcessEnv): LanguageModelFor {
 export function createLanguageModelsOver(env: NodeJS.ProcessEnv, network: VendorFetchDeps): LanguageModelFor {
   const cache = new Map<string, LanguageModelV4>()
   const limits = readVendorCallLimits(env)
-  const fetch = createVendorFetch(limits, network) as typeof globalThis.fetch
+  const fetch = createVendorFetch(limits, network)
+  // VENDOR_THIN_STREAMS=0 sends every call through the vendor's package (decision 050).
+  const thin = env.VENDOR_THIN_STREAMS !== '0'
   return (entry) => {
     // A sandbox model holds its entry's window: entries sharing a vendor id with another window are another model.
     const key = `${entry.provider}/${entry.vendor_model_id}${entry.provider === 'sandbox' ? `@${entry.context_window}` : ''}`
@@ -56,10 +61,48 @@ export function createLanguageModelsOver(env: NodeJS.ProcessEnv, network: Vendor
       else {
         const factory = VENDORS[entry.provider]
         if (!factory) throw new Error(`no provider adapter for ${entry.provider}`)
-        model = encodeFilesNatively(factory({ apiKey: env[VENDOR_KEY_VARIABLES[entry.provider]!], baseURL: env[baseUrlVariable(entry.provider)], fetch })(entry.vendor_model_id))
+        const settings = { apiKey: env[VENDOR_KEY_VARIABLES[entry.provider]!], baseURL: env[baseUrlVariable(entry.provider)] }
+        const modelId = entry.vendor_model_id
+        model = encodeFilesNatively(vendorModel((f) => factory({ ...settings, fetch: f })(modelId), fetch, thin ? THIN_FORMATS[entry.provider] : undefined))
       }
       cache.set(key, model)
     }
     return model
+  }
+}
+
+type Fetch = typeof globalThis.fetch
+
+/**
+ * A vendor's model as the run calls it. Each call gets the package's model over a fetch bound to
+ * that call's record (src/providers/vendor-call-record.ts, read as the call starts: no
+ * AsyncLocalStorage); the package's model is a few closures, made in microseconds. A call the
+ * vendor's thin path covers (./thin, decision 050, decided from the call's options before it is
+ * made) streams through it; every other call, and every call of a vendor without one, through the
+ * package alone.
+ */
+function vendorModel(make: (fetch: Fetch) => LanguageModelV4, vendorFetch: VendorFetch, thin: ThinFormat | undefined): LanguageModelV4 {
+  const shared = make(vendorFetch as Fetch)
+  const fetchFor = (record: VendorCallRecord | undefined): Fetch => (record ? (input, init) => vendorFetch(input, init, record) : (vendorFetch as Fetch))
+  return {
+    specificationVersion: shared.specificationVersion,
+    get provider() {
+      return shared.provider
+    },
+    get modelId() {
+      return shared.modelId
+    },
+    get supportedUrls() {
+      return shared.supportedUrls
+    },
+    doGenerate: (options) => {
+      const record = currentVendorCall()
+      return (record ? make(fetchFor(record)) : shared).doGenerate(options)
+    },
+    doStream: (options) => {
+      const record = currentVendorCall()
+      if (thin?.covers(options)) return thinDoStream(thin, make, fetchFor(record), options)
+      return (record ? make(fetchFor(record)) : shared).doStream(options)
+    },
   }
 }

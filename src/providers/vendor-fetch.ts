@@ -1,6 +1,6 @@
 import { Agent, fetch as undiciFetch } from 'undici'
 import { parseRetryAfter } from './parse-retry-after.ts'
-import { currentVendorCall } from './vendor-call-record.ts'
+import { currentVendorCall, type VendorCallRecord } from './vendor-call-record.ts'
 import type { VendorCallLimits } from './vendor-call-limits.ts'
 
 /** A vendor call that went quiet past one of its deadlines. */
@@ -28,6 +28,9 @@ export class NotAStreamError extends Error {
 }
 
 type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>
+
+/** The vendor fetch: a fetch that also counts its requests and waits into the record of the call it serves, when given one. */
+export type VendorFetch = (input: string | URL | Request, init?: RequestInit, record?: VendorCallRecord) => Promise<Response>
 
 export type VendorFetchDeps = {
   fetch: Fetch
@@ -74,15 +77,16 @@ export function networkFetch(limits: VendorCallLimits): Fetch {
  * have arrived, so the run's stream opens on a live answer. After that a silence longer than the
  * idle timeout errors the stream, which the run reports as an SSE `error`.
  */
-export function createVendorFetch(limits: VendorCallLimits, deps: VendorFetchDeps): Fetch {
+export function createVendorFetch(limits: VendorCallLimits, deps: VendorFetchDeps): VendorFetch {
   const backoff = (retry: number) => {
     const ceiling = limits.retryBaseMs * 2 ** retry
     return Math.round(ceiling / 2 + deps.random() * (ceiling / 2))
   }
 
-  return async (input, init) => {
+  return async (input, init, given) => {
     const caller = init?.signal ?? undefined
-    const record = currentVendorCall()
+    // The call's record: bound by the model that serves the call (./language-models.ts), or the one being started now.
+    const record = given ?? currentVendorCall()
     const deadline = deps.now() + limits.firstByteTimeoutMs
     for (let attempt = 0; ; attempt++) {
       const attemptController = new AbortController()
