@@ -18,7 +18,7 @@
  */
 import Database from 'better-sqlite3'
 import { parentPort, workerData } from 'node:worker_threads'
-import { historyPageJson, type HistoryPageQuery } from '../http/routes/api/v1/chats/history-page.ts'
+import { historyPageJson, type HistoryPageQuery } from './history-page.ts'
 import { createApiKeyStore } from './api-keys.ts'
 import { createChatStore } from './chats.ts'
 import { stalledFrom } from './litefs-watch.ts'

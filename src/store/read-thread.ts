@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads'
-import type { HistoryPageQuery } from '../http/routes/api/v1/chats/history-page.ts'
+import type { HistoryPageQuery } from './history-page.ts'
 import type { ApiKeyIdentity } from './api-keys.ts'
 import type { Db } from './database.ts'
 import { LITEFS_STALL_AFTER_MS, WATCH_MAIN_POSITION, WATCH_POSITION } from './litefs-watch.ts'

@@ -38,6 +38,12 @@ describe('layering (issue 12: types flow one way)', () => {
     expect(violations('machines', (target) => under('machines')(target) || under('src/domain')(target))).toEqual([])
   })
 
+  it('src/store and src/providers import nothing from src/http, src/actors or machines/ (dependencies point one way)', () => {
+    const upward = (target: string) => !under('src/http')(target) && !under('src/actors')(target) && !under('machines')(target)
+    expect(violations('src/store', upward)).toEqual([])
+    expect(violations('src/providers', upward)).toEqual([])
+  })
+
   it('src/domain imports nothing of ours outside src/domain', () => {
     expect(sourceFiles('src/domain').length).toBeGreaterThan(0)
     expect(violations('src/domain', under('src/domain'))).toEqual([])

@@ -6,7 +6,7 @@ import { orgOf } from '../../../../plugins/auth.ts'
 import { ChatParams } from '../../../../schemas/chats.ts'
 import { ApiKeySecurity, errors } from '../../../../schemas/common.ts'
 import { HistoryPageResponse, HistoryQuery } from '../../../../schemas/history.ts'
-import { historyPageJson } from './history-page.ts'
+import { historyPageJson } from '../../../../../store/history-page.ts'
 import { findChat } from './index.ts'
 
 export const historyRoutes =

@@ -1,6 +1,6 @@
-import { HISTORY_PAGE_MAX, HISTORY_PAGE_MAX_FULL, clampLimit } from '../../../../../domain/paging.ts'
-import { roleOf } from '../../../../../domain/parts.ts'
-import type { MediaRow, PartRow, PartStore } from '../../../../../store/parts.ts'
+import { HISTORY_PAGE_MAX, HISTORY_PAGE_MAX_FULL, clampLimit } from '../domain/paging.ts'
+import { roleOf } from '../domain/parts.ts'
+import type { MediaRow, PartRow, PartStore } from './parts.ts'
 
 /** A history page's query, as the route validated it. */
 export type HistoryPageQuery = { before_ordinal?: number; after_ordinal?: number; limit?: number; include?: 'none' | 'stubs' | 'full' }
