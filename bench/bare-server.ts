@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
-import Fastify from 'fastify'
+import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
 import { openDatabase } from '../src/store/database.ts'
 import { SERVER_AUTOCHECKPOINT_PAGES, startWalCheckpointer } from '../src/store/wal-checkpointer.ts'
 
@@ -21,8 +21,8 @@ app.put('/sse-frames', async (request) => {
   frames = (request.body as Frame[]).map((f) => `event: ${f.event}\ndata: ${JSON.stringify(f.data)}\n\n`)
   return { frames: frames.length }
 })
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
-app.post('/sse', async (request, reply) => {
+/** The response hijacked and its head written as src/http/sse/write-run-stream.ts writes it. */
+function openStream(request: FastifyRequest, reply: FastifyReply) {
   reply.hijack()
   const res = reply.raw
   res.writeHead(200, {
@@ -32,6 +32,11 @@ app.post('/sse', async (request, reply) => {
     'x-accel-buffering': 'no',
     'x-request-id': String(request.id),
   })
+  return res
+}
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
+app.post('/sse', async (request, reply) => {
+  const res = openStream(request, reply)
   const paced = (request.query as { paced?: string }).paced === '1'
   for (const frame of frames) {
     if (paced) await nextTurn()
@@ -98,15 +103,7 @@ if (process.env.DATA_DIR) {
     const { input } = request.body as { input: { text: string }[] }
     const runId = randomUUID()
     admit(org, chat, runId, input[0]!.text, new Date().toISOString())
-    reply.hijack()
-    const res = reply.raw
-    res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-      'x-request-id': String(request.id),
-    })
+    const res = openStream(request, reply)
     // The answer's frames, then the settlement, then the last frame (Parley's `done` follows its settlement).
     for (const frame of frames.slice(0, -1)) res.write(frame)
     await new Promise<void>((resolve) => setImmediate(resolve))
