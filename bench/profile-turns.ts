@@ -2,7 +2,7 @@
  * Where a turn's server CPU goes: runs the real server under `--cpu-prof` with 32 connections looping
  * 20-delta sandbox turns (as bench/turns does), then prints the heaviest functions by self time and
  * the share of our own source files by inclusive time. Not a benchmark: profiling slows the server.
- *   node --import tsx bench/profile-turns.ts [seconds]
+ *   node bench/profile-turns.ts [seconds]  (PROFILE_CONCURRENCY=1 for one connection)
  */
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { Agent } from 'node:http'
@@ -15,7 +15,7 @@ import { procCpuSeconds } from './lib.ts'
 import { sse } from './sse-client.ts'
 
 const SECONDS = Number(process.argv[2] ?? 8)
-const CONCURRENCY = 32
+const CONCURRENCY = Number(process.env.PROFILE_CONCURRENCY ?? 32)
 const BODY = JSON.stringify({ model: 'sandbox/echo', input: [{ type: 'prompt', text: '/long 20' }] })
 
 type Node = { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount: number; children?: number[] }
