@@ -276,7 +276,7 @@ async function parleyLoop(target: Target, f: Format, s: Servers): Promise<{ resu
 async function profileRun(f: Format, dataDir: string, s: Servers, chats: string[], vendorBody: string, auth: Record<string, string>): Promise<ProfileSummary> {
   const dir = mkdtempSync(join(tmpdir(), `parley-bench-vendor-prof-${f.key}-`))
   removeLater(dir)
-  const profiled = await startServer({ args: ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--import', 'tsx', 'src/main.ts'], env: parleyEnv(dataDir, s.upstream) })
+  const profiled = await startServer({ args: ['--cpu-prof', `--cpu-prof-dir=${dir}`, 'src/main.ts'], env: parleyEnv(dataDir, s.upstream) })
   const targets = targetsFor(f, { ...s, parley: profiled }, vendorBody, auth)
   await closedLoop(targets.parley(chats.slice(0, CONCURRENCY)), s.upstream.child.pid!, CONCURRENCY, WARMUP_S)
   const fromUs = monotonicUs()
@@ -547,12 +547,12 @@ async function main(): Promise<void> {
     `- **Direct and relay requests** send the very body of the last vendor request of Parley's warm-up, from a chat with some history (${all.map((r) => `${r.format.title} ${fmt(r.vendorBodyBytes)} bytes`).join(', ')}),`,
     '  so the relay moves a request like Parley\'s. Parley\'s own vendor requests grow with each chat\'s history through a run (the mean is in the CPU table\'s last column):',
     '  a stateless gateway\'s client would send the whole history each time too.',
-    `- **Parley**: \`node --import tsx src/main.ts\`, \`LOG_LEVEL=warn\`, fresh \`DATA_DIR\` seeded through the store (one organisation, an API key, 1,000,000 USD of credit, every chat),`,
+    `- **Parley**: \`node src/main.ts\`, \`LOG_LEVEL=warn\`, fresh \`DATA_DIR\` seeded through the store (one organisation, an API key, 1,000,000 USD of credit, every chat),`,
     '  `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` on the upstream, `VENDOR_MAX_RETRIES=0`, and `MAX_RUNNING_RUNS_PER_ORG`, `MAX_CONCURRENT_TURNS` and `SHED_FROM_TURNS` at 4,096 so',
     `  no admission cap (decision 033) refuses a measured turn. Turn: \`POST /api/v1/chats/{id}/responses\` with \`{"model": …, "input": [{"type": "prompt", "text": "${PROMPT}"}]}\`.`,
     '  Parley\'s CPU per turn includes its whole turn: admission, packing, the vendor call through the AI SDK, relaying parts as SSE frames, the group commits and settlement.',
     PROFILE
-      ? `- **Profile**: a separate Parley process on the same database started with \`--cpu-prof\`, ${WARMUP_S} s of warm-up, then one ${DURATION_S} s run at c=${CONCURRENCY} per format; only the run's samples are summed (the profile's clock is the client's monotonic clock), as self time per function, grouped by npm package or project file; \`(garbage collector)\` and \`(program)\` are V8's own, \`(native)\` is C++ reached from JavaScript (socket writes, microtask runs). A project file's line:column is in tsx's compiled output, not the .ts source; a better-sqlite3 statement's time shows as the store function that ran it (\`src/store/runs.ts\` and the like). The profiler's sampling slows the server a little; the shares are what matter.`
+      ? `- **Profile**: a separate Parley process on the same database started with \`--cpu-prof\`, ${WARMUP_S} s of warm-up, then one ${DURATION_S} s run at c=${CONCURRENCY} per format; only the run's samples are summed (the profile's clock is the client's monotonic clock), as self time per function, grouped by npm package or project file; \`(garbage collector)\` and \`(program)\` are V8's own, \`(native)\` is C++ reached from JavaScript (socket writes, microtask runs). A project file's line:column is that of the .ts source (Node strips its types in place); a better-sqlite3 statement's time shows as the store function that ran it (\`src/store/runs.ts\` and the like). The profiler's sampling slows the server a little; the shares are what matter.`
       : '- No profile this run (`BENCH_VENDOR_PROFILE=1` adds one).',
   ].join('\n')
   writeSection(join(REPO_ROOT, 'BENCHMARKS.md'), 'vendor', section)
