@@ -144,6 +144,14 @@ parentPort!.on('message', (request: ReadRequest | 'stop' | 'pause' | 'resume') =
   }
   if (request === 'resume') {
     paused = false
+    // At once, not at the next request or idle tick: a stall that begins now finds a snapshot to answer from.
+    if (holdSnapshots() && !stalled() && !otherStuck()) {
+      try {
+        refresh({ generation: Number(tagNow[0]), changes: Number(tagNow[1]), position: String(tagNow[2]) })
+      } catch {
+        held = null
+      }
+    }
     return
   }
   if (request === 'stop') {

@@ -23,14 +23,17 @@ export const READ_IDLE_REFRESH_MS = 200
  * the checkpointer to copy the whole log into the database file: a snapshot held keeps every frame
  * after it in the log, and the log is started again from its beginning only once no reader needs
  * any of it. Without this the `-wal` file grew by about 2 MB a second at 90 commits a second
- * (bench/wal-held-snapshot.ts). A stall that begins inside that short window finds no snapshot:
- * history reads answer 503 until litefs answers again.
+ * (bench/wal-held-snapshot.ts); with a cycle every 2 s it stays near 12 MB (45 s at 93 commits/s).
+ * A stall that begins inside that short window (milliseconds; the threads take a snapshot again as
+ * soon as they are told to go on) finds no snapshot: history reads answer 503 until litefs answers
+ * again. A longer cycle leaves a backlog the checkpointer cannot copy within the window (every 5 s:
+ * 43 MB after 45 s); a shorter one makes the window's share of the time larger.
  */
-export const WAL_CYCLE_MS = 1_000
+export const WAL_CYCLE_MS = 2_000
 /** Checkpoints tried in one cycle before the snapshots are taken again regardless (writes keep coming). */
-const WAL_CYCLE_ATTEMPTS = 10
+const WAL_CYCLE_ATTEMPTS = 5
 /** How long a cycle waits for a thread to let go, or for one checkpoint, before it gives up. */
-const WAL_CYCLE_WAIT_MS = 100
+const WAL_CYCLE_WAIT_MS = 250
 /** A request as a caller gives it: the thread's id and tag are added here. */
 type Unasked = ReadRequest extends infer R ? (R extends ReadRequest ? Omit<R, 'id' | 'tag'> : never) : never
 
