@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { Worker } from 'node:worker_threads'
-import { formatTxid, parsePosition, type ReplicationPosition } from './replication-position.ts'
+import { formatTxid, parsePosition, waitForPosition, type ReplicationPosition } from './replication-position.ts'
 import { roleFrom, type ReplicationRole, type ReplicationRoleSource } from './replication-role.ts'
 import type { StorageStall } from './storage-stall.ts'
 
@@ -97,15 +97,7 @@ export function startLitefsWatch(
     role: { exclusiveWriter: true, current: () => known },
     position: {
       current: currentPosition,
-      async waitFor(txid, timeoutMs) {
-        const deadline = Date.now() + timeoutMs
-        for (;;) {
-          const here = currentPosition()
-          if (here !== null && here >= txid) return true
-          if (Date.now() >= deadline) return false
-          await new Promise((resolve) => setTimeout(resolve, 5))
-        }
-      },
+      waitFor: (txid, timeoutMs) => waitForPosition(currentPosition, txid, timeoutMs),
     },
     stop() {
       worker.postMessage('stop')

@@ -25,6 +25,17 @@ export const formatTxid = (txid: bigint): string => txid.toString(16).padStart(1
 
 const POLL_MS = 5
 
+/** Polls `current` until it reaches `txid` (true) or `timeoutMs` has passed (false): a position's `waitFor`. */
+export async function waitForPosition(current: () => bigint | null, txid: bigint, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const here = current()
+    if (here !== null && here >= txid) return true
+    if (Date.now() >= deadline) return false
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS))
+  }
+}
+
 export function litefsPosition(posFile: string): ReplicationPosition {
   const current = () => {
     try {
@@ -35,14 +46,6 @@ export function litefsPosition(posFile: string): ReplicationPosition {
   }
   return {
     current,
-    async waitFor(txid, timeoutMs) {
-      const deadline = Date.now() + timeoutMs
-      for (;;) {
-        const here = current()
-        if (here !== null && here >= txid) return true
-        if (Date.now() >= deadline) return false
-        await new Promise((resolve) => setTimeout(resolve, POLL_MS))
-      }
-    },
+    waitFor: (txid, timeoutMs) => waitForPosition(current, txid, timeoutMs),
   }
 }
