@@ -399,6 +399,14 @@ const commands: Record<string, Command> = {
 
 const HELP_WORDS = new Set(['help', '--help', '-h'])
 
+/** `handoff` is asynchronous (it waits on LiteFS) and runs outside the store: src/cli/admin-handoff.ts. */
+export const HANDOFF_USAGE = [
+  '  handoff <litefs-url>',
+  "      hands the primary's lease to the LiteFS node at <litefs-url> (its LiteFS API, e.g. http://host:20202),",
+  '      holding the database\'s write lock throughout, so no write commits while the lease moves',
+  '      (docs/decisions/052-fenced-handoff.md); run it on the primary',
+].join('\n')
+
 function flagUsage(name: string, flag: Flag): string {
   const usage = flag.type === 'boolean' ? `--${name}` : `--${name} ${flag.value ?? '<value>'}`
   return flag.required ? usage : `[${usage}]`
@@ -425,6 +433,7 @@ export const ADMIN_USAGE = [
   '',
   'commands:',
   ...Object.entries(commands).map(([name, c]) => commandUsage(name, c)),
+  HANDOFF_USAGE,
   '  help [<command>]',
   '      this text (also --help and -h); `help <command>` or `<command> --help` shows one command',
   '',

@@ -1,7 +1,8 @@
 import { databaseErrorOf } from '../store/sqlite-errors.ts'
 import { readSettings } from '../settings.ts'
-import { AdminError, adminHelp } from './admin-commands.ts'
+import { AdminError, adminHelp, HANDOFF_USAGE } from './admin-commands.ts'
 import { runAdminOn } from './admin-run.ts'
+import { runHandoff } from './admin-handoff.ts'
 
 /**
  * Works on the server's DATA_DIR while it runs: WAL and busy_timeout let both write. This process
@@ -9,8 +10,12 @@ import { runAdminOn } from './admin-run.ts'
  * (docs/decisions/028-busy-and-full-database.md). On a LiteFS replica only the commands that read
  * run (src/cli/admin-run.ts).
  */
-function main(argv: string[]): void {
+async function main(argv: string[]): Promise<void> {
   try {
+    if (argv[0] === 'handoff') {
+      process.stdout.write(argv.includes('--help') || argv.includes('-h') ? `usage: npm run -s admin -- ${HANDOFF_USAGE.trimStart()}\n` : await runHandoff(readSettings(), argv.slice(1)))
+      return
+    }
     const help = adminHelp(argv)
     // Help needs no database: it answers even where DATA_DIR cannot be opened.
     process.stdout.write(help ?? runAdminOn(readSettings(), argv))
@@ -22,4 +27,4 @@ function main(argv: string[]): void {
   }
 }
 
-main(process.argv.slice(2))
+void main(process.argv.slice(2))

@@ -133,7 +133,7 @@ describe('the primary moves under load on a three-node LiteFS cluster', () => {
     const startsBefore = c.nodes.map((n) => c.starts(n).length)
     const exitsBefore = c.nodes.map((n) => c.exits(n).length)
     const handoffAt = Date.now()
-    await c.handoff(target)
+    const { writesHeldMs } = await c.handoff(target)
     const promotedAt = c.lease!.acquisitions(c.leaseKey).at(-1)!.at
     // The interruption: from the last turn admitted before the lease moved to the first one after.
     await waitFor('a turn admitted after the lease moved', () => traffic.admissions.some((a) => a.at > promotedAt), 60_000)
@@ -175,7 +175,7 @@ describe('the primary moves under load on a three-node LiteFS cluster', () => {
     const turns = traffic.acknowledged.length
     console.log(
       `planned handoff ${primary.name} → ${target.name}: no turn admitted for ${resumedAt - lastBefore} ms around the move ` +
-        `(lease moved ${promotedAt - handoffAt} ms after the handoff began, first admission ${resumedAt - promotedAt} ms after that); ${turns} turns acknowledged, ${traffic.acknowledged.reduce((n, a) => n + a.parts, 0)} parts, 0 lost; ` +
+        `(writes held ${writesHeldMs} ms; lease moved ${promotedAt - handoffAt} ms after the handoff began, first admission ${resumedAt - promotedAt} ms after that); ${turns} turns acknowledged, ${traffic.acknowledged.reduce((n, a) => n + a.parts, 0)} parts, 0 lost; ` +
         `${interrupted.length} runs interrupted, settled ${settleDelays.length ? `${Math.min(...settleDelays)}–${Math.max(...settleDelays)}` : '–'} ms after the promotion; ` +
         `refusals meanwhile ${JSON.stringify(traffic.refusals)}; server starts per node ${JSON.stringify(startsBefore)}`,
     )

@@ -200,10 +200,11 @@ export type LitefsCluster = {
   /** Starts a node that is down (after kill9/stopNode) and waits for its /readyz unless told not to. */
   restart: (node: ClusterNode, options?: { waitReady?: boolean }) => Promise<void>
   /**
-   * Hands the primary lease to `to` as an operator would: `litefs run -promote -url <to's LiteFS API> -- true`.
-   * Resolves once LiteFS on `to` says it is the primary.
+   * Hands the primary lease to `to` as an operator would: `npm run -s admin -- handoff <to's LiteFS API>`
+   * on the current primary (src/cli/admin-handoff.ts: LiteFS's promotion with the write lock held).
+   * Resolves once LiteFS on `to` says it is the primary, with how long the command held the write lock.
    */
-  handoff: (to: ClusterNode, timeoutMs?: number) => Promise<void>
+  handoff: (to: ClusterNode, timeoutMs?: number) => Promise<{ writesHeldMs: number }>
   /** The last `lines` lines of the node's LiteFS and Parley logs. */
   tail: (node: ClusterNode, lines?: number) => string
   /** Every node's log tails, for a failed test's output. */
@@ -594,16 +595,19 @@ export async function startLitefsCluster(options: ClusterOptions = {}): Promise<
       if (restartOptions.waitReady ?? true) await waitReady(node)
     },
     async handoff(to, timeoutMs = 30_000) {
+      const from = await waitForPrimary()
+      if (from === to) throw new Error(`${to.name} is the primary already`)
       const result = await new Promise<{ code: number | null; output: string }>((resolve, reject) => {
-        const child = spawn(litefs, ['run', '-url', to.litefsUrl, '-promote', '-v', '--', 'true'], { stdio: ['ignore', 'pipe', 'pipe'] })
+        const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/admin.ts', 'handoff', to.litefsUrl], { cwd: options.serverDir ?? REPO_ROOT, env: envOf(from), stdio: ['ignore', 'pipe', 'pipe'] })
         let output = ''
         child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk))
         child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk))
         child.once('error', reject)
         child.once('close', (code) => resolve({ code, output }))
       })
-      if (result.code !== 0) throw new Error(`litefs run -promote on ${to.name} exited with ${result.code}: ${result.output.trim()}`)
+      if (result.code !== 0) throw new Error(`admin handoff on ${from.name} to ${to.name} exited with ${result.code}: ${result.output.trim()}`)
       await waitFor(`${to.name} to be the primary after the handoff`, async () => (await info(to))?.isPrimary === true, timeoutMs, 100)
+      return { writesHeldMs: (JSON.parse(result.output) as { writes_held_ms: number }).writes_held_ms }
     },
     tail: (node, lines = 40) =>
       `--- ${node.name} litefs (${node.litefsLog}) ---\n${tailOf(node.litefsLog, lines)}\n--- ${node.name} parley (${node.parleyLog}) ---\n${tailOf(node.parleyLog, lines)}`,
