@@ -14,6 +14,19 @@ import { openDatabase } from '../src/store/database.ts'
 import { createStore } from '../src/store/index.ts'
 import { startReadThread } from '../src/store/read-thread.ts'
 import { SERVER_AUTOCHECKPOINT_PAGES, startWalCheckpointer } from '../src/store/wal-checkpointer.ts'
+import { writeHold } from '../src/store/storage-stall.ts'
+
+/** How long each of the WAL cycle's write holds lasted (ms). */
+const holds: number[] = []
+const take = writeHold.take
+writeHold.take = () => {
+  const at = performance.now()
+  const release = take()
+  return () => {
+    holds.push(performance.now() - at)
+    release()
+  }
+}
 
 const DURATION_MS = Number(process.env.DURATION_MS ?? 10_000)
 const WRITE_EVERY_MS = Number(process.env.WRITE_EVERY_MS ?? 1)
@@ -41,7 +54,8 @@ async function run(withReads: boolean) {
     }
   })()
   while (Date.now() < until) {
-    store.parts.append(chat.id, [{ body: { type: 'prompt', text: `write ${writes}` } as never }])
+    // Through the write queue, as the server's writes go: the WAL cycle holds it for a moment.
+    await store.writes.write(() => store.parts.append(chat.id, [{ body: { type: 'prompt', text: `write ${writes}` } as never }]))
     writes++
     if (writes % 50 === 0) largest = Math.max(largest, statSync(`${file}-wal`).size)
     await sleep(WRITE_EVERY_MS)
@@ -52,7 +66,9 @@ async function run(withReads: boolean) {
   await checkpointer.stop()
   db.close()
   rmSync(dir, { recursive: true, force: true })
-  return { withReads, writes, reads: readsDone, largestWalKiB: Math.round(largest / 1024), lastWalKiB: Math.round(last / 1024) }
+  const held = holds.splice(0).sort((a, b) => a - b)
+  const holdMs = held.length ? { cycles: held.length, p50: +held[held.length >> 1]!.toFixed(2), max: +held.at(-1)!.toFixed(2) } : null
+  return { withReads, writes, reads: readsDone, largestWalKiB: Math.round(largest / 1024), lastWalKiB: Math.round(last / 1024), writeHoldMs: holdMs }
 }
 
 // The threads are unref()ed, as in the server (whose listening socket keeps it alive): this does here.

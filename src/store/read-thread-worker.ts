@@ -95,8 +95,8 @@ function refresh(tag: ReadTag) {
  * taking them: replication stopped (seen on the cluster test). There each request reads in a
  * transaction of its own, as the main thread did, and a stalled litefs answers 503.
  */
-let paused = false
-const holdSnapshots = () => Atomics.load(tagNow, 3) === 1n && !paused
+const holdSnapshots = () => Atomics.load(tagNow, 3) === 1n
+const publishedTag = (): ReadTag => ({ generation: Number(tagNow[0]), changes: Number(tagNow[1]), position: String(tagNow[2]) })
 
 function release() {
   held = null
@@ -132,26 +132,20 @@ function answerIn(request: ReadRequest): ReadAnswer {
   }
 }
 
-parentPort!.on('message', (request: ReadRequest | 'stop' | 'pause' | 'resume') => {
-  // The WAL cycle (read-thread.ts): no snapshot held until resumed, so the log can be checkpointed whole.
-  if (request === 'pause') {
-    paused = true
-    try {
-      release()
-    } catch {}
-    parentPort!.postMessage({ paused: index })
-    return
-  }
-  if (request === 'resume') {
-    paused = false
-    // At once, not at the next request or idle tick: a stall that begins now finds a snapshot to answer from.
+parentPort!.on('message', (request: ReadRequest | 'stop' | 'renew') => {
+  // The WAL cycle (read-thread.ts): a snapshot taken now, at the log's end, tagged as published just
+  // before; never while litefs is stalled or the other thread is caught renewing (it keeps its own).
+  if (request === 'renew') {
+    let renewed = false
     if (holdSnapshots() && !stalled() && !otherStuck()) {
       try {
-        refresh({ generation: Number(tagNow[0]), changes: Number(tagNow[1]), position: String(tagNow[2]) })
+        refresh(publishedTag())
+        renewed = true
       } catch {
         held = null
       }
     }
+    parentPort!.postMessage({ renewed, index })
     return
   }
   if (request === 'stop') {
@@ -185,7 +179,7 @@ const idle = setInterval(() => {
   }
   if (stalled() || otherStuck() || Date.now() - lastRefresh < idleRefreshMs) return
   try {
-    refresh({ generation: Number(tagNow[0]), changes: Number(tagNow[1]), position: String(tagNow[2]) })
+    refresh(publishedTag())
   } catch {
     held = null
   }

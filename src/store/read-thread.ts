@@ -4,7 +4,7 @@ import type { ApiKeyIdentity } from './api-keys.ts'
 import type { Db } from './database.ts'
 import { LITEFS_STALL_AFTER_MS, WATCH_MAIN_POSITION, WATCH_POSITION } from './litefs-watch.ts'
 import type { ReadAnswer, ReadRequest, ReadTag } from './read-thread-worker.ts'
-import { commitsOffMain, stalledError, storageStall } from './storage-stall.ts'
+import { commitsOffMain, stalledError, storageStall, writeHold } from './storage-stall.ts'
 
 /**
  * How long a read waits for the read thread once the storage is known to be stalled, before it is
@@ -19,20 +19,21 @@ export const READ_SUSPECT_AFTER_MS = 5
 /** A snapshot left unused is renewed this often, so it never holds the WAL back for long. */
 export const READ_IDLE_REFRESH_MS = 200
 /**
- * How often the primary's read threads let go of their snapshots together, for as long as it takes
- * the checkpointer to copy the whole log into the database file: a snapshot held keeps every frame
- * after it in the log, and the log is started again from its beginning only once no reader needs
- * any of it. Without this the `-wal` file grew by about 2 MB a second at 90 commits a second
- * (bench/wal-held-snapshot.ts); with a cycle every 2 s it stays near 12 MB (45 s at 93 commits/s).
- * A stall that begins inside that short window (milliseconds; the threads take a snapshot again as
- * soon as they are told to go on) finds no snapshot: history reads answer 503 until litefs answers
- * again. A longer cycle leaves a backlog the checkpointer cannot copy within the window (every 5 s:
- * 43 MB after 45 s); a shorter one makes the window's share of the time larger.
+ * How often the primary starts its write-ahead log afresh. A snapshot held keeps every frame after
+ * it in the log, and SQLite starts the log again from its beginning only when every frame is in
+ * the database file and no reader's snapshot needs the log. Without this the `-wal` file grew by
+ * about 2 MB a second at 90 commits a second (bench/wal-held-snapshot.ts). Each cycle: the threads
+ * renew their snapshots one at a time and the checkpointer copies the log (writes flowing); then,
+ * with this process's queued writes held (`writeHold`), the same again, which leaves the whole log
+ * copied and the threads' new snapshots reading the database file alone; the next write starts the
+ * log afresh. One thread renews at a time, so a stall that begins during a cycle still finds a
+ * snapshot held, current since nothing committed (decision 048). The hold lasts a few milliseconds,
+ * WAL_HOLD_MAX_MS at most.
  */
 export const WAL_CYCLE_MS = 2_000
-/** Checkpoints tried in one cycle before the snapshots are taken again regardless (writes keep coming). */
-const WAL_CYCLE_ATTEMPTS = 5
-/** How long a cycle waits for a thread to let go, or for one checkpoint, before it gives up. */
+/** The longest the cycle holds writes: past it the cycle gives up and tries again at the next. */
+export const WAL_HOLD_MAX_MS = 100
+/** How long the cycle's part with writes flowing waits for a renewal or the checkpoint. */
 const WAL_CYCLE_WAIT_MS = 250
 /** A request as a caller gives it: the thread's id and tag are added here. */
 type Unasked = ReadRequest extends infer R ? (R extends ReadRequest ? Omit<R, 'id' | 'tag'> : never) : never
@@ -113,7 +114,7 @@ export function startReadThread(
   let servedHeld = 0
   let dead: Error | null = null
   type Job = { resolve: (value: unknown) => void; reject: (error: unknown) => void }
-  type Thread = { worker: Worker; waiting: Map<number, Job>; outstanding: Set<number>; onPaused: (() => void) | null }
+  type Thread = { worker: Worker; waiting: Map<number, Job>; outstanding: Set<number>; onRenewed: ((renewed: boolean) => void) | null }
   let threads: Thread[] = []
   // Started at the first read, not at boot: each thread loads TypeScript (tsx) and the store's
   // modules, CPU a process that never serves history (most tests' servers) need not spend.
@@ -137,10 +138,10 @@ export function startReadThread(
     const waiting = new Map<number, Job>()
     /** Requests sent and not answered yet, those given up on included: a thread caught in litefs keeps them. */
     const outstanding = new Set<number>()
-    const thread: Thread = { worker, waiting, outstanding, onPaused: null }
-    worker.on('message', (answer: ReadAnswer | { paused: number }) => {
-      if ('paused' in answer) {
-        thread.onPaused?.()
+    const thread: Thread = { worker, waiting, outstanding, onRenewed: null }
+    worker.on('message', (answer: ReadAnswer | { renewed: boolean }) => {
+      if ('renewed' in answer) {
+        thread.onRenewed?.(answer.renewed)
         return
       }
       outstanding.delete(answer.id)
@@ -164,30 +165,42 @@ export function startReadThread(
     worker.on('exit', (code) => failAll(new Error(`a read thread ended (exit code ${code})`)))
     return thread
   })
-  const within = <T>(promise: Promise<T>, fallback: T) =>
-    Promise.race([promise, new Promise<T>((resolve) => setTimeout(() => resolve(fallback), WAL_CYCLE_WAIT_MS).unref())])
+  const within = <T>(promise: Promise<T>, fallback: T, ms: number) =>
+    Promise.race([promise, new Promise<T>((resolve) => setTimeout(() => resolve(fallback), Math.max(0, ms)).unref())])
+  /** Each thread in turn takes a snapshot at the log's end, the other keeping its own meanwhile. */
+  async function renewEach(deadline: number): Promise<boolean> {
+    tag()
+    for (const t of threads) {
+      const renewed = await within(new Promise<boolean>((resolve) => {
+        t.onRenewed = resolve
+        t.worker.postMessage('renew')
+      }), false, deadline - Date.now())
+      t.onRenewed = null
+      if (!renewed || storageStall.stalled()) return false
+    }
+    return true
+  }
   let cycling = false
-  /** The WAL cycle (WAL_CYCLE_MS): every thread lets go of its snapshot, the log is checkpointed whole, the threads go on. */
+  /** The WAL cycle (WAL_CYCLE_MS). */
   async function walCycle() {
     if (cycling || threads.length === 0 || !isPrimary() || storageStall.stalled()) return
     cycling = true
+    let release: (() => void) | null = null
     try {
-      const paused = await within(
-        Promise.all(threads.map((t) => new Promise<void>((resolve) => {
-          t.onPaused = resolve
-          t.worker.postMessage('pause')
-        }))).then(() => true),
-        false,
-      )
-      for (let attempt = 0; paused && attempt < WAL_CYCLE_ATTEMPTS && !storageStall.stalled(); attempt++) {
-        const asked = checkpointNow()
-        if (asked === null || (await within(asked, false))) break
-      }
+      // Writes flowing: most of the log is copied here, so little is left for the hold.
+      if (!(await renewEach(Date.now() + WAL_CYCLE_WAIT_MS))) return
+      const flowing = checkpointNow()
+      if (flowing === null) return
+      await within(flowing, false, WAL_CYCLE_WAIT_MS)
+      // Writes held: the rest of the log, then snapshots that need none of it.
+      release = writeHold.take()
+      const deadline = Date.now() + WAL_HOLD_MAX_MS
+      if (!(await renewEach(deadline))) return
+      const held = checkpointNow()
+      if (held === null || !(await within(held, false, deadline - Date.now()))) return
+      await renewEach(deadline)
     } finally {
-      for (const t of threads) {
-        t.onPaused = null
-        t.worker.postMessage('resume')
-      }
+      release?.()
       cycling = false
     }
   }

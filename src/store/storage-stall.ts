@@ -53,3 +53,34 @@ export function stalledError(retryAfterSeconds = 1): DatabaseUnavailableError {
     "The node's storage is not answering for the moment; nothing was written. Retry shortly.",
   )
 }
+
+let writeHolds = 0
+let onWritesReleased: (() => void)[] = []
+/**
+ * A short hold on this process's queued writes (src/store/write-queue.ts), taken by the read
+ * threads' WAL cycle (src/store/read-thread.ts): while nothing commits, the log can be copied whole
+ * and the read threads' snapshots renewed past it, one thread at a time, so the next write starts
+ * the log afresh while a snapshot is always held. Writes queued meanwhile wait and commit when it ends.
+ */
+export const writeHold = {
+  held: (): boolean => writeHolds > 0,
+  /** Takes a hold; the function returned lets go of it (once). */
+  take(): () => void {
+    writeHolds++
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      writeHolds--
+      if (writeHolds > 0) return
+      const waiting = onWritesReleased
+      onWritesReleased = []
+      for (const resume of waiting) resume()
+    }
+  },
+  /** Calls `resume` once no hold is left. */
+  whenReleased(resume: () => void): void {
+    if (writeHolds === 0) resume()
+    else onWritesReleased.push(resume)
+  },
+}

@@ -1,6 +1,6 @@
 import type { Db } from './database.ts'
 import { cannotWriteError, databaseErrorOf, sqliteErrorKind } from './sqlite-errors.ts'
-import { stalledError, storageStall } from './storage-stall.ts'
+import { stalledError, storageStall, writeHold } from './storage-stall.ts'
 
 type Queued = { fn: () => unknown; resolve: (value: unknown) => void; reject: (error: unknown) => void }
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown }
@@ -115,6 +115,13 @@ export function createWriteQueue(db: Db, options: WriteQueueOptions = {}) {
     // this connection will never write these; the caller is told to retry, as for a read-only node.
     if (!db.open) {
       for (const item of batch) item.reject(cannotWriteError(new Error('the database connection was closed')))
+      return
+    }
+    // The WAL cycle's hold (a few milliseconds, src/store/read-thread.ts): the batch commits when it ends.
+    if (writeHold.held()) {
+      queued = batch.concat(queued)
+      scheduled = true
+      writeHold.whenReleased(() => schedule(null))
       return
     }
     // A stalled litefs (decision 048): wait for it without entering SQLite, within WRITE_STALL_BUDGET_MS.

@@ -2,7 +2,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { DatabaseUnavailableError } from '../../src/domain/errors.ts'
 import { WATCH_LOOK_BEGAN, WATCH_MAIN_POSITION, WATCH_POSITION, WATCH_SLOTS } from '../../src/store/litefs-watch.ts'
 import { startReadThread, type OffThreadReads } from '../../src/store/read-thread.ts'
-import { installStorageStall } from '../../src/store/storage-stall.ts'
+import { installStorageStall, writeHold } from '../../src/store/storage-stall.ts'
+import { startWalCheckpointer, type WalCheckpointer } from '../../src/store/wal-checkpointer.ts'
+import { readFileSync } from 'node:fs'
 import { openTempStore } from '../helpers/temp-store.ts'
 
 /**
@@ -81,5 +83,84 @@ describe('the read threads', () => {
     Atomics.store(watch, WATCH_MAIN_POSITION, 8n)
     stall(true)
     await expect(reads.historyPage(orgId, chatId, {})).rejects.toBeInstanceOf(DatabaseUnavailableError)
+  })
+})
+
+/**
+ * The WAL cycle (read-thread.ts, WAL_CYCLE_MS): every few seconds the primary's log is started
+ * afresh, which needs a moment when no snapshot reads it. A stall may begin at any point of it, and
+ * must still find a snapshot held that holds every write (issue 34: history within 100 ms while
+ * litefs is stopped). Here the stall is declared at the cycle's riskiest points.
+ */
+describe('the WAL cycle', () => {
+  let checkpointer: WalCheckpointer
+  let checkpoints = 0
+  let onCheckpoint: (n: number) => void = () => {}
+  const take = writeHold.take
+  beforeEach(async () => {
+    await reads.stop()
+    checkpointer = startWalCheckpointer(t.file, () => {})
+    checkpoints = 0
+    onCheckpoint = () => {}
+    const shared = watch.buffer as SharedArrayBuffer
+    reads = startReadThread(t.file, () => t.db, () => true, shared, () =>
+      checkpointer.checkpointNow().then((complete) => {
+        onCheckpoint(++checkpoints)
+        return complete
+      }),
+    )
+    for (let i = 0; i < 4; i++) await reads.historyPage(orgId, chatId, {})
+  })
+  afterEach(async () => {
+    writeHold.take = take
+    await checkpointer.stop()
+  })
+  const cycleSeen = async (checkpointsAtLeast: number) => {
+    while (checkpoints < checkpointsAtLeast || writeHold.held()) await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+
+  it('a stall that begins as writes are held finds a current snapshot', async () => {
+    writeHold.take = () => {
+      stall(true)
+      return take()
+    }
+    await cycleSeen(1)
+    // Asked in turn, each thread answers: neither may be without its snapshot.
+    for (let i = 0; i < 4; i++) expect(texts(await reads.historyPage(orgId, chatId, {}))).toEqual(['one'])
+    expect(reads.servedFromHeldSnapshot()).toBe(4)
+  })
+
+  it('a stall that begins once the log is copied whole, as the threads renew past it, finds a current snapshot', async () => {
+    onCheckpoint = (n) => {
+      if (n === 2) stall(true)
+    }
+    await cycleSeen(2)
+    for (let i = 0; i < 4; i++) expect(texts(await reads.historyPage(orgId, chatId, {}))).toEqual(['one'])
+    expect(reads.servedFromHeldSnapshot()).toBe(4)
+  })
+
+  it('starts the log afresh while the threads keep snapshots', async () => {
+    // The log's salt (bytes 16-19 of its header) changes each time SQLite starts it from its beginning.
+    const salt = () => readFileSync(`${t.file}-wal`).subarray(16, 20).toString('hex')
+    // Writes keep coming, as on a busy primary: a snapshot renewed between them always needs the log.
+    let writing = true
+    const writer = (async () => {
+      for (let i = 0; writing; i++) {
+        await t.store.writes.write(() => say(`write ${i}`))
+        if (i % 5 === 0) await reads.historyPage(orgId, chatId, { limit: 1 })
+        await new Promise((resolve) => setImmediate(resolve))
+      }
+    })()
+    let before: string | null = null
+    writeHold.take = () => {
+      before ??= salt()
+      return take()
+    }
+    await cycleSeen(2)
+    await t.store.writes.write(() => say('after the cycle'))
+    const after = salt()
+    writing = false
+    await writer
+    expect(after).not.toBe(before)
   })
 })
