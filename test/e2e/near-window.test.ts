@@ -83,7 +83,11 @@ describe('near the window from a cold start: every active model, four kinds of c
 
   beforeAll(async () => {
     replay = await startReplayServer({ enforceLimits: true, reportCountedUsage: true })
-    ctx = await createTestApp({ catalogue: CATALOGUE, languageModelFor: createLanguageModels(inProcessVendorEnv(replay)) })
+    // The double counts a window's worth of text with a real tokenizer, synchronously and in this
+    // process (up to 20 s for a 1M-token window of base64 on a loaded machine): time no vendor spends
+    // silent. The first-byte timeout is not what is tested here, so it does not race the double.
+    const env = { ...inProcessVendorEnv(replay), VENDOR_FIRST_BYTE_TIMEOUT_MS: '600000' }
+    ctx = await createTestApp({ catalogue: CATALOGUE, languageModelFor: createLanguageModels(env) })
     org = fundedOrg(ctx, '100000')
     // Headroom 0 and drop_oldest: packing fills the whole input budget, the nearest a turn comes to the window.
     await client(ctx, org).post('/api/v1/config/budgets', { budget: { version: 3, headroom: 0, history_mode: 'drop_oldest' } })
