@@ -68,7 +68,8 @@ Never resume by sending the turn's POST again: that is a new turn.
 
 Offline models, on unless \`NODE_ENV=production\`: \`sandbox/echo\` (128k window), \`sandbox/echo-8k\` (8,192:
 packing and compaction show with little text), \`sandbox/echo-1m\` (1M, prices double past 200k context
-tokens). They answer \`echo: \` plus the prompt's text (or the text of the tool results that end the
+tokens), \`sandbox/agent\` (echo, but a user's turn that offers tools first calls the first one, with arguments its
+schema takes, and echoes the tool's output when it comes back). They answer \`echo: \` plus the prompt's text (or the text of the tool results that end the
 context). Lines of the newest prompt starting with \`/\` steer them:
 
 - \`/think TEXT\`: a reasoning block with TEXT first.

@@ -13,7 +13,7 @@ export const Readiness = Type.Object(
       description: 'primary: this node writes and its database took a write lock; replica: it reads its LiteFS copy and knows the primary it relays writes to.',
     }),
     providers: Type.Record(Type.String(), Type.Integer({ minimum: 1 }), {
-      description: 'Active models per provider (a vendor whose key is set, and `sandbox` when it is on), e.g. `{"openai":2,"sandbox":3}`; a provider with none is absent.',
+      description: 'Active models per provider (a vendor whose key is set, and `sandbox` when it is on), e.g. `{"openai":2,"sandbox":4}`; a provider with none is absent.',
     }),
     models: Type.Integer({ minimum: 0, description: 'All active models: what `/v1/catalogue` lists.' }),
     warnings: Type.Array(Type.String(), {

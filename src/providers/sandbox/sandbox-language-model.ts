@@ -14,6 +14,7 @@ import { estimatePromptTokens } from '../estimate-prompt-tokens.ts'
 import { sandboxSummaryCall, type SandboxCompaction } from './sandbox-summary.ts'
 import { createSandboxPrefixCache, prefixItems } from './sandbox-prefix-cache.ts'
 import { newestTurn, readSandboxScript, type SandboxScript } from './sandbox-script.ts'
+import { agentMove } from './sandbox-agent.ts'
 import { createIoPacer } from '../io-pacer.ts'
 
 const LOREM = 'lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore et dolore magna aliqua'.split(' ')
@@ -84,6 +85,25 @@ function textDeltas(turn: ReturnType<typeof newestTurn>, script: SandboxScript, 
   return wordDeltas(`echo: ${script.text}`)
 }
 
+/** The vendor model id of `sandbox/agent`: echo, but a user's turn that offers tools first calls one. */
+export const AGENT_MODEL = 'agent'
+
+/**
+ * `sandbox/agent` on a user's turn (docs/guide/sandbox.md): unless the prompt scripts its own tool
+ * calls or the request forbids tools, it calls the first tool offered (or the one `tool_choice`
+ * names) instead of echoing; the tool's output, when it comes back, is echoed as text.
+ */
+function actAsAgent(script: SandboxScript, tools: LanguageModelV4FunctionTool[], choice: LanguageModelV4CallOptions['toolChoice']): void {
+  if (script.tools.length > 0 || choice?.type === 'none') return
+  const offered = choice?.type === 'tool' ? tools.filter((t) => t.name === choice.toolName) : tools
+  const move = agentMove(offered)
+  if (move === null) return
+  if (move.kind === 'call') {
+    script.tools = [{ name: move.name, args: move.args }]
+    script.text = ''
+  } else script.text = `sandbox/agent cannot make arguments for ${move.name} that its schema takes: ${move.reason}`
+}
+
 /**
  * The offline model of docs/guide/sandbox.md, behind the same AI SDK interface as every vendor. It answers
  * deterministically, steered by magic lines of the newest prompt.
@@ -121,6 +141,7 @@ export function createSandboxLanguageModel(modelId: string, limits?: SandboxLimi
       if (script.flaky && !retry) throw failure(modelId, 'sandbox: scripted provider failure (/flaky: a retry of this run succeeds)')
 
       const tools = (options.tools ?? []).filter((t): t is LanguageModelV4FunctionTool => t.type === 'function')
+      if (modelId === AGENT_MODEL && turn.kind === 'prompt') actAsAgent(script, tools, options.toolChoice)
       // Counted item by item, in one pass, so the cached share is a leading run of the same counts
       // whose sum is estimatePromptTokens (docs/guide/sandbox.md). A request failed before its first byte
       // (above) never reached the cache.

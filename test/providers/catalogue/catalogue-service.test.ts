@@ -39,6 +39,7 @@ describe('createCatalogueService', () => {
       'anthropic/claude-haiku-4.5',
       'anthropic/claude-sonnet-4.5',
       'anthropic/claude-sonnet-5.5',
+      'sandbox/agent',
       'sandbox/echo',
       'sandbox/echo-1m',
       'sandbox/echo-8k',
@@ -56,8 +57,8 @@ describe('createCatalogueService', () => {
 
   it('lists every model when every provider is active, at provider cost', () => {
     const service = serviceOver(['anthropic', 'openai', 'google', 'mistral', 'xai', 'deepseek', 'sandbox'])
-    // 22 in the file, less the five retired by 2026-11-28 (decision 041).
-    expect(service.list()).toHaveLength(17)
+    // 23 in the file, less the five retired by 2026-11-28 (decision 041).
+    expect(service.list()).toHaveLength(18)
     expect(service.list().map((m) => m.name)).not.toContain('xai/grok-4')
     expect(service.findByName('sandbox/echo')!.rates.input).toBe('1.00')
   })

@@ -17,26 +17,27 @@ const RATE = /^\d+(\.\d+)?$/
 describe('loadCatalogue on catalogue/models.json', () => {
   const loaded = loadCatalogue()
 
-  it('loads the 22 models of the six vendors and the sandbox', () => {
-    expect(loaded.entries).toHaveLength(22)
+  it('loads the 23 models of the six vendors and the sandbox', () => {
+    expect(loaded.entries).toHaveLength(23)
     expect(new Set(loaded.entries.map((m) => m.provider))).toEqual(new Set([...VENDORS, 'sandbox']))
     expect(loaded.pricesAsOf).toMatch(/^\d{4}-\d{2}-\d{2}$/)
   })
 
-  it('has at least two models per vendor, and exactly the three sandbox models of decisions §6', () => {
+  it('has at least two models per vendor, and exactly the sandbox models of decisions §6 and issue 35 (sandbox/agent)', () => {
     for (const vendor of VENDORS) {
       expect(loaded.entries.filter((m) => m.provider === vendor).length, vendor).toBeGreaterThanOrEqual(2)
     }
     const sandbox = loaded.entries.filter((m) => m.provider === 'sandbox')
-    expect(sandbox.map((m) => m.name).sort()).toEqual(['sandbox/echo', 'sandbox/echo-1m', 'sandbox/echo-8k'])
+    expect(sandbox.map((m) => m.name).sort()).toEqual(['sandbox/agent', 'sandbox/echo', 'sandbox/echo-1m', 'sandbox/echo-8k'])
+    expect(sandbox.find((m) => m.name === 'sandbox/agent')!.context_window).toBe(128_000)
     expect(sandbox.find((m) => m.name === 'sandbox/echo')!.context_window).toBe(128_000)
     expect(sandbox.find((m) => m.name === 'sandbox/echo-8k')!.context_window).toBe(8_192)
     expect(sandbox.find((m) => m.name === 'sandbox/echo-1m')!.context_window).toBe(1_000_000)
   })
 
   it('gives every model a unique id and a public name prefixed by its provider', () => {
-    expect(new Set(loaded.entries.map((m) => m.id)).size).toBe(22)
-    expect(new Set(loaded.entries.map((m) => m.name)).size).toBe(22)
+    expect(new Set(loaded.entries.map((m) => m.id)).size).toBe(23)
+    expect(new Set(loaded.entries.map((m) => m.name)).size).toBe(23)
     for (const m of loaded.entries) {
       expect(m.id, m.name).toMatch(UUID)
       expect(m.name.startsWith(`${m.provider}/`), m.name).toBe(true)
@@ -150,7 +151,7 @@ describe('loadCatalogue on a broken file', () => {
   }
 
   it('accepts an unchanged copy (the mutations below are what break it)', () => {
-    expect(loadCatalogue(write(JSON.stringify(original()))).entries).toHaveLength(22)
+    expect(loadCatalogue(write(JSON.stringify(original()))).entries).toHaveLength(23)
   })
 
   const mutated = (change: (models: Record<string, unknown>[]) => void) => {
