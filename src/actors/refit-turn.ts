@@ -1,4 +1,4 @@
-import { refitRecord, refusalRatio, type ContextRefusal } from '../domain/context/refit.ts'
+import { refitCorrection, refitRecord, refusalRatio, type ContextRefusal } from '../domain/context/refit.ts'
 import { compactionReport } from './admit-turn.ts'
 import type { Compactor } from './compactor.ts'
 import { reassembleTurn } from './reassemble-turn.ts'
@@ -27,8 +27,10 @@ export async function refitTurn(deps: RunDeps, compactor: Compactor, admission: 
     refusal,
   )
   await deps.store.writes.write(() => deps.store.tokenCorrections.record(model.id, ratio))
-  // The highest recent ratio, stepped up (correctionOf): at least what the refusal taught.
-  const correction = deps.store.tokenCorrections.correctionFor(model.id)
+  // The highest recent ratio, stepped up (correctionOf): at least what the refusal taught; and one
+  // step more for this packing, whose content is not what the vendor counted (refitCorrection).
+  const learned = deps.store.tokenCorrections.correctionFor(model.id)
+  const correction = { ...learned, correction: refitCorrection(learned.correction) }
   const frame = { ...before, correction, request: { ...before.request, tokenCorrection: correction.correction } }
   const packed = deps.history.pack(admission.chatId, frame.request)
   const refused = { estimated_input_tokens: admission.estimatedInputTokens, correction: before.correction.correction, max_tokens: admission.maxTokens }

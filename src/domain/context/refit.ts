@@ -85,3 +85,15 @@ export function contextRefusedMessage(refusal: ContextRefusal, refits: number): 
   const again = refits > 0 ? ` after the context was packed again with the correction its refusal taught` : ''
   return `the vendor refused the request for its context size${counted}${again}`
 }
+
+/**
+ * The correction a refit packs with: one step (CORRECTION.step) above the one the refusal taught.
+ * The context packed again is not the one the vendor counted: the parts dropped may count lighter
+ * than those kept, so its ratio can sit a little above the refused request's. Seen on the
+ * near-window test: a refused ratio just under a step boundary, and a repack 30 tokens over a
+ * 1,048,576-token window. Only this run's packing takes the step; the model's correction is what
+ * it learned.
+ */
+export function refitCorrection(learned: number): number {
+  return Math.round((learned + CORRECTION.step) * 1_000) / 1_000
+}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { CORRECTION, correctionOf, withSample, NO_SAMPLES } from '../../../src/domain/context/token-correction.ts'
-import { contextRefusedMessage, mayRefit, refusalRatio, type ContextRefusal, type RefusedRequest } from '../../../src/domain/context/refit.ts'
+import { contextRefusedMessage, mayRefit, refitCorrection, refusalRatio, type ContextRefusal, type RefusedRequest } from '../../../src/domain/context/refit.ts'
 
 // docs/decisions/044-context-refusal-refit.md
 const sent: RefusedRequest = { estimatedInputTokens: 190_000, correction: 1, maxTokens: 9_488, window: 200_000, inputLimit: null }
@@ -29,6 +29,17 @@ describe('refusalRatio: what a context refusal teaches the correction', () => {
   it('the correction in force right after one refusal is at least its ratio, from a cold start', () => {
     const ratio = refusalRatio(sent, refusal({ vendorCount: 230_000 }))
     expect(correctionOf(withSample(NO_SAMPLES, ratio))).toBeGreaterThanOrEqual(ratio)
+  })
+})
+
+describe('refitCorrection: the packing after a refusal leaves a margin', () => {
+  it('one step (CORRECTION.step) above what the refusal taught, so a repack whose ratio sits a little above the refused one still fits', () => {
+    expect(refitCorrection(1.175)).toBe(1.2)
+    expect(refitCorrection(1)).toBe(1.025)
+    // A refused ratio a hair under a step boundary: the learned correction leaves almost nothing.
+    const learned = correctionOf(withSample(NO_SAMPLES, 1.17499))
+    expect(learned).toBe(1.175)
+    expect(refitCorrection(learned) / 1.17499).toBeGreaterThan(1.02)
   })
 })
 
