@@ -75,7 +75,7 @@ describe('/readyz', () => {
     const { app, db } = await appAs({ kind: 'primary' })
     const res = await app.inject({ method: 'GET', url: '/readyz' })
     expect(res.statusCode).toBe(200)
-    expect(res.json()).toEqual({ status: 'ready', role: 'primary', providers: { sandbox: 3 }, models: 3, warnings: [] })
+    expect(res.json()).toEqual({ status: 'ready', role: 'primary', providers: { sandbox: 4 }, models: 4, warnings: [] })
     expect(db.inTransaction).toBe(false)
     // Requests wait for the lock as long as before the probe.
     expect(db.pragma('busy_timeout', { simple: true })).toBe(SERVER_BUSY_TIMEOUT_MS)
@@ -106,14 +106,14 @@ describe('/readyz', () => {
     const { app } = await appAs({ kind: 'replica', primaryUrl: 'http://primary.internal:8080' }, { readOnly: true })
     const res = await app.inject({ method: 'GET', url: '/readyz' })
     expect(res.statusCode).toBe(200)
-    expect(res.json()).toEqual({ status: 'ready', role: 'replica', providers: { sandbox: 3 }, models: 3, warnings: [] })
+    expect(res.json()).toEqual({ status: 'ready', role: 'replica', providers: { sandbox: 4 }, models: 4, warnings: [] })
   })
 
   it('counts the active models of each provider', async () => {
     const { app } = await appAs({ kind: 'primary' }, { providers: ['openai', 'anthropic', 'sandbox'] })
     const res = await app.inject({ method: 'GET', url: '/readyz' })
     expect(res.statusCode).toBe(200)
-    expect(res.json()).toMatchObject({ providers: { anthropic: 3, openai: 3, sandbox: 3 }, models: 9, warnings: [] })
+    expect(res.json()).toMatchObject({ providers: { anthropic: 3, openai: 3, sandbox: 4 }, models: 10, warnings: [] })
   })
 
   it('stays ready with no model active, but warns that every turn answers 422 and what to set', async () => {
