@@ -32,7 +32,7 @@ const result: RunOutcome = {
 }
 const machine = chatMachine.provide({
   actors: {
-    readTurn: fromPromise(async (): Promise<TurnFacts> => ({ runningRuns: { count: 0, cap: 10 }, overflow: null, budget: null })),
+    readTurn: fromPromise(async (): Promise<TurnFacts> => ({ runningRuns: { count: 0, cap: 10 }, overflow: null, budget: null, unmetToolChoice: null })),
     writeTurn: fromPromise(async ({ input }) => admission(input.submission.runId)),
     streamRun: fromPromise(async () => result),
     settleRun: fromPromise(async (): Promise<SettledRun> => ({ cost: '0', eager: null })),

@@ -228,6 +228,7 @@ export const chatMachine = setup({
     reusesIdempotencyKey: ({ context, event }) => submissionRuleBreaks('reusesIdempotencyKey', context, event),
     answersUnknownToolCall: ({ context, event }) => submissionRuleBreaks('answersUnknownToolCall', context, event),
     exceedsRunningRunCap: ({ context }) => turnRuleBreaks('exceedsRunningRunCap', context),
+    choosesToolNotOffered: ({ context }) => turnRuleBreaks('choosesToolNotOffered', context),
     contextIsTooLarge: ({ context }) => turnRuleBreaks('contextIsTooLarge', context),
     cannotAffordTurn: ({ context }) => turnRuleBreaks('cannotAffordTurn', context),
     /** Some turn rule breaks: the turn is refused, whichever. */

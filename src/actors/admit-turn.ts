@@ -19,6 +19,8 @@ import { newPartMedia, type PackedTurn, type PackRequest } from './context-histo
 import type { Compactor } from './compactor.ts'
 import type { Admission, CompactionReport, Submission } from './turn-types.ts'
 import type { DecodedMedia } from '../domain/turns/submission.ts'
+import { turnInstructions, unmetToolChoice } from '../domain/turns/turn-options.ts'
+import { estimateTokens, saturatingAdd } from '../domain/tokens/estimate-tokens.ts'
 
 /**
  * What readTurn read and packed for a submission, kept by the chat's runtime (src/actors/chat-runtime.ts)
@@ -74,13 +76,17 @@ export function readTurn(
     })),
   ]
   const tools = providerToolsOf(config)
+  // The turn's own instruction after the configured ones, counted with them (docs/guide/turn-options.md).
+  const instructions = turnInstructions(config.instructions, request.instructions)
+  const instructionsTokens = request.instructions ? saturatingAdd(config.tokens.instructions, estimateTokens(request.instructions)) : config.tokens.instructions
+  const toolChoice = unmetToolChoice(request.tool_choice, tools.map((t) => t.name))
   const packRequest: PackRequest = {
     newParts: newBodies.map((p, i) => ({ body: p.body, media: newPartMedia(p.media, i) })),
     currentRuns,
-    instructionsTokens: config.tokens.instructions,
+    instructionsTokens,
     toolsTokens: config.tokens.tools,
     // Against the vendor's request limit (decision 045): the instructions and the tools as the request carries them.
-    instructionsAndToolsBytes: jsonTextBytes(config.instructions ?? '') + jsonTextBytes(JSON.stringify(tools)),
+    instructionsAndToolsBytes: jsonTextBytes(instructions ?? '') + jsonTextBytes(JSON.stringify(tools)),
     rules: config.retention,
     budget: budget.budget,
     model,
@@ -90,7 +96,7 @@ export function readTurn(
   const frame: TurnFrame = {
     submission,
     request: packRequest,
-    instructions: config.instructions,
+    instructions,
     configVersions: config.versions,
     budget,
     baseConfigWarnings: [...config.warnings, ...budget.warnings],
@@ -100,13 +106,15 @@ export function readTurn(
     tools,
   }
   const read = (packed: PackedTurn | null): ReadTurn => ({ frame, packed, newBodies, now })
-  if (runningRuns.count >= cap) return { facts: { runningRuns, overflow: null, budget: null }, read: read(null) }
+  if (runningRuns.count >= cap) return { facts: { runningRuns, overflow: null, budget: null, unmetToolChoice: null }, read: read(null) }
+  // Refused before anything is spent on packing.
+  if (toolChoice !== null) return { facts: { runningRuns, overflow: null, budget: null, unmetToolChoice: toolChoice }, read: read(null) }
 
   const packing = deps.history.packOrOverflow(submission.chatId, packRequest)
-  if (packing.kind === 'too-large') return { facts: { runningRuns, overflow: packing.overflow, budget: null }, read: read(null) }
+  if (packing.kind === 'too-large') return { facts: { runningRuns, overflow: packing.overflow, budget: null, unmetToolChoice: null }, read: read(null) }
   const packed = packing.turn
   const balance = store.balance.balanceOf(orgId)
-  return { facts: { runningRuns, overflow: null, budget: budgetFactsOf(frame, packed.estimatedTokens, balance) }, read: read(packed) }
+  return { facts: { runningRuns, overflow: null, budget: budgetFactsOf(frame, packed.estimatedTokens, balance), unmetToolChoice: null }, read: read(packed) }
 }
 
 /**
@@ -184,6 +192,7 @@ export async function writeTurn(
     window: turn.window,
     reasoningEffort: frame.effort.value,
     vendorReasoning: turn.vendorReasoning,
+    callSettings: turn.callSettings,
     estimatedInputTokens: turn.estimatedInputTokens,
     isRetry: Boolean(request.retry_of),
     userMetadata,

@@ -9,6 +9,7 @@ import { decideMaxTokens, type BudgetFacts } from '../domain/turns/decide-admiss
 import type { ReasoningEffort } from '../domain/turns/submission.ts'
 import { convertToProviderPrompt } from '../providers/convert-to-provider-prompt.ts'
 import { mapReasoningEffort, type VendorReasoning } from '../providers/map-reasoning-effort.ts'
+import { mapCallSettings, type CallSettings } from '../providers/map-call-settings.ts'
 import { vendorTranslationWarnings } from '../providers/vendor-fidelity.ts'
 import type { ResolvedConfiguration } from '../store/config-resolution.ts'
 import type { PackedTurn, PackRequest } from './context-history.ts'
@@ -68,6 +69,8 @@ export type AssembledTurn = {
   maxTokens: number
   window: WindowInForce
   vendorReasoning: VendorReasoning
+  /** temperature, tool_choice and response_format as the vendor's package takes them (docs/guide/turn-options.md). */
+  callSettings: CallSettings
   estimatedInputTokens: number
   /** The run's manifest, over the context it sends (admission adds the parts it wrote first). */
   manifest: (context: ContextManifest) => unknown
@@ -104,6 +107,8 @@ export function assembleTurn(
   }
   const vendorReasoning = mapReasoningEffort(model, frame.effort.value, sent.maxTokens)
   translationWarnings.push(...vendorReasoning.warnings)
+  const callSettings = mapCallSettings(model.provider, frame.submission.request)
+  translationWarnings.push(...callSettings.warnings)
   // What the vendor will not keep: strict, is_error (decision 017).
   translationWarnings.push(...vendorTranslationWarnings(model.provider, packed.parts, frame.tools))
   // A deprecated model runs with a warning naming its retirement and successor (decision 041).
@@ -124,6 +129,9 @@ export function assembleTurn(
     limits: { window: sent.window.window, input_limit: model.max_input_tokens ?? null, long_context: sent.window.longContext },
     reasoning_effort: frame.effort.value,
     vendor_reasoning: vendorReasoning.value.providerOptions,
+    // docs/guide/turn-options.md: what the turn asked of the call, as sent.
+    call_settings: callSettings.value,
+    instructions_sent: frame.instructions !== null,
     markup_percent: frame.markupPercent,
     retry_of: frame.submission.request.retry_of ?? null,
     // docs/decisions/044-context-refusal-refit.md: the refused request, and this one.
@@ -137,6 +145,7 @@ export function assembleTurn(
     maxTokens: sent.maxTokens,
     window: sent.window,
     vendorReasoning: vendorReasoning.value,
+    callSettings: callSettings.value,
     estimatedInputTokens: estimated,
     manifest,
   }

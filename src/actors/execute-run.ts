@@ -50,6 +50,7 @@ export async function executeRun(deps: RunDeps, admission: Admission, signal: Ab
       prompt: admission.prompt,
       tools: admission.tools.length > 0 ? toolsForVendor(admission.model.provider, admission.tools) : undefined,
       maxOutputTokens: admission.vendorReasoning.maxOutputTokens,
+      ...admission.callSettings,
       headers: longContextHeaders(admission.model, admission.window),
       providerOptions: {
         ...admission.vendorReasoning.providerOptions,

@@ -5,7 +5,7 @@ import type { RunDeps } from './run-deps.ts'
 import type { Admission } from './turn-types.ts'
 
 /** What a run's admission holds of its assembled turn: what packing it again replaces. */
-export type Reassembly = Pick<Admission, 'prompt' | 'configWarnings' | 'translationWarnings' | 'maxTokens' | 'window' | 'vendorReasoning' | 'estimatedInputTokens'>
+export type Reassembly = Pick<Admission, 'prompt' | 'configWarnings' | 'translationWarnings' | 'maxTokens' | 'window' | 'vendorReasoning' | 'callSettings' | 'estimatedInputTokens'>
 
 /**
  * An admitted run's turn assembled again over a new packing (after its summaries were made, or after
@@ -43,6 +43,7 @@ export async function reassembleTurn(
     maxTokens: turn.maxTokens,
     window: turn.window,
     vendorReasoning: turn.vendorReasoning,
+    callSettings: turn.callSettings,
     estimatedInputTokens: turn.estimatedInputTokens,
   }
 }

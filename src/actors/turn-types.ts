@@ -3,6 +3,7 @@ import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
 import type { ConfigWarning } from '../domain/config/config-types.ts'
 import type { TranslationWarning } from '../domain/turns/coerce-reasoning-effort.ts'
 import type { ReasoningEffort, Submission } from '../domain/turns/submission.ts'
+import type { CallSettings } from '../providers/map-call-settings.ts'
 import type { VendorReasoning } from '../providers/map-reasoning-effort.ts'
 import type { RunChannel } from './run-channel.ts'
 import type { BlockToSummarise } from '../domain/context/block-to-summarise.ts'
@@ -33,6 +34,8 @@ export type Admission = {
   reasoningEffort: ReasoningEffort | null
   /** The effort as the vendor's package takes it, and the answer's share of maxTokens (decision 010). */
   vendorReasoning: VendorReasoning
+  /** temperature, tool_choice and response_format as the vendor's package takes them (docs/guide/turn-options.md). */
+  callSettings: CallSettings
   estimatedInputTokens: number
   isRetry: boolean
   userMetadata: Record<string, unknown>

@@ -1,6 +1,6 @@
 import type { Submission, PreparedPart } from '../actors/turn-types.ts'
 import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
-import { validateToolBundle } from '../domain/config/validate-tool-bundle.ts'
+import { validateResponseSchema, validateToolBundle } from '../domain/config/validate-tool-bundle.ts'
 import { estimatePartTokens } from '../domain/context/estimate-part-tokens.ts'
 import { imageRuleOf } from '../domain/context/image-tokens.ts'
 import { UnsupportedAttachmentError, ValidationError, type Problem } from '../domain/errors.ts'
@@ -74,6 +74,9 @@ export function prepareSubmission(
   }
   if (request.tools) {
     for (const p of validateToolBundle(request.tools, '/tools')) problems.push({ in: 'body', ...p })
+  }
+  if (request.response_format?.type === 'json_schema') {
+    for (const p of validateResponseSchema(request.response_format.schema, '/response_format/schema')) problems.push({ in: 'body', ...p })
   }
 
   const attachments: AttachmentToCheck[] = []

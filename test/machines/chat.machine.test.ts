@@ -74,6 +74,7 @@ const PASSING_TURN: TurnFacts = {
   runningRuns: { count: 0, cap: 10 },
   overflow: null,
   budget: { balance: '100', model: echo(), markupPercent: '0', inputTokens: 5, correctedInputTokens: 5, requestedMaxTokens: null },
+  unmetToolChoice: null,
 }
 
 /** An admitted run: a real RunChannel, so the frames the machine has the host push can be read back. */
@@ -470,7 +471,7 @@ describe('chat machine: the turn rules (src/domain/turns/admission-rules.ts TURN
   })
 
   it('in the table\'s order: the running-run cap (429) before context_too_large (422) before the 402', async () => {
-    const all = harness({ turn: { runningRuns: { count: 3, cap: 3 }, overflow, budget: broke } })
+    const all = harness({ turn: { runningRuns: { count: 3, cap: 3 }, overflow, budget: broke, unmetToolChoice: null } })
     const capped = all.submit()
     await all.at('idle')
     expect(refusalOf(capped)).toBeInstanceOf(RunningRunsLimitError)
@@ -481,6 +482,15 @@ describe('chat machine: the turn rules (src/domain/turns/admission-rules.ts TURN
     expect(refusalOf(large)).toBeInstanceOf(ContextTooLargeError)
     expect(all.admits).toHaveLength(0)
     expect(both.admits).toHaveLength(0)
+  })
+
+  it('a tool_choice the turn\'s tools cannot meet is refused (422, pointing at /tool_choice) before context_too_large and the 402; nothing is written', async () => {
+    const h = harness({ turn: { ...PASSING_TURN, overflow, budget: broke, unmetToolChoice: { choice: 'lookup', offered: ['weather'] } } })
+    const refused = h.submit()
+    await h.at('idle')
+    expect(refusalOf(refused)).toBeInstanceOf(ValidationError)
+    expect(refusalOf(refused)).toMatchObject({ code: 'validation_failed', problems: [{ pointer: '/tool_choice' }] })
+    expect(h.admits).toHaveLength(0)
   })
 
   it('a DELETE while the turn was read: a refused turn finds the chat gone (404), and the chat is deleted', async () => {
@@ -495,7 +505,7 @@ describe('chat machine: the turn rules (src/domain/turns/admission-rules.ts TURN
   it('every rule of both tables is a guard of the machine, under its name', () => {
     const guards = Object.keys(chatMachine.implementations.guards)
     for (const rule of [...SUBMISSION_RULES, ...TURN_RULES]) expect(guards).toContain(rule.name)
-    expect(TURN_RULES.map((r) => r.name)).toEqual(['exceedsRunningRunCap', 'contextIsTooLarge', 'cannotAffordTurn'])
+    expect(TURN_RULES.map((r) => r.name)).toEqual(['exceedsRunningRunCap', 'choosesToolNotOffered', 'contextIsTooLarge', 'cannotAffordTurn'])
   })
 })
 

@@ -31,7 +31,7 @@ function host() {
   const ends: Array<(status: 'succeeded' | 'cancelled') => void> = []
   const machine = chatMachine.provide({
     actors: {
-      readTurn: fromPromise(async (): Promise<TurnFacts> => ({ runningRuns: { count: 0, cap: 10 }, overflow: null, budget: null })),
+      readTurn: fromPromise(async (): Promise<TurnFacts> => ({ runningRuns: { count: 0, cap: 10 }, overflow: null, budget: null, unmetToolChoice: null })),
       writeTurn: fromPromise(async ({ input }) => data(input.submission.runId)),
       streamRun: fromPromise(({ input }) => {
         streams.push(input)

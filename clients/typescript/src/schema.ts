@@ -1765,6 +1765,48 @@ export interface components {
             media?: components["schemas"]["SubmittedMedia"][];
         };
         SubmittedPart: components["schemas"]["PromptPart"] | components["schemas"]["ToolResultPart"];
+        /** @description The model must call this tool. */
+        ToolChoiceTool: {
+            /** @enum {string} */
+            type: "tool";
+            /** @description A tool the turn offers (configured or sent with it). */
+            name: string;
+        };
+        /** @description `auto` (the default): the model decides; `none`: it may not call a tool; `required`: it must call one; `{"type":"tool","name":…}`: it must call that one. `required` and a named tool need the turn to offer tools. */
+        ToolChoice: ("auto" | "none" | "required") | components["schemas"]["ToolChoiceTool"];
+        /** @description Free text (the default). */
+        ResponseFormatText: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "text";
+        };
+        /** @description One JSON object, no schema: the vendor's JSON mode. */
+        ResponseFormatJsonObject: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "json_object";
+        };
+        /** @description JSON that follows `schema`, translated to each vendor's structured output. */
+        ResponseFormatJsonSchema: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "json_schema";
+            /** @description The schema's name, for vendors that take one. */
+            name?: string;
+            description?: string;
+            /** @description A JSON Schema (draft 2020-12 or 07) the answer must follow: an object schema. */
+            schema: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description The shape of the answer's text (docs/guide/turn-options.md). */
+        ResponseFormat: components["schemas"]["ResponseFormatText"] | components["schemas"]["ResponseFormatJsonObject"] | components["schemas"]["ResponseFormatJsonSchema"];
         CreateResponseRequest: {
             /** @description The catalogue `name` of an active model, e.g. `sandbox/echo` (not the vendor's spelling). */
             model: string;
@@ -1789,6 +1831,12 @@ export interface components {
             user_metadata?: {
                 [key: string]: unknown;
             };
+            /** @description A system instruction for this turn only, sent after the configured instructions of the chat's namespace and counted with them. */
+            instructions?: string | null;
+            /** @description Sampling temperature; lowered to the vendor's ceiling (Anthropic: 1) with a `translation_warnings` entry. */
+            temperature?: number | null;
+            tool_choice?: components["schemas"]["ToolChoice"] | null;
+            response_format?: components["schemas"]["ResponseFormat"] | null;
         };
         RunInspection: {
             /** Format: uuid */
@@ -1859,7 +1907,7 @@ export interface components {
              * @enum {string}
              */
             role: "primary" | "replica";
-            /** @description Active models per provider (a vendor whose key is set, and `sandbox` when it is on), e.g. `{"openai":2,"sandbox":3}`; a provider with none is absent. */
+            /** @description Active models per provider (a vendor whose key is set, and `sandbox` when it is on), e.g. `{"openai":2,"sandbox":4}`; a provider with none is absent. */
             providers: {
                 [key: string]: number;
             };

@@ -38,3 +38,11 @@ export function validateToolBundle(definitions: ToolDefinition[], base = '/defin
   })
   return problems
 }
+
+/** docs/guide/turn-options.md: a `response_format` schema is checked as a tool's input_schema is: an object schema, valid, local refs only. */
+export function validateResponseSchema(schema: Record<string, unknown>, at: string): DocumentProblem[] {
+  if (schema.type !== 'object') return [{ pointer: `${at}/type`, message: 'must be "object": structured output is a JSON object' }]
+  const { $schema: _dialect, ...body } = schema
+  if (!metaSchema.validateSchema(body)) return [{ pointer: at, message: `is not a valid JSON Schema: ${metaSchema.errorsText(metaSchema.errors, { dataVar: 'schema' })}` }]
+  return checkSchemaReferences(body, at)
+}

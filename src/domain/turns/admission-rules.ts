@@ -85,6 +85,8 @@ export type TurnFacts = {
   overflow: ContextOverflow | null
   /** The balance, prices, ceilings and packed input size (docs/guide/billing-and-usage.md); null when the context did not fit, or nothing was packed (over the cap). */
   budget: BudgetFacts | null
+  /** docs/guide/turn-options.md: a tool_choice the turn's tools cannot meet (it names none of them, or requires one of none); null when met or not asked. */
+  unmetToolChoice: { choice: string; offered: string[] } | null
 }
 
 export const TURN_RULES = [
@@ -93,6 +95,12 @@ export const TURN_RULES = [
     name: 'exceedsRunningRunCap',
     breaks: (facts) => facts.runningRuns.count >= facts.runningRuns.cap,
     rejection: (facts) => ({ rule: 'running_runs_limit', cap: facts.runningRuns.cap }),
+  }),
+  /** docs/guide/turn-options.md: tool_choice names a tool the turn does not offer, or requires one when it offers none (422). */
+  turnRule({
+    name: 'choosesToolNotOffered',
+    breaks: (facts) => facts.unmetToolChoice !== null,
+    rejection: (facts) => ({ rule: 'tool_choice_not_offered', ...facts.unmetToolChoice! }),
   }),
   /** docs/guide/context.md: the fixed parts (instructions, tools, anchors, the current exchange) alone pass the input budget (422). */
   turnRule({

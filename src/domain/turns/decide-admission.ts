@@ -5,6 +5,7 @@ import {
   NotFoundError,
   RetryNotAllowedError,
   RunningRunsLimitError,
+  ValidationError,
   UnknownToolUseIdError,
   type DomainError,
 } from '../errors.ts'
@@ -65,6 +66,7 @@ export type AdmissionRejection =
   | { rule: 'insufficient_balance'; balance: string; estimatedInputTokens: number }
   | { rule: 'context_too_large'; overflow: ContextOverflow }
   | { rule: 'running_runs_limit'; cap: number }
+  | { rule: 'tool_choice_not_offered'; choice: string; offered: string[] }
 
 export type Decision<T> = { value: T; warnings: TranslationWarning[] }
 
@@ -235,6 +237,17 @@ export function rejectionError(rejection: AdmissionRejection): DomainError {
       return contextTooLargeError(rejection.overflow)
     case 'running_runs_limit':
       return new RunningRunsLimitError(rejection.cap)
+    case 'tool_choice_not_offered':
+      return new ValidationError([
+        {
+          in: 'body',
+          pointer: '/tool_choice',
+          message:
+            rejection.offered.length === 0
+              ? `tool_choice ${rejection.choice} needs the turn to offer tools, and it offers none`
+              : `tool_choice names ${rejection.choice}, which this turn does not offer; it offers ${rejection.offered.join(', ')}`,
+        },
+      ])
     default: {
       const unknown: never = rejection
       throw new Error(`unknown rejection ${JSON.stringify(unknown)}`)

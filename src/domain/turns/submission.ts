@@ -29,7 +29,17 @@ export type TurnRequest = {
   retry_of?: string | null
   tools?: ToolDefinition[] | null
   user_metadata?: Record<string, unknown>
+  /** docs/guide/turn-options.md: this turn's own system instruction, after the configured ones. */
+  instructions?: string | null
+  temperature?: number | null
+  tool_choice?: ToolChoice | null
+  response_format?: ResponseFormat | null
 }
+
+/** Whether and which tool the model must call (docs/guide/turn-options.md). */
+export type ToolChoice = 'auto' | 'none' | 'required' | { type: 'tool'; name: string }
+/** The shape of the answer's text (docs/guide/turn-options.md). */
+export type ResponseFormat = { type: 'text' } | { type: 'json_object' } | { type: 'json_schema'; name?: string; description?: string; schema: Record<string, unknown> }
 
 /** An attachment decoded and measured, ready to check and store. */
 export type DecodedMedia = {

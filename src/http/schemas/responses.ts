@@ -39,6 +39,37 @@ export const ToolResultPart = Type.Object(
 
 export const SubmittedPart = TaggedUnion('type', [PromptPart, ToolResultPart], { $id: 'SubmittedPart' })
 
+/** A per-turn system instruction is bounded as a published one's text is not: it comes with every turn. */
+export const MAX_TURN_INSTRUCTIONS_CHARS = 262_144
+
+export const ToolChoiceTool = Type.Object(
+  { type: Type.Literal('tool'), name: Type.String({ minLength: 1, maxLength: 64, description: 'A tool the turn offers (configured or sent with it).' }) },
+  { ...closed, $id: 'ToolChoiceTool', description: 'The model must call this tool.' },
+)
+export const ToolChoice = Type.Union([StringEnum(['auto', 'none', 'required']), Type.Ref(ToolChoiceTool)], {
+  $id: 'ToolChoice',
+  description: '`auto` (the default): the model decides; `none`: it may not call a tool; `required`: it must call one; `{"type":"tool","name":…}`: it must call that one. `required` and a named tool need the turn to offer tools.',
+})
+
+export const ResponseFormatText = Type.Object({ type: Type.Literal('text') }, { ...closed, $id: 'ResponseFormatText', description: 'Free text (the default).' })
+export const ResponseFormatJsonObject = Type.Object(
+  { type: Type.Literal('json_object') },
+  { ...closed, $id: 'ResponseFormatJsonObject', description: 'One JSON object, no schema: the vendor\'s JSON mode.' },
+)
+export const ResponseFormatJsonSchema = Type.Object(
+  {
+    type: Type.Literal('json_schema'),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: '^[a-zA-Z0-9_-]+$', description: 'The schema\'s name, for vendors that take one.' })),
+    description: Type.Optional(Type.String({ maxLength: 1024 })),
+    schema: Type.Record(Type.String(), Type.Unknown(), { description: 'A JSON Schema (draft 2020-12 or 07) the answer must follow: an object schema.' }),
+  },
+  { ...closed, $id: 'ResponseFormatJsonSchema', description: 'JSON that follows `schema`, translated to each vendor\'s structured output.' },
+)
+export const ResponseFormat = TaggedUnion('type', [ResponseFormatText, ResponseFormatJsonObject, ResponseFormatJsonSchema], {
+  $id: 'ResponseFormat',
+  description: 'The shape of the answer\'s text (docs/guide/turn-options.md).',
+})
+
 export const CreateResponseRequest = Type.Object(
   {
     model: Type.String({ minLength: 1, description: 'The catalogue `name` of an active model, e.g. `sandbox/echo` (not the vendor\'s spelling).' }),
@@ -66,6 +97,19 @@ export const CreateResponseRequest = Type.Object(
       Nullable(Type.Array(Type.Ref(ToolDefinition), { description: 'Request-level tools: the nearest level, they shadow configured tools of the same name.' })),
     ),
     user_metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'JSON object of at most 1024 bytes, attached to every part the turn writes.' })),
+    instructions: Type.Optional(
+      Nullable(
+        Type.String({
+          maxLength: MAX_TURN_INSTRUCTIONS_CHARS,
+          description: 'A system instruction for this turn only, sent after the configured instructions of the chat\'s namespace and counted with them.',
+        }),
+      ),
+    ),
+    temperature: Type.Optional(
+      Nullable(Type.Number({ minimum: 0, maximum: 2, description: 'Sampling temperature; lowered to the vendor\'s ceiling (Anthropic: 1) with a `translation_warnings` entry.' })),
+    ),
+    tool_choice: Type.Optional(Nullable(Type.Ref(ToolChoice))),
+    response_format: Type.Optional(Nullable(Type.Ref(ResponseFormat))),
   },
   { ...closed, $id: 'CreateResponseRequest' },
 )
@@ -114,4 +158,17 @@ export const RunInspection = Type.Object(
 
 export const RunParams = Type.Object({ run_id: Uuid })
 
-export const RESPONSE_SCHEMAS = [SubmittedMedia, PromptPart, ToolResultPart, SubmittedPart, CreateResponseRequest, RunInspection]
+export const RESPONSE_SCHEMAS = [
+  SubmittedMedia,
+  PromptPart,
+  ToolResultPart,
+  SubmittedPart,
+  ToolChoiceTool,
+  ToolChoice,
+  ResponseFormatText,
+  ResponseFormatJsonObject,
+  ResponseFormatJsonSchema,
+  ResponseFormat,
+  CreateResponseRequest,
+  RunInspection,
+]

@@ -7,6 +7,9 @@ import { sample } from 'openapi-sampler'
 const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ?? addFormatsModule) as unknown as (ajv: Ajv) => Ajv
 const ajv = addFormats(new Ajv({ strict: false, allErrors: false }))
 
+/** The largest tool schema (as JSON) the sandbox makes arguments for. */
+export const MAX_SAMPLED_SCHEMA_CHARS = 65_536
+
 /** What `sandbox/agent` does with a user's turn that offers tools (docs/guide/sandbox.md). */
 export type AgentMove = { kind: 'call'; name: string; args: string } | { kind: 'cannot'; name: string; reason: string }
 
@@ -19,6 +22,10 @@ export type AgentMove = { kind: 'call'; name: string; args: string } | { kind: '
 export function agentMove(tools: readonly LanguageModelV4FunctionTool[]): AgentMove | null {
   const tool = tools[0]
   if (!tool) return null
+  // Sampling and compiling grow with the schema: a turn's sandbox work stays bounded.
+  if (JSON.stringify(tool.inputSchema).length > MAX_SAMPLED_SCHEMA_CHARS) {
+    return { kind: 'cannot', name: tool.name, reason: `its schema is over ${MAX_SAMPLED_SCHEMA_CHARS} characters, more than the sandbox samples` }
+  }
   let args: unknown
   try {
     args = sample(tool.inputSchema as Parameters<typeof sample>[0], { skipNonRequired: true, skipReadOnly: true, quiet: true })

@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest'
+import { client } from '../helpers/config-api.ts'
+import { countOf, deltaText, getRun, postTurn, turn, useSandboxChat } from '../helpers/turns.ts'
+
+/**
+ * Per-turn options through the API on the sandbox (issue 35, docs/guide/turn-options.md): what the
+ * model receives, what the manifest counts, and the refusals that write nothing. What each vendor's
+ * wire carries is test/e2e/turn-options-wire.test.ts.
+ */
+const WEATHER = { name: 'get_weather', description: 'Current weather for a city.', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }
+
+describe('per-turn options on the native API', () => {
+  const s = useSandboxChat()
+  /** `/context`: the sandbox answers with the context it received, as JSON. */
+  const contextOf = async (body: Record<string, unknown>) => {
+    const t = await turn(s.ctx, s.org.auth, s.chatId, { input: [{ type: 'prompt', text: '/context' }], ...body })
+    return { context: JSON.parse(deltaText(t.frames, 'text')), run: await getRun(s.ctx, s.org.auth, t.runId) }
+  }
+
+  it('instructions: sent after the configured ones as the system message, and counted with them', async () => {
+    const alone = await contextOf({ instructions: 'Answer in Norwegian.' })
+    expect(alone.context.system).toBe('Answer in Norwegian.')
+    const without = await contextOf({})
+    expect(without.context.system ?? null).toBeNull()
+    expect(alone.run.manifest.context.tokens.instructions).toBeGreaterThan(without.run.manifest.context.tokens.instructions)
+
+    await client(s.ctx, s.org).post('/api/v1/config/instructions', { body: 'You work for the harbour office.', mode: 'append' })
+    const both = await contextOf({ instructions: 'Answer in Norwegian.' })
+    expect(both.context.system).toBe('You work for the harbour office.\n\nAnswer in Norwegian.')
+  })
+
+  it('tool_choice reaches the model: sandbox/agent, told none, does not call the tool it is offered', async () => {
+    const told = await turn(s.ctx, s.org.auth, s.chatId, { model: 'sandbox/agent', tools: [WEATHER], tool_choice: 'none', input: [{ type: 'prompt', text: 'Weather?' }] })
+    expect(deltaText(told.frames, 'text')).toBe('echo: Weather?')
+    const run = await getRun(s.ctx, s.org.auth, told.runId)
+    expect(run.manifest.call_settings).toEqual({ toolChoice: { type: 'none' } })
+  })
+
+  const refusals: [string, Record<string, unknown>, number, string][] = [
+    ['a tool_choice naming a tool the turn does not offer', { tools: [WEATHER], tool_choice: { type: 'tool', name: 'get_tide' } }, 422, '/tool_choice'],
+    ['tool_choice required with no tools', { tool_choice: 'required' }, 422, '/tool_choice'],
+    ['a response_format schema that is not a JSON Schema', { response_format: { type: 'json_schema', schema: { type: 'object', properties: { a: { type: 'nonsense' } } } } }, 422, '/response_format/schema'],
+    ['a response_format schema that is not an object schema', { response_format: { type: 'json_schema', schema: { type: 'array' } } }, 422, '/response_format/schema/type'],
+  ]
+  for (const [what, body, status, pointer] of refusals) {
+    it(`refuses ${what} (${status}, pointing at ${pointer}) and writes nothing`, async () => {
+      const res = await postTurn(s.ctx, s.org.auth, s.chatId, { model: 'sandbox/echo', input: [{ type: 'prompt', text: 'hello' }], ...body })
+      expect(res.statusCode, res.body).toBe(status)
+      expect(res.json().error.details.problems.map((p: { pointer: string }) => p.pointer)).toContain(pointer)
+      expect(countOf(s.ctx.store, 'runs', s.chatId)).toBe(0)
+      expect(countOf(s.ctx.store, 'parts', s.chatId)).toBe(0)
+    })
+  }
+
+  it('refuses a temperature outside 0 to 2 and an unknown tool_choice word by the schema, writing nothing', async () => {
+    for (const body of [{ temperature: 2.5 }, { temperature: -1 }, { tool_choice: 'sometimes' }, { response_format: { type: 'yaml' } }]) {
+      const res = await postTurn(s.ctx, s.org.auth, s.chatId, { model: 'sandbox/echo', input: [{ type: 'prompt', text: 'hello' }], ...body })
+      expect(res.statusCode, JSON.stringify(body)).toBeGreaterThanOrEqual(400)
+      expect(res.statusCode, JSON.stringify(body)).toBeLessThan(500)
+      expect(res.json().error.code).toBe('validation_failed')
+    }
+    expect(countOf(s.ctx.store, 'runs', s.chatId)).toBe(0)
+  })
+})
