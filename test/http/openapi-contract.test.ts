@@ -53,9 +53,10 @@ const schemaNamed = (ref: { $ref: string }) => doc.components.schemas[ref.$ref.r
 describe('the turn endpoint', () => {
   const turn = () => doc.paths['/api/v1/chats/{chat_id}/responses']!.post!
 
-  it('documents its 200 as text/event-stream: the union of the events\' data, with each event\'s data schema in x-sse-events, and the order rules', () => {
+  it('documents its 200 as text/event-stream: the union of the events\' data, with each event\'s data schema in x-sse-events, and the order rules; with stream: false, application/json (TurnAnswer)', () => {
     const ok = turn().responses['200']!
-    expect(Object.keys(ok.content!)).toEqual(['text/event-stream'])
+    expect(Object.keys(ok.content!)).toEqual(['text/event-stream', 'application/json'])
+    expect((ok.content!['application/json']!.schema as { $ref: string }).$ref).toBe('#/components/schemas/TurnAnswer')
     expect(ok.description).toMatch(/`run` \(always first\)/)
     const media = ok.content!['text/event-stream']!
     // What a generic SSE client yields per frame is the parsed data (decision 036): no {event, data} wrapper.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { client } from '../helpers/config-api.ts'
-import { countOf, deltaText, getRun, postTurn, turn, useSandboxChat } from '../helpers/turns.ts'
+import { countOf, deltaText, getRun, newChat, postTurn, turn, useSandboxChat } from '../helpers/turns.ts'
 
 /**
  * Per-turn options through the API on the sandbox (issue 35, docs/guide/turn-options.md): what the
@@ -51,6 +51,42 @@ describe('per-turn options on the native API', () => {
       expect(countOf(s.ctx.store, 'parts', s.chatId)).toBe(0)
     })
   }
+
+  it('stream: false answers one JSON document once the run is settled, holding the blocks the stream would have sent, billed the same', async () => {
+    const input = [{ type: 'prompt', text: '/think step by step\n/tool lookup {"q":1}\nWhere is the ferry?' }]
+    const streamed = await turn(s.ctx, s.org.auth, s.chatId, { input })
+    const other = await newChat(s.ctx, s.org.auth)
+    const res = await postTurn(s.ctx, s.org.auth, other, { model: 'sandbox/echo', input, stream: false })
+    expect(res.statusCode, res.body).toBe(200)
+    expect(res.headers['content-type']).toMatch(/^application\/json/)
+    const answer = res.json()
+    // The stream's blocks, read from its frames here (not by the server's fold).
+    const blocks: { kind: string; text: string; tool_use_id?: string }[] = []
+    for (const f of streamed.frames) {
+      if (f.event === 'block_start') blocks.push({ ...f.data, text: '' })
+      if (f.event === 'delta') blocks.at(-1)!.text += f.data.text
+    }
+    const withoutIds = (list: { tool_use_id?: string }[]) => list.map(({ tool_use_id: _, ...rest }) => rest)
+    expect(withoutIds(answer.blocks)).toEqual(withoutIds(blocks))
+    expect(answer.blocks.map((b: { kind: string }) => b.kind)).toEqual(['reasoning', 'text', 'tool_call'])
+    expect(answer.error).toBeNull()
+    const done = streamed.of('done')[0]!.data
+    expect(answer.done).toMatchObject({ stop_reason: done.stop_reason, usage: done.usage, cost: done.cost })
+    expect(answer.run).toMatchObject({ chat_id: other, closed_tool_calls: [] })
+    // Settled before the answer: the run reads succeeded, its cost written.
+    const run = await getRun(s.ctx, s.org.auth, answer.run.run_id)
+    expect(run.status).toBe('succeeded')
+    expect(run.cost).toBe(answer.done.cost)
+  })
+
+  it('stream: false with a run that fails after it opened: 200, the blocks so far and the error', async () => {
+    const res = await postTurn(s.ctx, s.org.auth, s.chatId, { model: 'sandbox/echo', input: [{ type: 'prompt', text: '/fail-mid\none two three four' }], stream: false })
+    expect(res.statusCode, res.body).toBe(200)
+    const answer = res.json()
+    expect(answer.done).toBeNull()
+    expect(answer.error).toMatchObject({ code: 'upstream_error' })
+    expect(answer.blocks).toEqual([{ kind: 'text', text: 'echo: one two ' }])
+  })
 
   it('refuses a temperature outside 0 to 2 and an unknown tool_choice word by the schema, writing nothing', async () => {
     for (const body of [{ temperature: 2.5 }, { temperature: -1 }, { tool_choice: 'sometimes' }, { response_format: { type: 'yaml' } }]) {

@@ -1837,6 +1837,8 @@ export interface components {
             temperature?: number | null;
             tool_choice?: components["schemas"]["ToolChoice"] | null;
             response_format?: components["schemas"]["ResponseFormat"] | null;
+            /** @description false: answer once the run is settled, with one JSON document (TurnAnswer) holding what the stream would have sent; true or absent: stream it. */
+            stream?: boolean;
         };
         RunInspection: {
             /** Format: uuid */
@@ -2042,6 +2044,24 @@ export interface components {
         };
         /** @description The `data` of one frame of the turn stream, parsed from JSON: what a generic server-sent-events client yields per event. The frame's `event:` line names which: `run` → RunEventData, `config_warnings` → ConfigWarningsEventData, `translation_warnings` → TranslationWarningsEventData, `compacting` → CompactingEventData, `block_start` → BlockStartEventData, `delta` → DeltaEventData, `block_stop` → BlockStopEventData, `done` → DoneEventData, `error` → ErrorEventData. Two data shapes are alike (`config_warnings`, `translation_warnings`), so read the event name, not the shape (docs/guide/turn-stream.md). */
         RunEventPayload: components["schemas"]["RunEventData"] | components["schemas"]["ConfigWarningsEventData"] | components["schemas"]["TranslationWarningsEventData"] | components["schemas"]["CompactingEventData"] | components["schemas"]["BlockStartEventData"] | components["schemas"]["DeltaEventData"] | components["schemas"]["BlockStopEventData"] | components["schemas"]["DoneEventData"] | components["schemas"]["ErrorEventData"];
+        /** @description One content block, as its `block_start` and `delta` frames would have carried it. */
+        TurnAnswerBlock: {
+            /** @enum {string} */
+            kind: "text" | "reasoning" | "refusal" | "tool_call";
+            /** @description The block's deltas joined: its text, or a tool call's arguments as JSON text. */
+            text: string;
+            tool_name?: string;
+            tool_use_id?: string;
+        };
+        /** @description A turn sent with `stream: false`, answered once its run is settled: the frames its stream would have sent, folded (docs/guide/turn-options.md). Exactly one of `done` and `error` is set. */
+        TurnAnswer: {
+            run: components["schemas"]["RunEventData"];
+            config_warnings: components["schemas"]["ConfigWarning"][];
+            translation_warnings: components["schemas"]["TranslationWarning"][];
+            blocks: components["schemas"]["TurnAnswerBlock"][];
+            done: components["schemas"]["DoneEventData"] | null;
+            error: components["schemas"]["ErrorEventData"] | null;
+        };
     };
     responses: never;
     parameters: never;
@@ -6961,6 +6981,7 @@ export interface operations {
                 };
                 content: {
                     "text/event-stream": components["schemas"]["RunEventPayload"];
+                    "application/json": components["schemas"]["TurnAnswer"];
                 };
             };
             /** @description A malformed path identifier, malformed JSON, or a content type other than application/json. */

@@ -34,6 +34,8 @@ export type TurnRequest = {
   temperature?: number | null
   tool_choice?: ToolChoice | null
   response_format?: ResponseFormat | null
+  /** false: the turn is answered as one JSON document once settled (docs/guide/turn-options.md). */
+  stream?: boolean
 }
 
 /** Whether and which tool the model must call (docs/guide/turn-options.md). */

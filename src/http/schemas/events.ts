@@ -182,6 +182,32 @@ export const RunEventPayload = Type.Unsafe<Static<(typeof EVENT_DATA)[keyof type
   anyOf: Object.values(EVENT_DATA).map((data) => Type.Ref(idOf(data))),
 })
 
+export const TurnAnswerBlock = Type.Object(
+  {
+    kind: StringEnum(['text', 'reasoning', 'refusal', 'tool_call']),
+    text: Type.String({ description: "The block's deltas joined: its text, or a tool call's arguments as JSON text." }),
+    tool_name: Type.Optional(Type.String()),
+    tool_use_id: Type.Optional(Type.String()),
+  },
+  { $id: 'TurnAnswerBlock', description: 'One content block, as its `block_start` and `delta` frames would have carried it.' },
+)
+
+export const TurnAnswer = Type.Object(
+  {
+    run: Type.Ref(RunEventData),
+    config_warnings: Type.Array(Type.Ref(ConfigWarning)),
+    translation_warnings: Type.Array(Type.Ref(TranslationWarning)),
+    blocks: Type.Array(Type.Ref(TurnAnswerBlock)),
+    done: Nullable(Type.Ref(DoneEventData)),
+    error: Nullable(Type.Ref(ErrorEventData)),
+  },
+  {
+    $id: 'TurnAnswer',
+    description:
+      'A turn sent with `stream: false`, answered once its run is settled: the frames its stream would have sent, folded (docs/guide/turn-options.md). Exactly one of `done` and `error` is set.',
+  },
+)
+
 export const EVENT_SCHEMAS = [
   RunEventData,
   ConfigWarningsEventData,
@@ -199,4 +225,6 @@ export const EVENT_SCHEMAS = [
   DoneEventData,
   ErrorEventData,
   RunEventPayload,
+  TurnAnswerBlock,
+  TurnAnswer,
 ]

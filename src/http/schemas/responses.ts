@@ -110,6 +110,11 @@ export const CreateResponseRequest = Type.Object(
     ),
     tool_choice: Type.Optional(Nullable(Type.Ref(ToolChoice))),
     response_format: Type.Optional(Nullable(Type.Ref(ResponseFormat))),
+    stream: Type.Optional(
+      Type.Boolean({
+        description: 'false: answer once the run is settled, with one JSON document (TurnAnswer) holding what the stream would have sent; true or absent: stream it.',
+      }),
+    ),
   },
   { ...closed, $id: 'CreateResponseRequest' },
 )

@@ -10,10 +10,11 @@ import { decodeSubmission, prepareSubmission } from '../../../../prepare-submiss
 import type { BodyWork } from '../../../../body-work/body-work.ts'
 import type { LoopDelay } from '../../../../loop-delay.ts'
 import { endOpenStreams, writeRunFrames, type OpenStreams } from '../../../../sse/write-run-stream.ts'
-import { admissionOf, nextEvent, settledOf } from '../../../../../actors/run-channel.ts'
+import { admissionOf, framesOf, nextEvent, settledOf } from '../../../../../actors/run-channel.ts'
+import { collectTurnAnswer } from '../../../../../domain/runs/turn-answer.ts'
 import { ChatParams } from '../../../../schemas/chats.ts'
 import { ApiKeySecurity, errors, TurnUnprocessableError } from '../../../../schemas/common.ts'
-import { RUN_EVENT_ORDER, RUN_EVENT_SCHEMAS, RunEventPayload } from '../../../../schemas/events.ts'
+import { RUN_EVENT_ORDER, RUN_EVENT_SCHEMAS, RunEventPayload, TurnAnswer } from '../../../../schemas/events.ts'
 import { CreateResponseRequest } from '../../../../schemas/responses.ts'
 import { findChat } from './index.ts'
 
@@ -109,7 +110,10 @@ export const responseRoutes =
           response: {
             200: {
               description: `The turn's events as \`text/event-stream\`. ${RUN_EVENT_ORDER}`,
-              content: { 'text/event-stream': { schema: Type.Ref(RunEventPayload), 'x-sse-events': RUN_EVENT_SCHEMAS } },
+              content: {
+                'text/event-stream': { schema: Type.Ref(RunEventPayload), 'x-sse-events': RUN_EVENT_SCHEMAS },
+                'application/json': { schema: Type.Ref(TurnAnswer) },
+              },
             },
             ...errors(400, 401, 402, 404, 409, 413, 500, 502, 503),
             422: Type.Ref(TurnUnprocessableError),
@@ -143,6 +147,11 @@ export const responseRoutes =
           // Answered once the run's failure is committed: a GET of the run then reads it failed.
           await settledOf(events)
           throw opening.error
+        }
+        if (body.stream === false) {
+          // One JSON document once the run is settled: the frames its stream would have sent, folded.
+          await settledOf(events)
+          return reply.code(200).type('application/json').send(collectTurnAnswer(framesOf(events).map((f) => ({ event: f.event, data: f.data }))))
         }
         writeRunFrames(reply, runId, events, 0, streams, deps.position)
         return reply
