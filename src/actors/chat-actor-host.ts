@@ -25,7 +25,7 @@ import type { RunRow } from '../store/runs.ts'
 import type { ChatRow } from '../store/chats.ts'
 import { forkCopier } from '../store/fork-copier.ts'
 import type { RunOutcome } from '../domain/runs/run-outcome.ts'
-import { storageStall } from '../store/storage-stall.ts'
+import { noteCommit, storageStall } from '../store/storage-stall.ts'
 
 type ChatActor = Actor<typeof chatMachine>
 
@@ -571,7 +571,7 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
           const now = deps.now()
           // The leases this node released (each chat's runtime keeps its own), never renewed.
           const released = [...actors.values()].flatMap(({ runtime }) => runtime.releasedStillRunning((id) => deps.store.runs.getById(id)?.status === 'running'))
-          deps.store.runs.renewLeases(deps.nodeId, new Date(now.getTime() + deps.leaseTtlMs).toISOString(), released)
+          if (deps.store.runs.renewLeases(deps.nodeId, new Date(now.getTime() + deps.leaseTtlMs).toISOString(), released) > 0) noteCommit()
         } catch (error) {
           report('leases not renewed', error)
         }

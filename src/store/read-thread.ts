@@ -4,7 +4,7 @@ import type { ApiKeyIdentity } from './api-keys.ts'
 import type { Db } from './database.ts'
 import { LITEFS_STALL_AFTER_MS, WATCH_MAIN_POSITION, WATCH_POSITION } from './litefs-watch.ts'
 import type { ReadAnswer, ReadRequest, ReadTag } from './read-thread-worker.ts'
-import { commitsOffMain, stalledError, storageStall, writeHold } from './storage-stall.ts'
+import { commitsOffMain, onCommitNoted, stalledError, storageStall, writeHold } from './storage-stall.ts'
 
 /**
  * How long a read waits for the read thread once the storage is known to be stalled, before it is
@@ -167,8 +167,16 @@ export function startReadThread(
   })
   const within = <T>(promise: Promise<T>, fallback: T, ms: number) =>
     Promise.race([promise, new Promise<T>((resolve) => setTimeout(() => resolve(fallback), Math.max(0, ms)).unref())])
+  /** Renewals one after another: a thread has one renewal in flight at a time (its onRenewed). */
+  let renewals: Promise<unknown> = Promise.resolve()
+  const serially = <T>(work: () => Promise<T>): Promise<T> => {
+    const done = renewals.then(work, work)
+    renewals = done.catch(() => undefined)
+    return done
+  }
   /** Each thread in turn takes a snapshot at the log's end, the other keeping its own meanwhile. */
-  async function renewEach(deadline: number): Promise<boolean> {
+  const renewEach = (deadline: number) => serially(() => renewEachNow(deadline))
+  async function renewEachNow(deadline: number): Promise<boolean> {
     tag()
     for (const t of threads) {
       const renewed = await within(new Promise<boolean>((resolve) => {
@@ -207,6 +215,22 @@ export function startReadThread(
   const cycle = setInterval(() => void walCycle(), WAL_CYCLE_MS)
   cycle.unref()
 
+  // Under LiteFS, a commit of this process is followed at once by snapshots past it (one thread at a
+  // time, once per turn of the loop however many commits it made): a snapshot a request or an idle
+  // tick old would miss a commit made just before litefs stops (a lease renewal, say), and every
+  // history read during the stop would answer 503 (decision 048).
+  let renewAfterCommit = false
+  if (watch) {
+    onCommitNoted(() => {
+      if (renewAfterCommit || threads.length === 0) return
+      renewAfterCommit = true
+      setImmediate(() => {
+        renewAfterCommit = false
+        if (!cycling && isPrimary() && !storageStall.stalled()) void renewEach(Date.now() + WAL_CYCLE_WAIT_MS)
+      })
+    })
+  }
+
   let turn = 0
   /** The thread with the fewest requests unanswered (one caught in litefs keeps its own), in turn among equals. */
   const pick = () => {
@@ -219,42 +243,49 @@ export function startReadThread(
 
   function ask<T>(request: Unasked): Promise<T> {
     if (dead) return Promise.reject(dead)
+    return new Promise<T>((resolve, reject) => send(request, pick(), resolve as (value: unknown) => void, reject, true))
+  }
+
+  /**
+   * Sends a request to `thread`. While the thread is stuck in a call litefs does not answer (a
+   * renewal begun just as litefs stopped, before the watcher could say so), the request is taken
+   * back after READ_STALL_WAIT_MS of a known stall and asked once of another thread not in a call,
+   * whose held snapshot may answer it; otherwise it is answered 503. A late answer of the stuck
+   * thread is dropped. A thread that is not in a call (only slow to be scheduled, on a busy machine)
+   * is waited for.
+   */
+  function send(request: Unasked, thread: Thread, resolve: (value: unknown) => void, reject: (error: unknown) => void, mayMove: boolean): void {
     const id = nextId++
-    const thread = pick()
-    const waiting = thread.waiting
-    return new Promise<T>((resolve, reject) => {
-      let watchdog: NodeJS.Timeout | null = null
-      const done = () => {
-        if (watchdog) clearInterval(watchdog)
-      }
-      waiting.set(id, {
-        resolve: (value) => {
-          done()
-          resolve(value as T)
-        },
-        reject: (error) => {
-          done()
-          reject(error)
-        },
-      })
-      // While the thread is stuck in a call litefs does not answer, the request gives up after
-      // READ_STALL_WAIT_MS of a known stall; its late answer, if any, is dropped. A thread that is
-      // not in a call (only slow to be scheduled, on a busy machine) is waited for.
-      if (watch) {
-        const askedAt = Date.now()
-        const index = threads.indexOf(thread)
-        watchdog = setInterval(() => {
-          const now = Date.now()
-          const inCallSince = Number(Atomics.load(busy, index))
-          if (!storageStall.stalled() || now - askedAt < READ_STALL_WAIT_MS || inCallSince === 0 || now - inCallSince < READ_STALL_WAIT_MS) return
-          const job = waiting.get(id)
-          waiting.delete(id)
-          job?.reject(stalledError())
-        }, 10)
-      }
-      thread.outstanding.add(id)
-      thread.worker.postMessage({ ...request, id, tag: tag() })
+    let watchdog: NodeJS.Timeout | null = null
+    const done = () => {
+      if (watchdog) clearInterval(watchdog)
+    }
+    thread.waiting.set(id, {
+      resolve: (value) => {
+        done()
+        resolve(value)
+      },
+      reject: (error) => {
+        done()
+        reject(error)
+      },
     })
+    if (watch) {
+      const askedAt = Date.now()
+      const index = threads.indexOf(thread)
+      watchdog = setInterval(() => {
+        const now = Date.now()
+        const inCallSince = Number(Atomics.load(busy, index))
+        if (!storageStall.stalled() || now - askedAt < READ_STALL_WAIT_MS || inCallSince === 0 || now - inCallSince < READ_STALL_WAIT_MS) return
+        if (!thread.waiting.delete(id)) return
+        done()
+        const other = mayMove ? threads.find((t, i) => t !== thread && Atomics.load(busy, i) === 0n) : undefined
+        if (other) send(request, other, resolve, reject, false)
+        else reject(stalledError())
+      }, 10)
+    }
+    thread.outstanding.add(id)
+    thread.worker.postMessage({ ...request, id, tag: tag() })
   }
 
   return {
@@ -267,6 +298,7 @@ export function startReadThread(
     async stop() {
       clearInterval(publish)
       clearInterval(cycle)
+      if (watch) onCommitNoted(null)
       if (threads.length === 0) return
       const ended = Promise.all(threads.map((t) => new Promise<void>((resolve) => t.worker.once('exit', () => resolve()))))
       for (const t of threads) t.worker.postMessage('stop')

@@ -84,3 +84,17 @@ export const writeHold = {
     else onWritesReleased.push(resume)
   },
 }
+
+let onCommit: (() => void) | null = null
+/**
+ * This process committed on its main connection (a group commit, a lease renewal): the read threads
+ * take snapshots past it at once (src/store/read-thread.ts), so a stall that begins a moment later
+ * finds one that holds it, rather than one that is a request or an idle tick old.
+ */
+export function noteCommit(): void {
+  onCommit?.()
+}
+/** The read threads' hook for noteCommit (one per process; null lets go of it). */
+export function onCommitNoted(hook: (() => void) | null): void {
+  onCommit = hook
+}

@@ -1,6 +1,6 @@
 import type { Db } from './database.ts'
 import { cannotWriteError, databaseErrorOf, sqliteErrorKind } from './sqlite-errors.ts'
-import { stalledError, storageStall, writeHold } from './storage-stall.ts'
+import { noteCommit, stalledError, storageStall, writeHold } from './storage-stall.ts'
 
 type Queued = { fn: () => unknown; resolve: (value: unknown) => void; reject: (error: unknown) => void }
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown }
@@ -181,6 +181,7 @@ export function createWriteQueue(db: Db, options: WriteQueueOptions = {}) {
     } catch (error) {
       return rejectAll(batch, error)
     }
+    noteCommit()
     batch.forEach((item, i) => {
       const outcome = outcomes[i]!
       if (outcome.ok) item.resolve(outcome.value)
