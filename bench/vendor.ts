@@ -10,7 +10,8 @@
  * - Parley (`src/main.ts`) with both vendors' base URLs on the upstream, a seeded organisation and key.
  *
  * Measured, for each format, in interleaved rounds (relay, Parley, relay, Parley, ...):
- * - server CPU per turn at concurrency 16 (closed loop, each connection on its own chat), from the
+ * - server CPU per turn at concurrency 16 (closed loop, each connection on its own chat, a fresh one
+ *   every BENCH_TURNS_PER_CHAT turns, default 20, so Parley's requests stay the relay's size), from the
  *   process's utime + stime in /proc/PID/stat over the run, divided by the turns it completed;
  * - time to the first text delta at concurrency 1 (p50 per round) calling the upstream directly,
  *   through the relay and through Parley.
@@ -46,6 +47,15 @@ const CONCURRENCY = 16
 const DELTAS = 20
 /** Parley's c=1 turns go round these chats, so no one chat's history grows long. */
 const LATENCY_CHATS = 10
+/**
+ * Parley's c=16 turns move to a fresh chat every this many turns, so its vendor requests stay the
+ * size of the relay's (a chat's history is sent whole each turn): the relay sends the request of a
+ * chat's turn TURNS_PER_CHAT / 2, the middle of Parley's. Without it a chat grew through a run to
+ * 100 turns and more, and Parley's requests to 2 or 3 times the relay's.
+ */
+const TURNS_PER_CHAT = Math.trunc(envNumber('BENCH_TURNS_PER_CHAT', 20))
+/** Chats seeded per c=16 run: enough for CONCURRENCY connections at 600 turns/s for BENCH_DURATION. */
+const RUN_CHATS = CONCURRENCY * Math.ceil((600 * DURATION_S) / CONCURRENCY / TURNS_PER_CHAT + 1)
 const PROFILE_TOP = 25
 const PROMPT = 'Name the capital of Norway.'
 
@@ -76,14 +86,15 @@ const FORMATS: Format[] = [
 const { removeLater, cleanup } = installCleanup()
 
 /** The chats one format's turns go to through Parley. */
-type FormatChats = { probe: string; warm: string[]; runs: string[][]; latency: string[]; profile: string[] }
+type FormatChats = { probe: string; warm: string[]; body: string; runs: string[][]; latency: string[]; profile: string[] }
 
 /** Where a turn goes and how its stream reads. */
 type Target = {
   name: string
   url: string
   pid: number
-  path: (worker: number) => string
+  /** Where the `turn`-th turn of connection `worker` goes. */
+  path: (worker: number, turn: number) => string
   headers: Record<string, string>
   body: string
   deltaEvent: string
@@ -96,8 +107,8 @@ const complete = (t: Target, o: SseOutcome) => o.status === 200 && o.terminal ==
 
 const describeFailure = (o: SseOutcome) => `status ${o.status}, terminal ${o.terminal}, frames ${JSON.stringify(o.counts)}, body ${o.body.slice(0, 300)}`
 
-const turnOf = (t: Target, agent: Agent, worker: number) =>
-  sse({ agent, url: t.url, path: t.path(worker), headers: t.headers, body: t.body, deltaEvent: t.deltaEvent, doneEvent: t.doneEvent, timeoutMs: 30_000 })
+const turnOf = (t: Target, agent: Agent, worker: number, turn = 0) =>
+  sse({ agent, url: t.url, path: t.path(worker, turn), headers: t.headers, body: t.body, deltaEvent: t.deltaEvent, doneEvent: t.doneEvent, timeoutMs: 30_000 })
 
 /**
  * Closed loop: `concurrency` keep-alive connections, each sending its next turn when the last one's
@@ -114,8 +125,8 @@ async function closedLoop(target: Target, upstreamPid: number, concurrency: numb
   const deadline = start + seconds * 1000
   await Promise.all(
     Array.from({ length: concurrency }, async (_, worker) => {
-      while (performance.now() < deadline && failures <= 20) {
-        const o = await turnOf(target, agent, worker)
+      for (let turn = 0; performance.now() < deadline && failures <= 20; turn++) {
+        const o = await turnOf(target, agent, worker, turn)
         if (complete(target, o)) firstDelta.push(o.firstDeltaMs!)
         else {
           failures++
@@ -166,10 +177,11 @@ function seed(dataDir: string) {
   )
   const perFormat = (f: Format): FormatChats => ({
     probe: chats(1, `bench/${f.key}/probe`)[0]!,
-    warm: chats(CONCURRENCY, `bench/${f.key}/warm`),
-    runs: Array.from({ length: ROUNDS }, (_, r) => chats(CONCURRENCY, `bench/${f.key}/run-${r}`)),
+    warm: chats(RUN_CHATS, `bench/${f.key}/warm`),
+    body: chats(1, `bench/${f.key}/body`)[0]!,
+    runs: Array.from({ length: ROUNDS }, (_, r) => chats(RUN_CHATS, `bench/${f.key}/run-${r}`)),
     latency: chats(LATENCY_CHATS, `bench/${f.key}/latency`),
-    profile: chats(2 * CONCURRENCY, `bench/${f.key}/profile`),
+    profile: chats(2 * RUN_CHATS, `bench/${f.key}/profile`),
   })
   const byFormat = new Map(FORMATS.map((f) => [f.key, perFormat(f)]))
   db.close()
@@ -235,7 +247,11 @@ function targetsFor(f: Format, s: Servers, vendorBody: string, auth: Record<stri
       name: `Parley (${f.title})`,
       url: s.parley.url,
       pid: s.parley.child.pid!,
-      path: (worker) => `/api/v1/chats/${chats[worker % chats.length]}/responses`,
+      path: (worker, turn) => {
+        const next = worker + CONCURRENCY * Math.floor(turn / TURNS_PER_CHAT)
+        if (chats.length > CONCURRENCY && next >= chats.length) throw new Error(`more turns than the ${chats.length} seeded chats hold at ${TURNS_PER_CHAT} a chat`)
+        return `/api/v1/chats/${chats[next % chats.length]}/responses`
+      },
       headers: auth,
       body: JSON.stringify({ model: f.model, input: [{ type: 'prompt', text: PROMPT }] }),
       deltaEvent: 'delta',
@@ -278,9 +294,9 @@ async function profileRun(f: Format, dataDir: string, s: Servers, chats: string[
   removeLater(dir)
   const profiled = await startServer({ args: ['--cpu-prof', `--cpu-prof-dir=${dir}`, 'src/main.ts'], env: parleyEnv(dataDir, s.upstream) })
   const targets = targetsFor(f, { ...s, parley: profiled }, vendorBody, auth)
-  await closedLoop(targets.parley(chats.slice(0, CONCURRENCY)), s.upstream.child.pid!, CONCURRENCY, WARMUP_S)
+  await closedLoop(targets.parley(chats.slice(0, RUN_CHATS)), s.upstream.child.pid!, CONCURRENCY, WARMUP_S)
   const fromUs = monotonicUs()
-  const r = await closedLoop(targets.parley(chats.slice(CONCURRENCY)), s.upstream.child.pid!, CONCURRENCY, DURATION_S)
+  const r = await closedLoop(targets.parley(chats.slice(RUN_CHATS)), s.upstream.child.pid!, CONCURRENCY, DURATION_S)
   const toUs = monotonicUs()
   log(`${f.title}: profiled run ${fmt(r.perSecond)} turns/s, ${fmt(r.cpuPerTurnUs)} µs CPU per turn (with the profiler's own cost)`)
   await profiled.stop()
@@ -299,6 +315,8 @@ async function measureFormat(f: Format, s: Servers, chats: FormatChats, auth: Re
   // the relay and the direct calls then send, so they move a request like the ones Parley sends.
   await sequential(parley(chats.warm), 20)
   await closedLoop(parley(chats.warm), upstreamPid, CONCURRENCY, WARMUP_S)
+  // The relay's body: the request of a chat's turn TURNS_PER_CHAT / 2, the middle of Parley's chats.
+  await sequential(parley([chats.body]), Math.max(1, Math.round(TURNS_PER_CHAT / 2)))
   const vendorBody = await lastVendorRequest(f, s.upstream)
   const t = targetsFor(f, s, vendorBody, auth)
   log(`${f.title}: the relay and direct calls send Parley's last warm-up vendor request, ${fmt(Buffer.byteLength(vendorBody))} bytes`)
@@ -526,7 +544,7 @@ async function main(): Promise<void> {
     ...sectionHead('Vendor turns: Parley beside a bare relay of the same vendor stream (issue 34)', 'bench/vendor.ts', loadBefore),
     `- **Load**: closed loop over real HTTP (node:http keep-alive agent, loopback), frames parsed with eventsource-parser; ${ROUNDS} interleaved rounds per format,`,
     `  each: ${LATENCY_TURNS} sequential turns (c=1) calling the upstream directly, through the relay and through Parley, then ${DURATION_S} s at c=${CONCURRENCY} through the relay and ${DURATION_S} s through Parley`,
-    `  (${CONCURRENCY} connections, each on its own chat, fresh chats each round). Every path was warmed up first (20 sequential turns and ${WARMUP_S} s at c=${CONCURRENCY}). Any failed turn voids the run.`,
+    `  (${CONCURRENCY} connections, each on its own chat, a fresh chat every ${TURNS_PER_CHAT} turns so a chat's history, sent whole each turn, stays as long as the one the relay's request comes from: the request of a chat's turn ${Math.max(1, Math.round(TURNS_PER_CHAT / 2))}). Every path was warmed up first (20 sequential turns and ${WARMUP_S} s at c=${CONCURRENCY}). Any failed turn voids the run.`,
     '',
     '### Summary (medians over the rounds)',
     '',
@@ -544,8 +562,8 @@ async function main(): Promise<void> {
     '  so what a path adds is its own cost. It ignores what it is sent.',
     '- **Relay** (`bench/vendor-relay.ts`, a bench double in its own process): `node:http`, no framework; reads the POST, forwards it with `fetch` (undici) to the',
     '  upstream\'s same path, and pipes the answer\'s chunks back unchanged. A stateless gateway at its thinnest: no auth, parsing, storage or accounting.',
-    `- **Direct and relay requests** send the very body of the last vendor request of Parley's warm-up, from a chat with some history (${all.map((r) => `${r.format.title} ${fmt(r.vendorBodyBytes)} bytes`).join(', ')}),`,
-    '  so the relay moves a request like Parley\'s. Parley\'s own vendor requests grow with each chat\'s history through a run (the mean is in the CPU table\'s last column):',
+    `- **Direct and relay requests** send the very body of a vendor request of Parley's, made after its warm-up on a chat of its own at the chat's turn ${Math.max(1, Math.round(TURNS_PER_CHAT / 2))} (${all.map((r) => `${r.format.title} ${fmt(r.vendorBodyBytes)} bytes`).join(', ')}),`,
+    `  so the relay moves a request like Parley's: Parley's chats are fresh every ${TURNS_PER_CHAT} turns, so its requests carry 0 to ${TURNS_PER_CHAT - 1} earlier turns (their mean size is in the CPU table's last column);`,
     '  a stateless gateway\'s client would send the whole history each time too.',
     `- **Parley**: \`node src/main.ts\`, \`LOG_LEVEL=warn\`, fresh \`DATA_DIR\` seeded through the store (one organisation, an API key, 1,000,000 USD of credit, every chat),`,
     '  `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` on the upstream, `VENDOR_MAX_RETRIES=0`, and `MAX_RUNNING_RUNS_PER_ORG`, `MAX_CONCURRENT_TURNS` and `SHED_FROM_TURNS` at 4,096 so',
