@@ -319,7 +319,7 @@ async function measureFormat(f: Format, s: Servers, chats: FormatChats, auth: Re
   await sequential(parley([chats.body]), Math.max(1, Math.round(TURNS_PER_CHAT / 2)))
   const vendorBody = await lastVendorRequest(f, s.upstream)
   const t = targetsFor(f, s, vendorBody, auth)
-  log(`${f.title}: the relay and direct calls send Parley's last warm-up vendor request, ${fmt(Buffer.byteLength(vendorBody))} bytes`)
+  log(`${f.title}: the relay and direct calls send Parley's vendor request of a chat's turn ${Math.max(1, Math.round(TURNS_PER_CHAT / 2))}, ${fmt(Buffer.byteLength(vendorBody))} bytes`)
   for (const target of [t.direct, t.relay]) {
     await sequential(target, 20)
     await closedLoop(target, upstreamPid, CONCURRENCY, WARMUP_S)
