@@ -98,6 +98,20 @@ describe('the TypeScript client against the real server', () => {
     expect((await runOf(answer.runId)).status).toBe('succeeded')
   })
 
+  test('answer: a turn with stream: false holds the blocks the same turn streams, and its done', async () => {
+    const input = [prompt('/think first\n/tool lookup {"order":42}\nhello client')]
+    const streamed = await collectTurn(await parley.turns.submit(await newChat(), { model: MODEL, input }))
+    const answered = await parley.turns.answer(await newChat(), { model: MODEL, input })
+    expect(answered.idempotencyKey).toMatch(/^[0-9a-f-]{36}$/)
+    expect(answered.error).toBeNull()
+    expect(answered.done?.stop_reason).toBe(streamed.done.stop_reason)
+    const kinds = (blocks: { kind: string }[]) => blocks.map((b) => b.kind)
+    expect(kinds(answered.blocks)).toEqual(kinds(streamed.blocks))
+    expect(answered.blocks.filter((b) => b.kind !== 'tool_call').map((b) => b.text)).toEqual(streamed.blocks.flatMap((b) => ('text' in b ? [b.text] : [])))
+    expect(JSON.parse(answered.blocks.find((b) => b.kind === 'tool_call')!.text)).toEqual({ order: 42 })
+    await expect(parley.turns.answer(await newChat(), { model: 'no/such-model', input })).rejects.toMatchObject({ status: 422 })
+  })
+
   test('an attachment: a PNG reaches the model and is stored with its size and dimensions', async () => {
     const chatId = await newChat()
     const turn = await collectTurn(

@@ -1,5 +1,5 @@
 export { createParleyClient, type ParleyClient, type ParleyClientOptions } from './client.ts'
-export type { Turn, RunStream, TurnRequest, RetryRequest, TurnOptions, ResumeOptions, ResendPolicy } from './turns.ts'
+export type { Turn, RunStream, TurnRequest, TurnAnswer, RetryRequest, TurnOptions, ResumeOptions, ResendPolicy } from './turns.ts'
 export { collectTurn, type CollectedTurn, type TurnBlock } from './collect-turn.ts'
 export { readTurnEvents } from './read-events.ts'
 export { attachment, type SubmittedMedia } from './attachments.ts'

@@ -4,7 +4,11 @@ import { readTurnEvents } from './read-events.ts'
 import type { components, paths } from './schema.ts'
 import type { TurnEvent } from './turn-events.ts'
 
-export type TurnRequest = components['schemas']['CreateResponseRequest']
+/** A turn as `submit` sends it: streamed (`stream` is `answer`'s business). */
+export type TurnRequest = Omit<components['schemas']['CreateResponseRequest'], 'stream'>
+
+/** A turn answered with `stream: false` (docs/guide/turn-options.md): its stream's frames, folded, once the run is settled. */
+export type TurnAnswer = components['schemas']['TurnAnswer']
 
 /** A retry (docs/guide/runs.md): the failed run, the model and any request-level tools again; no input. */
 export type RetryRequest = Omit<TurnRequest, 'input' | 'retry_of'> & { retry_of: string }
@@ -98,7 +102,8 @@ export function turnsOf(api: Client<paths>, resend: ResendPolicy) {
    * to end before asking again.
    */
   async function submit(chatId: string, request: TurnRequest, options: TurnOptions = {}): Promise<Turn> {
-    const body: TurnRequest = { ...request, idempotency_key: request.idempotency_key === undefined ? crypto.randomUUID() : request.idempotency_key }
+    const { stream: _stream, ...streamed } = request as TurnRequest & { stream?: unknown }
+    const body: TurnRequest = { ...streamed, idempotency_key: request.idempotency_key === undefined ? crypto.randomUUID() : request.idempotency_key }
     const { signal } = options
     let resent = 0
     for (;;) {
@@ -225,5 +230,22 @@ export function turnsOf(api: Client<paths>, resend: ResendPolicy) {
     return submit(chatId, { ...request, input: [], idempotency_key: request.idempotency_key ?? crypto.randomUUID() }, options)
   }
 
-  return { submit, retry, resume }
+  /**
+   * Sends a turn with `stream: false` and returns its answer once the run is settled: the blocks the
+   * stream would have carried, and `done` or `error` (docs/guide/turn-options.md). A refusal throws a
+   * ParleyApiError. Sent once: a connection lost before the answer leaves the turn's fate to read
+   * with its idempotency key (a new random one unless the request has one, `null` for none).
+   */
+  async function answer(chatId: string, request: TurnRequest, options: { signal?: AbortSignal } = {}): Promise<TurnAnswer & { idempotencyKey: string | null }> {
+    const idempotencyKey = request.idempotency_key === undefined ? crypto.randomUUID() : request.idempotency_key
+    const { data, error, response } = await api.POST(TURN_PATH, {
+      params: { path: { chat_id: chatId } },
+      body: { ...request, stream: false, idempotency_key: idempotencyKey },
+      signal: options.signal,
+    })
+    if (data === undefined) throw ParleyApiError.fromResponse(response, error)
+    return { ...(data as TurnAnswer), idempotencyKey }
+  }
+
+  return { submit, retry, resume, answer }
 }
