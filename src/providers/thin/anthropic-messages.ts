@@ -1,6 +1,7 @@
 import type { LanguageModelV4CallOptions, LanguageModelV4StreamPart } from '@ai-sdk/provider'
 import { secureJsonParse } from '@ai-sdk/provider-utils'
 import type { ThinConverter, ThinStep } from './thin-converter.ts'
+import { isNum, isObject, isStr, nullishNum, nullishStr, type Json } from './json-guards.ts'
 
 /**
  * Anthropic's Messages stream (POST /v1/messages, `stream: true`) straight to the AI SDK's stream
@@ -32,12 +33,6 @@ export function coversAnthropicMessages(options: LanguageModelV4CallOptions): bo
   return true
 }
 
-type Json = Record<string, unknown>
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v)
-const isStr = (v: unknown): v is string => typeof v === 'string'
-const isNum = (v: unknown): v is number => typeof v === 'number'
-const nullishStr = (v: unknown) => v == null || typeof v === 'string'
-const nullishNum = (v: unknown) => v == null || typeof v === 'number'
 
 function stopOf(reason: string | null | undefined): 'stop' | 'content-filter' | 'tool-calls' | 'length' | 'other' {
   switch (reason) {

@@ -18,7 +18,7 @@ import { countedUsageAnswer } from '../../e2e/vendor-fixtures/counted-usage.ts'
 import { FIXTURES } from '../../e2e/vendor-fixtures/index.ts'
 import { namedEvent } from '../../e2e/vendor-fixtures/wire.ts'
 import { WEATHER } from '../../helpers/recorded-vendor-run.ts'
-import { answering, bothOn, eventData, expectSameOutcome, outcomeOf, type RecordedStream } from './parity.ts'
+import { answering, bothOn, eventData, expectSameOutcome, outcomeOf, type RecordedStream, alteredStream } from './parity.ts'
 
 /**
  * The thin Anthropic Messages path (decision 050) beside @ai-sdk/anthropic, on every recorded
@@ -79,12 +79,7 @@ describe('the live thin path: the same outcome as the package’s', () => {
   })
 })
 
-function altered(at: number, ...replace: string[]): RecordedStream {
-  const s = stream(FIXTURES.anthropic.text.response)
-  const events = [...s.events]
-  events.splice(at < 0 ? events.length + at : at, 1, ...replace)
-  return { ...s, events }
-}
+const altered = (at: number, ...replace: string[]) => alteredStream(FIXTURES.anthropic.text.response, at, ...replace)
 
 /** Streams the converter does not take: the call is handed to the package, and ends as the package ends it. */
 const UNUSUAL: [string, RecordedStream][] = [

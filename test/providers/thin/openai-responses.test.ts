@@ -10,7 +10,7 @@ import { OPENAI_REASONING_TOOL_CALL } from '../../e2e/vendor-fixtures/openai-rea
 import { openaiTextStream } from '../../e2e/vendor-fixtures/openai.ts'
 import { namedEvent } from '../../e2e/vendor-fixtures/wire.ts'
 import { WEATHER } from '../../helpers/recorded-vendor-run.ts'
-import { bothOn, eventData, expectSameOutcome, outcomeOf, answering, type RecordedStream } from './parity.ts'
+import { bothOn, eventData, expectSameOutcome, outcomeOf, answering, type RecordedStream, alteredStream } from './parity.ts'
 
 /**
  * The thin OpenAI Responses path (decision 050) beside @ai-sdk/openai, on every recorded Responses
@@ -68,13 +68,7 @@ describe('the live thin path: the same outcome as the package’s', () => {
   })
 })
 
-/** The text answer with `replace` in place of its event at `at` (counted from the end when negative). */
-function altered(at: number, ...replace: string[]): RecordedStream {
-  const s = stream(FIXTURES.openai.text.response)
-  const events = [...s.events]
-  events.splice(at < 0 ? events.length + at : at, 1, ...replace)
-  return { ...s, events }
-}
+const altered = (at: number, ...replace: string[]) => alteredStream(FIXTURES.openai.text.response, at, ...replace)
 
 const errorEvent = namedEvent('error', { type: 'error', sequence_number: 9, code: 'server_error', message: 'The server had an error while processing your request.', param: null })
 const failed = namedEvent('response.failed', {

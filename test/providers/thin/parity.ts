@@ -13,6 +13,14 @@ export type RecordedStream = ReplayResponse & { kind: 'stream' }
 
 const encoder = new TextEncoder()
 
+/** A recorded stream with `replace` in place of its event at `at` (counted from the end when negative). */
+export function alteredStream(recorded: unknown, at: number, ...replace: string[]): RecordedStream {
+  const s = recorded as RecordedStream
+  const events = [...s.events]
+  events.splice(at < 0 ? events.length + at : at, 1, ...replace)
+  return { ...s, events }
+}
+
 /** The stream's bytes in reads of `size` bytes (every read boundary a place a vendor's chunk may end), or one read per event. */
 export function readsOf(stream: RecordedStream, size?: number): Uint8Array[] {
   if (size === undefined) return stream.events.map((e) => encoder.encode(e))
