@@ -70,6 +70,8 @@ export function startReadThread(
   watchShared: SharedArrayBuffer | null,
   /** The checkpointer's `checkpointNow` while this node checkpoints (the primary), else null. */
   checkpointNow: () => Promise<boolean> | null = () => null,
+  /** The WAL cycle's longest write hold (WAL_HOLD_MAX_MS unless told: tests on a loaded machine give it room). */
+  holdMaxMs: number = WAL_HOLD_MAX_MS,
 ): OffThreadReads {
   // [0] the main connection's generation, [1] its change count, [2] the LiteFS position, [3] 1 on the primary.
   const tagShared = new SharedArrayBuffer(4 * BigInt64Array.BYTES_PER_ELEMENT)
@@ -202,7 +204,7 @@ export function startReadThread(
       await within(flowing, false, WAL_CYCLE_WAIT_MS)
       // Writes held: the rest of the log, then snapshots that need none of it.
       release = writeHold.take()
-      const deadline = Date.now() + WAL_HOLD_MAX_MS
+      const deadline = Date.now() + holdMaxMs
       if (!(await renewEach(deadline))) return
       const held = checkpointNow()
       if (held === null || !(await within(held, false, deadline - Date.now()))) return

@@ -107,6 +107,8 @@ describe('the WAL cycle', () => {
         onCheckpoint()
         return complete
       }),
+      // Room for the held part of a cycle on a loaded machine: what is watched must happen.
+      10_000,
     )
     for (let i = 0; i < 4; i++) await reads.historyPage(orgId, chatId, {})
   })
