@@ -71,6 +71,7 @@ export function readTurn(
     ...closing.tombstones.map((body) => ({ body: body as PartBody, media: [] as DecodedMedia[], tokens: estimatePartTokens(body) })),
     ...submission.input.map((part) => ({
       body: part.body,
+      seeded: part.seeded === true,
       tokens: part.tokens,
       media: part.media.map(({ byte_len: _, ...ref }): DecodedMedia => ({ ...ref, bytes: bytesOf(ref.sha256) })),
     })),
@@ -146,6 +147,7 @@ export async function writeTurn(
   })
   const runId = submission.runId
   const cap = facts.runningRuns.cap
+  let inputOrdinals: Admission['inputOrdinals'] = null
   await store.writes.write(() => {
     // In the transaction that inserts the run: another chat's turn may have taken the last place since.
     refuseOverRunningCap(deps, orgId, cap)
@@ -156,8 +158,10 @@ export async function writeTurn(
     }
     const written = store.parts.append(
       submission.chatId,
-      newBodies.map((p): NewPart => ({ body: p.body, runId, userMetadata, tokens: p.tokens, media: p.media })),
+      // History the input carried is no run's output: it is written with no run (decision 055).
+      newBodies.map((p): NewPart => ({ body: p.body, runId: 'seeded' in p && p.seeded ? null : runId, userMetadata, tokens: p.tokens, media: p.media })),
     )
+    inputOrdinals = written.length === 0 ? null : { first: written[0]!.ordinal, last: written.at(-1)!.ordinal }
     insertRun(deps, submission.chatId, {
       id: runId,
       org_id: orgId,
@@ -169,7 +173,11 @@ export async function writeTurn(
       api_key_id: submission.apiKeyId,
       retry_of: request.retry_of ?? null,
       created_at: now.toISOString(),
-      manifest: turn.manifest(withWrittenParts(packed.context, packed, written.map((row) => row.ordinal))),
+      manifest: {
+        ...turn.manifest(withWrittenParts(packed.context, packed, written.map((row) => row.ordinal))),
+        // The turn's input as the ledger holds it (closures, input, carried history): what the run was given new.
+        input_ordinals: inputOrdinals,
+      },
     })
     if (request.idempotency_key) store.idempotencyKeys.record(orgId, request.idempotency_key, runId, now)
   })
@@ -194,6 +202,7 @@ export async function writeTurn(
     vendorReasoning: turn.vendorReasoning,
     callSettings: turn.callSettings,
     estimatedInputTokens: turn.estimatedInputTokens,
+    inputOrdinals,
     isRetry: Boolean(request.retry_of),
     userMetadata,
     markupPercent: frame.markupPercent,

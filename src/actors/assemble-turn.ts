@@ -73,7 +73,7 @@ export type AssembledTurn = {
   callSettings: CallSettings
   estimatedInputTokens: number
   /** The run's manifest, over the context it sends (admission adds the parts it wrote first). */
-  manifest: (context: ContextManifest) => unknown
+  manifest: (context: ContextManifest) => Record<string, unknown>
 }
 
 /**
@@ -137,6 +137,7 @@ export function assembleTurn(
     // docs/decisions/044-context-refusal-refit.md: the refused request, and this one.
     refit: frame.refit ? { ...frame.refit, after: { estimated_input_tokens: estimated, correction: frame.correction.correction, max_tokens: sent.maxTokens } } : null,
     warnings: { config: configWarnings, translation: translationWarnings },
+    ...(frame.submission.openaiRequest ? { openai_request: frame.submission.openaiRequest } : {}),
   })
   return {
     prompt,

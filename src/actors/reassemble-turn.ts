@@ -32,7 +32,7 @@ export async function reassembleTurn(
     },
     promptWaits,
   )
-  const manifest = turn.manifest(packed.context)
+  const manifest = { ...turn.manifest(packed.context), input_ordinals: admission.inputOrdinals }
   await deps.store.writes.write(() => deps.store.runs.setManifest(admission.runId, manifest))
   // docs/guide/sandbox.md: config_warnings may repeat after compaction, when they changed.
   if (JSON.stringify(turn.configWarnings) !== JSON.stringify(admission.configWarnings)) admission.channel.push('config_warnings', { warnings: turn.configWarnings })

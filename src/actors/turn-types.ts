@@ -37,6 +37,8 @@ export type Admission = {
   /** temperature, tool_choice and response_format as the vendor's package takes them (docs/guide/turn-options.md). */
   callSettings: CallSettings
   estimatedInputTokens: number
+  /** The ledger ordinals the admission wrote (closures, input, carried history); null when it wrote none (a retry). */
+  inputOrdinals: { first: number; last: number } | null
   isRetry: boolean
   userMetadata: Record<string, unknown>
   markupPercent: string

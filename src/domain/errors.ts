@@ -32,6 +32,14 @@ export class NotFoundError extends DomainError {
   readonly code = 'not_found'
 }
 
+/** The OpenAI facade's `previous_response_id` names no response of this organisation that can be continued (decision 055). */
+export class PreviousResponseNotFoundError extends DomainError {
+  readonly code = 'previous_response_not_found'
+  constructor(responseId: string) {
+    super(`Previous response with id '${responseId}' not found.`)
+  }
+}
+
 export class ValidationError extends DomainError {
   readonly code = 'validation_failed'
   readonly problems: Problem[]

@@ -23,7 +23,9 @@ import { configRoutes } from './routes/api/v1/config/index.ts'
 import { modelRoutes } from './routes/api/v1/models.ts'
 import { namespaceRoutes } from './routes/api/v1/namespaces.ts'
 import { usageRoutes } from './routes/api/v1/usage.ts'
-import { responseRoutes } from './routes/api/v1/chats/responses.ts'
+import { responseRoutes, turnSlots } from './routes/api/v1/chats/responses.ts'
+import { openaiResponseRoutes } from './routes/v1/responses.ts'
+import { OPENAI_SCHEMAS } from './schemas/openai-responses.ts'
 import { runRoutes } from './routes/api/v1/runs.ts'
 import { rootRoutes } from './routes/root.ts'
 import { healthRoutes } from './routes/health.ts'
@@ -47,6 +49,7 @@ import { stalledError, storageStall } from '../store/storage-stall.ts'
 export const DEFAULT_BODY_LIMIT = 1024 * 1024
 
 const SHARED_SCHEMAS = [
+  ...OPENAI_SCHEMAS,
   ErrorBody,
   ErrorEnvelope,
   ...ERROR_SCHEMAS,
@@ -239,7 +242,10 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
       shedLoopDelayMs: options.shedLoopDelayMs ?? DEFAULT_SHED_LOOP_DELAY_MS,
       shedFromTurns: options.shedFromTurns ?? DEFAULT_SHED_FROM_TURNS,
     }
-    await keyed.register(responseRoutes(deps, { limits, loop, bodyWork }))
+    const slots = turnSlots(limits, loop)
+    await keyed.register(responseRoutes(deps, { slots, bodyWork }))
+    // The OpenAI facade (decision 055): the same turns, through the same slots.
+    await keyed.register(openaiResponseRoutes(deps, { slots, bodyWork }))
     await keyed.register(runRoutes(deps))
   })
 

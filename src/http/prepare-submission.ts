@@ -98,6 +98,12 @@ export function prepareSubmission(
     if (part.type === 'prompt') {
       if ((part.text ?? '') === '' && media.length === 0) problems.push({ in: 'body', pointer: at, message: 'a prompt needs text or media' })
       body = { type: 'prompt', text: part.text ?? '' }
+    } else if (part.type === 'assistant_message') {
+      if (part.text === '') problems.push({ in: 'body', pointer: at, message: "an assistant's message needs text" })
+      if (media.length > 0) problems.push({ in: 'body', pointer: `${at}/media`, message: "an assistant's message carries no attachments" })
+      body = { type: 'message', text: part.text }
+      input.push({ body, media: [], tokens: estimatePartTokens(body), seeded: true })
+      return
     } else {
       const trust = part.trust ?? 'customer_data'
       const hygiene = applyToolResultHygiene(part.text ?? '', trust)

@@ -51,6 +51,7 @@ export function createChatStore(db: Db, clock: Clock = wallClock) {
   const remove = db.prepare<[string, string]>('DELETE FROM chats WHERE id = ? AND org_id = ?')
   const removeById = db.prepare<[string]>('DELETE FROM chats WHERE id = ?')
   const present = db.prepare<[string], { one: number }>('SELECT 1 AS one FROM chats WHERE id = ?')
+  const setMetadata = db.prepare<[string, string, string, string]>('UPDATE chats SET user_metadata = ?, updated_at = ? WHERE id = ? AND org_id = ?')
   type ListParams = { org: string; cursor: number; ns: string | null; from: string | null; to: string | null; limit: number }
   const older = db.prepare<[ListParams], ChatRow>(CHAT_LIST_OLDER_SQL)
   const newer = db.prepare<[ListParams], ChatRow>(CHAT_LIST_NEWER_SQL)
@@ -67,6 +68,8 @@ export function createChatStore(db: Db, clock: Clock = wallClock) {
     },
     /** Scoped by organisation in the query itself: another org's chat is simply not found. */
     get: (orgId: string, id: string) => byId.get(id, orgId),
+    /** A chat's labels, not its ledger (the OpenAI facade's conversation update, decision 055); false when no such chat. */
+    setUserMetadata: (orgId: string, id: string, metadata: unknown) => setMetadata.run(JSON.stringify(metadata), clock().toISOString(), id, orgId).changes > 0,
     delete: (orgId: string, id: string) => remove.run(id, orgId).changes > 0,
     /**
      * The chat and its ledger (parts, their media rows, summaries) by id, for its actor once the

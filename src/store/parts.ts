@@ -77,6 +77,12 @@ export function createPartStore(db: Db, clock: Clock = wallClock) {
   )
   const blob = db.prepare<[string], { bytes: Buffer }>('SELECT bytes FROM media_blobs WHERE sha256 = ?')
   const ofRun = db.prepare<[string], PartRow>('SELECT * FROM parts WHERE run_id = ? ORDER BY ordinal')
+  // The facade's lookups (decision 055): a call by its id, newest first (a call id is the vendor's, unique in practice); a part by id.
+  const toolCallById = db.prepare<[string, string], PartRow>(
+    `SELECT * FROM parts WHERE chat_id = ? AND kind = 'tool_call' AND json_extract(body, '$.tool_use_id') = ? ORDER BY ordinal DESC LIMIT 1`,
+  )
+  const inChatById = db.prepare<[string, string], PartRow>('SELECT * FROM parts WHERE id = ? AND chat_id = ?')
+  const between = db.prepare<[string, number, number], PartRow>('SELECT * FROM parts WHERE chat_id = ? AND ordinal BETWEEN ? AND ? ORDER BY ordinal')
   // A fork's copied parts keep their run ids (docs/decisions/037-fork.md): a chat reads only its own.
   const ofRunInChat = db.prepare<[string, string], PartRow>('SELECT * FROM parts WHERE run_id = ? AND chat_id = ? ORDER BY ordinal')
   const packingMeta = db.prepare<[string, number], PackingMetaRow>(
@@ -152,6 +158,10 @@ export function createPartStore(db: Db, clock: Clock = wallClock) {
       return groupMedia((withBytes ? mediaFull : mediaStubs).all(JSON.stringify(ordinals)))
     },
     ofRun: (runId: string) => ofRun.all(runId),
+    toolCallOf: (chatId: string, toolUseId: string) => toolCallById.get(chatId, toolUseId),
+    inChat: (chatId: string, partId: string) => inChatById.get(partId, chatId),
+    /** A chat's parts with ordinals from `first` to `last`, oldest first. */
+    between: (chatId: string, first: number, last: number) => between.all(chatId, first, last),
     /** The run's parts in this chat (a fork holds copies of its source's, under the same run id). */
     ofRunInChat: (runId: string, chatId: string) => ofRunInChat.all(runId, chatId),
     /** The bodies of a chat's parts with ordinals from `first` to `last`, oldest first. */

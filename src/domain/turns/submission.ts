@@ -18,6 +18,12 @@ export type SubmittedPart =
       trust?: TrustLevel
       media?: SubmittedMedia[]
     }
+  /**
+   * History the client carries in its input: an assistant's earlier message, written to the ledger as
+   * a message of no run (docs/decisions/055-openai-facade.md). Only the OpenAI facade sends it; the
+   * native request's schema has no such part.
+   */
+  | { type: 'assistant_message'; text: string; media?: SubmittedMedia[] }
 
 /** CreateResponseRequest (docs/guide/chats-and-ledger.md). */
 export type TurnRequest = {
@@ -69,7 +75,13 @@ export type AttachmentBytes = ReadonlyMap<string, Buffer>
 export type Carrier = 'user_message' | 'assistant_message' | 'tool_result'
 
 /** A new input part after validation, hygiene and decoding, ready to write: its attachments by reference. */
-export type PreparedPart = { body: PartBody; media: AttachmentRef[]; tokens: number }
+export type PreparedPart = {
+  body: PartBody
+  media: AttachmentRef[]
+  tokens: number
+  /** History carried by the input (an `assistant_message`): written with no run, since no run of this chat made it. */
+  seeded?: true
+}
 
 /** What the HTTP layer hands the chat actor: a validated turn, plain data (its attachments by reference). */
 export type Submission = {
@@ -82,4 +94,6 @@ export type Submission = {
   request: TurnRequest
   model: CatalogueEntry
   input: PreparedPart[]
+  /** What an OpenAI-facade request asked beyond the turn, echoed by its response (decision 055): kept in the manifest as `openai_request`. */
+  openaiRequest?: Record<string, unknown>
 }

@@ -12,11 +12,13 @@ import {
 import { databaseErrorOf, sqliteCodeOf } from '../../store/sqlite-errors.ts'
 import { allowedMethods, EdgeRefusal } from '../edge-errors.ts'
 import { problemsFromAjv } from './validation.ts'
+import { isFacadePath, toOpenAIError } from '../openai/openai-error.ts'
 
 /** docs/guide/errors.md: the one place where a domain error code becomes an HTTP status. */
 export function statusOf(error: DomainError): number {
   switch (error.code) {
     case 'invalid_request':
+    case 'previous_response_not_found':
       return 400
     case 'unauthorized':
       return 401
@@ -47,13 +49,22 @@ export function statusOf(error: DomainError): number {
 }
 
 export function sendError(reply: FastifyReply, error: DomainError): FastifyReply {
-  const body: Record<string, unknown> = { code: error.code, message: error.message }
+  const body: { code: string; message: string; details?: unknown; hint?: string | null } = { code: error.code, message: error.message }
   if (error.details !== undefined) body.details = error.details
   if (error.hint !== undefined) body.hint = error.hint
   // A condition that passes (the database's write lock, a full disk, a cap on running runs or turns): when to come back.
   const retryAfter = retryAfterOf(error)
   if (retryAfter !== null) reply.header('retry-after', String(retryAfter))
-  return reply.code(statusOf(error)).send({ error: body })
+  return sendEnvelope(reply, statusOf(error), body)
+}
+
+/** The error envelope, or on the OpenAI facade's paths the same error as OpenAI shapes it (decision 055). */
+function sendEnvelope(reply: FastifyReply, status: number, body: { code: string; message: string; details?: unknown; hint?: string | null }): FastifyReply {
+  if (isFacadePath(reply.request.url)) {
+    const translated = toOpenAIError(status, body)
+    return reply.code(translated.status).send(translated.body)
+  }
+  return reply.code(status).send({ error: body })
 }
 
 const contextToWhere: Record<string, Problem['in']> = { body: 'body', querystring: 'query', params: 'path' }
@@ -105,7 +116,7 @@ export function installErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof EdgeRefusal) {
       const body = { code: error.code, message: error.message, ...(error.hint === undefined ? {} : { hint: error.hint }) }
-      return reply.code(error.status).headers(error.headers).send({ error: body })
+      return sendEnvelope(reply.headers(error.headers), error.status, body)
     }
     const known = translate(error)
     if (known instanceof DatabaseUnavailableError) {
@@ -114,7 +125,7 @@ export function installErrorHandler(app: FastifyInstance): void {
     }
     if (known) return sendError(reply, known)
     request.log.error({ err: error }, 'unhandled error')
-    return reply.code(500).send({ error: { code: 'internal', message: 'internal error' } })
+    return sendEnvelope(reply, 500, { code: 'internal', message: 'internal error' })
   })
   // HTTP/1.1 requires Host (RFC 9112 §3.2). Node's own check answers an empty 400, so buildApp turns
   // it off (requireHostHeader: false) and the check is made here, before any other hook.
@@ -136,10 +147,7 @@ export function installErrorHandler(app: FastifyInstance): void {
 function answerNotFound(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const allow = allowedMethods(app, request.url)
   if (allow.length > 0) {
-    return reply
-      .code(405)
-      .header('allow', allow.join(', '))
-      .send({ error: { code: 'method_not_allowed', message: `${request.method} is not allowed here; use ${allow.join(', ')}` } })
+    return sendEnvelope(reply.header('allow', allow.join(', ')), 405, { code: 'method_not_allowed', message: `${request.method} is not allowed here; use ${allow.join(', ')}` })
   }
   return sendError(reply, new NotFoundError(`no route for ${request.method} at this path`))
 }

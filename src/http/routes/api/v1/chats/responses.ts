@@ -1,16 +1,15 @@
-import { retiredMessage } from '../../../../../domain/catalogue/lifecycle.ts'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from '@sinclair/typebox'
-import { TurnCapacityError, TurnOverloadError, ValidationError } from '../../../../../domain/errors.ts'
+import { TurnCapacityError, TurnOverloadError } from '../../../../../domain/errors.ts'
 import type { TurnRequest } from '../../../../../domain/turns/submission.ts'
 import type { AppDeps } from '../../../../app-deps.ts'
 import { orgOf } from '../../../../plugins/auth.ts'
-import { decodeSubmission, prepareSubmission } from '../../../../prepare-submission.ts'
+import { submitTurn } from '../../../../submit-turn.ts'
 import type { BodyWork } from '../../../../body-work/body-work.ts'
 import type { LoopDelay } from '../../../../loop-delay.ts'
 import { endOpenStreams, writeRunFrames, type OpenStreams } from '../../../../sse/write-run-stream.ts'
-import { admissionOf, framesOf, nextEvent, settledOf } from '../../../../../actors/run-channel.ts'
+import { framesOf, settledOf } from '../../../../../actors/run-channel.ts'
 import { collectTurnAnswer } from '../../../../../domain/runs/turn-answer.ts'
 import { ChatParams } from '../../../../schemas/chats.ts'
 import { ApiKeySecurity, errors, TurnUnprocessableError } from '../../../../schemas/common.ts'
@@ -84,14 +83,16 @@ export function turnSlots(limits: TurnAdmissionLimits, loop: Pick<LoopDelay, 'ms
   }
 }
 
-export type TurnRouteOptions = { limits: TurnAdmissionLimits; loop: Pick<LoopDelay, 'ms'>; bodyWork: Pick<BodyWork, 'decodeAttachment'> }
+export type TurnSlots = ReturnType<typeof turnSlots>
+/** The node's one count of turns in flight is shared by every route that starts one (native and facade). */
+export type TurnRouteOptions = { slots: TurnSlots; bodyWork: Pick<BodyWork, 'decodeAttachment'> }
 
 export const responseRoutes =
   (deps: AppDeps, options: TurnRouteOptions): FastifyPluginAsyncTypebox =>
   async (app) => {
     const streams: OpenStreams = new Set()
     app.addHook('preClose', () => endOpenStreams(streams))
-    const slots = turnSlots(options.limits, options.loop)
+    const { slots } = options
 
     app.post(
       '/api/v1/chats/:chat_id/responses',
@@ -124,30 +125,7 @@ export const responseRoutes =
         const orgId = orgOf(request)
         const chat = findChat(deps, orgId, request.params.chat_id)
         const body = request.body as TurnRequest
-        // An imported catalogue version is taken up at once (decision 041); the check is one indexed read.
-        deps.catalogue.checkVersion()
-        const resolved = deps.catalogue.resolve(body.model)
-        if (resolved.kind === 'retired') {
-          // Decision 041: a retired model is refused with its successor named, never swapped in silently.
-          throw new ValidationError([{ in: 'body', pointer: '/model', message: retiredMessage(resolved) }])
-        }
-        if (resolved.kind === 'unknown') {
-          throw new ValidationError([{ in: 'body', pointer: '/model', message: `"${body.model}" is not an active model of the catalogue` }])
-        }
-        const model = resolved.entry
-        // Attachments are read whole off the event loop when large (src/http/body-work/body-work.ts).
-        const decoded = await decodeSubmission(body, model, options.bodyWork)
-        const { submission, attachments } = prepareSubmission(body, model, { orgId, apiKeyId: request.identity?.keyId ?? null, chatId: chat.id, namespace: chat.namespace }, decoded)
-        // The submission's event log is all this route reads of the actors (src/actors/run-channel.ts).
-        const events = deps.host.submit(submission, attachments)
-        const runId = await admissionOf(events)
-        // A provider that fails before its first byte is an HTTP error, not a stream (docs/guide/turn-stream.md).
-        const { event: opening } = await nextEvent(events, ['opened', 'failed_before_stream'])
-        if (opening.type === 'failed_before_stream') {
-          // Answered once the run's failure is committed: a GET of the run then reads it failed.
-          await settledOf(events)
-          throw opening.error
-        }
+        const { runId, events } = await submitTurn(deps, options.bodyWork, { orgId, apiKeyId: request.identity?.keyId ?? null }, chat, body)
         if (body.stream === false) {
           // One JSON document once the run is settled: the frames its stream would have sent, folded.
           await settledOf(events)

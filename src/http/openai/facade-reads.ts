@@ -1,0 +1,90 @@
+import { NotFoundError, PreviousResponseNotFoundError } from '../../domain/errors.ts'
+import { isAnswerPart, partsToItems } from '../../domain/openai/answer-items.ts'
+import { chatIdOf, runIdOf, type ItemRef } from '../../domain/openai/openai-ids.ts'
+import type { ChatLookups } from '../../domain/openai/request-to-turn.ts'
+import { toResponseObject, type ResponseEcho, type ResponseObject } from '../../domain/openai/response-object.ts'
+import type { LedgerPart } from '../../domain/openai/part-to-item.ts'
+import type { PartBody } from '../../domain/parts.ts'
+import type { Usage } from '../../domain/pricing/usage.ts'
+import type { ChatRow } from '../../store/chats.ts'
+import type { PartRow } from '../../store/parts.ts'
+import type { RunRow } from '../../store/runs.ts'
+import type { AppDeps } from '../app-deps.ts'
+
+/** What a run made natively (not through the facade) echoes: OpenAI's defaults. */
+export const DEFAULT_ECHO: ResponseEcho = {
+  instructions: null,
+  tools: [],
+  tool_choice: 'auto',
+  parallel_tool_calls: true,
+  temperature: null,
+  top_p: null,
+  max_output_tokens: null,
+  max_tool_calls: null,
+  reasoning: { effort: null, summary: null },
+  text: { format: { type: 'text' }, verbosity: 'medium' },
+  metadata: {},
+  previous_response_id: null,
+  conversation: false,
+  background: false,
+  store: true,
+  truncation: 'auto',
+  prompt_cache_key: null,
+  safety_identifier: null,
+  service_tier: 'default',
+  top_logprobs: null,
+  user: null,
+}
+
+export function echoOf(manifest: string): ResponseEcho {
+  const recorded = (JSON.parse(manifest) as { openai_request?: Partial<ResponseEcho> }).openai_request
+  return { ...DEFAULT_ECHO, ...recorded }
+}
+
+export const ledgerPartOf = (row: PartRow): LedgerPart => ({ id: row.id, run_id: row.run_id, kind: row.kind, body: JSON.parse(row.body) as PartBody })
+
+/** A run as its response, from the ledger: the same document while it runs, once it ended, and on any node. */
+export function responseOfRun(deps: AppDeps, run: RunRow): ResponseObject {
+  const answer = deps.store.parts.ofRunInChat(run.id, run.chat_id).filter((row) => row.run_id === run.id && isAnswerPart(row))
+  const usage = run.usage === null ? null : (JSON.parse(run.usage) as Usage)
+  return toResponseObject({ ...run, usage }, partsToItems(answer.map(ledgerPartOf)), echoOf(run.manifest))
+}
+
+/** A customer run of this organisation named by a response id; another's, or none, answers like a missing one. */
+export function findResponseRun(deps: AppDeps, orgId: string, responseId: string): RunRow {
+  const runId = runIdOf(responseId)
+  const run = runId === null ? undefined : deps.store.runs.get(orgId, runId)
+  if (!run || run.origin !== 'customer') throw new NotFoundError(`Response with id '${responseId}' not found.`)
+  return run
+}
+
+/** The run `previous_response_id` names, with its chat; a missing response or chat is OpenAI's `previous_response_not_found`. */
+export function previousResponse(deps: AppDeps, orgId: string, responseId: string): { run: RunRow; chat: ChatRow } {
+  const runId = runIdOf(responseId)
+  const run = runId === null ? undefined : deps.store.runs.get(orgId, runId)
+  const chat = run && run.origin === 'customer' ? deps.store.chats.get(orgId, run.chat_id) : undefined
+  if (!run || !chat) throw new PreviousResponseNotFoundError(responseId)
+  return { run, chat }
+}
+
+export function findConversation(deps: AppDeps, orgId: string, conversationId: string): ChatRow {
+  const chatId = chatIdOf(conversationId)
+  const chat = chatId === null ? undefined : deps.store.chats.get(orgId, chatId)
+  if (!chat) throw new NotFoundError(`Conversation with id '${conversationId}' not found.`)
+  return chat
+}
+
+/** The chat's calls and items, as the request translation asks for them; a chat yet to be made has none. */
+export function chatLookups(deps: AppDeps, chatId: string | null): ChatLookups {
+  if (chatId === null) return { toolNameOf: () => null, holdsItem: () => false }
+  return {
+    toolNameOf(callId) {
+      const row = deps.store.parts.toolCallOf(chatId, callId)
+      return row ? (JSON.parse(row.body) as { tool_name: string }).tool_name : null
+    },
+    holdsItem(ref: ItemRef) {
+      if (ref.kind === 'part') return deps.store.parts.inChat(chatId, ref.partId) !== undefined
+      return deps.store.parts.ofRunInChat(ref.runId, chatId).filter(isAnswerPart).length > ref.index
+    },
+  }
+}
