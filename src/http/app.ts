@@ -25,6 +25,8 @@ import { namespaceRoutes } from './routes/api/v1/namespaces.ts'
 import { usageRoutes } from './routes/api/v1/usage.ts'
 import { responseRoutes, turnSlots } from './routes/api/v1/chats/responses.ts'
 import { openaiResponseRoutes } from './routes/v1/responses.ts'
+import { openaiConversationRoutes } from './routes/v1/conversations.ts'
+import { OPENAI_CONVERSATION_SCHEMAS } from './schemas/openai-conversations.ts'
 import { OPENAI_SCHEMAS } from './schemas/openai-responses.ts'
 import { runRoutes } from './routes/api/v1/runs.ts'
 import { rootRoutes } from './routes/root.ts'
@@ -50,6 +52,7 @@ export const DEFAULT_BODY_LIMIT = 1024 * 1024
 
 const SHARED_SCHEMAS = [
   ...OPENAI_SCHEMAS,
+  ...OPENAI_CONVERSATION_SCHEMAS,
   ErrorBody,
   ErrorEnvelope,
   ...ERROR_SCHEMAS,
@@ -246,6 +249,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
     await keyed.register(responseRoutes(deps, { slots, bodyWork }))
     // The OpenAI facade (decision 055): the same turns, through the same slots.
     await keyed.register(openaiResponseRoutes(deps, { slots, bodyWork }))
+    await keyed.register(openaiConversationRoutes(deps))
     await keyed.register(runRoutes(deps))
   })
 

@@ -60,4 +60,113 @@ describe('the openai SDK against Parley', () => {
     expect(text).toBe('echo: count to three')
     expect(completed?.output_text).toBe(text)
   })
+
+  it('holds a 3-turn streamed chat in a conversation; the native API reads the same chat', async () => {
+    const conversation = await sdk.conversations.create({ metadata: { topic: 'tides' } })
+    expect(conversation.id).toMatch(/^conv_/)
+    const said: string[] = []
+    for (const line of ['first', 'second', 'third']) {
+      const stream = await sdk.responses.create({ model: 'sandbox/echo', conversation: conversation.id, input: line, stream: true })
+      let text = ''
+      for await (const event of stream) if (event.type === 'response.output_text.delta') text += event.delta
+      said.push(text)
+    }
+    expect(said).toEqual(['echo: first', 'echo: second', 'echo: third'])
+    const items = await sdk.conversations.items.list(conversation.id, { order: 'asc' })
+    const texts = items.data.map((item) => (item.type === 'message' ? (item.content[0] as { text: string }).text : item.type))
+    expect(texts).toEqual(['first', 'echo: first', 'second', 'echo: second', 'third', 'echo: third'])
+    const chatId = conversation.id.slice('conv_'.length).replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5')
+    const history = await native(`/api/v1/chats/${chatId}/history?include=full`)
+    const parts = (history.body.data as { part: { text: string } }[]).map((p) => p.part.text)
+    expect(parts).toEqual(['first', 'echo: first', 'second', 'echo: second', 'third', 'echo: third'])
+    expect((await sdk.conversations.retrieve(conversation.id)).metadata).toEqual({ topic: 'tides' })
+    const one = await sdk.conversations.items.retrieve(items.data[1]!.id, { conversation_id: conversation.id })
+    expect(one).toEqual(items.data[1])
+  })
+
+  it('a tool loop with sandbox/agent: a function_call, its output sent back, then the answer', async () => {
+    const tools: OpenAI.Responses.Tool[] = [
+      { type: 'function', name: 'get_weather', description: 'Weather in a city', strict: false, parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+    ]
+    const first = await sdk.responses.create({ model: 'sandbox/agent', input: 'Weather in Oslo?', tools })
+    const call = first.output.find((item) => item.type === 'function_call')
+    expect(call).toMatchObject({ type: 'function_call', name: 'get_weather' })
+    if (call?.type !== 'function_call') throw new Error('no call')
+    expect(typeof JSON.parse(call.arguments).city).toBe('string')
+    const second = await sdk.responses.create({
+      model: 'sandbox/agent',
+      previous_response_id: first.id,
+      tools,
+      input: [{ type: 'function_call_output', call_id: call.call_id, output: '4 degrees and rain' }],
+    })
+    expect(second.status).toBe('completed')
+    expect(second.output_text).toContain('4 degrees and rain')
+    const inputItems = await sdk.responses.inputItems.list(second.id)
+    expect(inputItems.data).toEqual([expect.objectContaining({ type: 'function_call_output', call_id: call.call_id, output: '4 degrees and rain' })])
+  })
+
+  it('previous_response_id continues the latest response, and forks at an older one', async () => {
+    const a = await sdk.responses.create({ model: 'sandbox/echo', input: 'one' })
+    const b = await sdk.responses.create({ model: 'sandbox/echo', input: 'two', previous_response_id: a.id })
+    const c = await sdk.responses.create({ model: 'sandbox/echo', input: 'three', previous_response_id: b.id })
+    const chatOf = async (id: string) => (await native(`/api/v1/runs/${id.slice(5).replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5')}`)).body.chat_id
+    expect(await chatOf(b.id)).toBe(await chatOf(a.id))
+    expect(await chatOf(c.id)).toBe(await chatOf(a.id))
+    // Naming `a` again, not the latest: the chat is forked at `a`, and the original keeps its history.
+    const fork = await sdk.responses.create({ model: 'sandbox/echo', input: 'branch', previous_response_id: a.id })
+    const forkChat = await chatOf(fork.id)
+    expect(forkChat).not.toBe(await chatOf(a.id))
+    const forkHistory = (await native(`/api/v1/chats/${forkChat}/history?include=full`)).body.data as { part: { text: string } }[]
+    expect(forkHistory.map((p) => p.part.text)).toEqual(['one', 'echo: one', 'branch', 'echo: branch'])
+    const original = (await native(`/api/v1/chats/${await chatOf(a.id)}/history?include=full`)).body.data as { part: { text: string } }[]
+    expect(original.map((p) => p.part.text)).toEqual(['one', 'echo: one', 'two', 'echo: two', 'three', 'echo: three'])
+  })
+
+  it('gets a response, and cancels one in progress: it ends cancelled, never completed', async () => {
+    const done = await sdk.responses.create({ model: 'sandbox/echo', input: 'kept' })
+    expect(await sdk.responses.retrieve(done.id)).toEqual(done)
+    const slow = await sdk.responses.create({ model: 'sandbox/echo', input: '/slow 500\n' + 'word '.repeat(40), background: true })
+    expect(slow.status).toBe('in_progress')
+    const cancelled = await sdk.responses.cancel(slow.id)
+    expect(cancelled.status).toBe('cancelled')
+    expect((await sdk.responses.retrieve(slow.id)).status).toBe('cancelled')
+  })
+
+  it("refuses in OpenAI's shape and writes nothing: unknown fields, wrong types, another organisation's response", async () => {
+    const chatsBefore = (await native('/api/v1/chats')).body.data as unknown[]
+    const attempts: [Record<string, unknown>, string | null][] = [
+      [{ model: 'sandbox/echo', input: 'x', frobnicate: true }, null],
+      [{ model: 'sandbox/echo', input: 42 }, 'input'],
+      [{ model: 'sandbox/echo', input: 'x', temperature: 'hot' }, 'temperature'],
+      [{ model: 'sandbox/nope', input: 'x' }, 'model'],
+    ]
+    for (const [body, param] of attempts) {
+      const error = await sdk.responses.create(body as never).catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError)
+      const e = error as InstanceType<typeof OpenAI.BadRequestError>
+      expect(e.status).toBe(400)
+      expect(e.type).toBe('invalid_request_error')
+      if (param !== null) expect(e.param).toBe(param)
+    }
+    const other = ctx.org()
+    ctx.store.balance.add(other.orgId, 'topup', '10')
+    const theirs = await new OpenAI({ baseURL: sdk.baseURL, apiKey: other.key, maxRetries: 0 }).responses.create({ model: 'sandbox/echo', input: 'private' })
+    const foreign = await sdk.responses.create({ model: 'sandbox/echo', input: 'x', previous_response_id: theirs.id }).catch((e: unknown) => e)
+    expect(foreign).toMatchObject({ status: 400, code: 'previous_response_not_found', param: 'previous_response_id' })
+    const missing = await sdk.responses.create({ model: 'sandbox/echo', input: 'x', previous_response_id: 'resp_' + '0'.repeat(32) }).catch((e: unknown) => e)
+    expect(missing).toMatchObject({ status: 400, code: 'previous_response_not_found' })
+    await expect(sdk.responses.retrieve(theirs.id)).rejects.toMatchObject({ status: 404 })
+    expect((await native('/api/v1/chats')).body.data).toEqual(chatsBefore)
+  })
+
+  it('store: false keeps nothing to read back, but bills the run', async () => {
+    const chatsBefore = ((await native('/api/v1/chats')).body.data as unknown[]).length
+    const response = await sdk.responses.create({ model: 'sandbox/echo', input: 'forget me', store: false })
+    expect(response.output_text).toBe('echo: forget me')
+    await expect(sdk.responses.retrieve(response.id)).rejects.toMatchObject({ status: 404 })
+    await expect.poll(async () => ((await native('/api/v1/chats')).body.data as unknown[]).length).toBe(chatsBefore)
+    const runId = response.id.slice(5).replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5')
+    const run = await native(`/api/v1/runs/${runId}`)
+    expect(Number(run.body.cost)).toBeGreaterThan(0)
+  })
 })

@@ -20,3 +20,10 @@ export function partsToItems(parts: readonly LedgerPart[], earlierAnswers: Reado
     return partToItem(part, place)
   })
 }
+
+/** Each answer part's place in its run's answer, from the run's parts in ledger order. */
+export function answerPlaces(runParts: readonly Pick<LedgerPart, 'id' | 'kind' | 'run_id'>[]): Map<string, number> {
+  const places = new Map<string, number>()
+  for (const part of runParts) if (isAnswerPart(part)) places.set(part.id, places.size)
+  return places
+}

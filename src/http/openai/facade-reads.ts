@@ -1,9 +1,10 @@
 import { NotFoundError, PreviousResponseNotFoundError } from '../../domain/errors.ts'
-import { isAnswerPart, partsToItems } from '../../domain/openai/answer-items.ts'
+import { answerPlaces, isAnswerPart, partsToItems } from '../../domain/openai/answer-items.ts'
+import { partToItem } from '../../domain/openai/part-to-item.ts'
 import { chatIdOf, runIdOf, type ItemRef } from '../../domain/openai/openai-ids.ts'
 import type { ChatLookups } from '../../domain/openai/request-to-turn.ts'
 import { toResponseObject, type ResponseEcho, type ResponseObject } from '../../domain/openai/response-object.ts'
-import type { LedgerPart } from '../../domain/openai/part-to-item.ts'
+import type { Item, LedgerPart } from '../../domain/openai/part-to-item.ts'
 import type { PartBody } from '../../domain/parts.ts'
 import type { Usage } from '../../domain/pricing/usage.ts'
 import type { ChatRow } from '../../store/chats.ts'
@@ -54,7 +55,8 @@ export function responseOfRun(deps: AppDeps, run: RunRow): ResponseObject {
 export function findResponseRun(deps: AppDeps, orgId: string, responseId: string): RunRow {
   const runId = runIdOf(responseId)
   const run = runId === null ? undefined : deps.store.runs.get(orgId, runId)
-  if (!run || run.origin !== 'customer') throw new NotFoundError(`Response with id '${responseId}' not found.`)
+  // A response not to be stored is not kept to be read again (its run stays, for billing).
+  if (!run || run.origin !== 'customer' || echoOf(run.manifest).store === false) throw new NotFoundError(`Response with id '${responseId}' not found.`)
   return run
 }
 
@@ -62,7 +64,7 @@ export function findResponseRun(deps: AppDeps, orgId: string, responseId: string
 export function previousResponse(deps: AppDeps, orgId: string, responseId: string): { run: RunRow; chat: ChatRow } {
   const runId = runIdOf(responseId)
   const run = runId === null ? undefined : deps.store.runs.get(orgId, runId)
-  const chat = run && run.origin === 'customer' ? deps.store.chats.get(orgId, run.chat_id) : undefined
+  const chat = run && run.origin === 'customer' && echoOf(run.manifest).store !== false ? deps.store.chats.get(orgId, run.chat_id) : undefined
   if (!run || !chat) throw new PreviousResponseNotFoundError(responseId)
   return { run, chat }
 }
@@ -87,4 +89,37 @@ export function chatLookups(deps: AppDeps, chatId: string | null): ChatLookups {
       return deps.store.parts.ofRunInChat(ref.runId, chatId).filter(isAnswerPart).length > ref.index
     },
   }
+}
+
+/**
+ * The items a run was given, in ledger order: what its admission wrote (closures, input, carried
+ * history), by the ordinals its manifest records; for a run recorded without them, its own input parts.
+ */
+export function inputItemsOf(deps: AppDeps, run: RunRow): Item[] {
+  const written = (JSON.parse(run.manifest) as { input_ordinals?: { first: number; last: number } | null }).input_ordinals
+  const rows = written
+    ? deps.store.parts.between(run.chat_id, written.first, written.last)
+    : deps.store.parts.ofRunInChat(run.id, run.chat_id).filter((row) => !isAnswerPart(row))
+  return partsToItems(rows.map(ledgerPartOf))
+}
+
+/** A chat's parts as items, each answer part named by its place in its run's answer (read once per run). */
+export function itemsOfRows(deps: AppDeps, chatId: string, rows: readonly PartRow[]): Item[] {
+  const placesByRun = new Map<string, Map<string, number>>()
+  return rows.map((row) => {
+    const part = ledgerPartOf(row)
+    if (!isAnswerPart(row)) return partToItem(part, null)
+    let places = placesByRun.get(row.run_id!)
+    if (!places) {
+      places = answerPlaces(deps.store.parts.ofRunInChat(row.run_id!, chatId))
+      placesByRun.set(row.run_id!, places)
+    }
+    return partToItem(part, places.get(row.id) ?? 0)
+  })
+}
+
+/** The ledger row an item id names in this chat; undefined when it names none. */
+export function rowOfItem(deps: AppDeps, chatId: string, ref: ItemRef): PartRow | undefined {
+  if (ref.kind === 'part') return deps.store.parts.inChat(chatId, ref.partId)
+  return deps.store.parts.ofRunInChat(ref.runId, chatId).filter(isAnswerPart)[ref.index]
 }

@@ -184,6 +184,26 @@ export const OpenAIStreamFrame = Type.Object(
   { $id: 'OpenAIStreamFrame' },
 )
 
+export const ResponseParams = Type.Object({ response_id: Type.String({ minLength: 1, maxLength: 128 }) })
+
+export const ItemListQuery = Type.Object({
+  after: Type.Optional(Type.String({ maxLength: 256, description: 'An item id: the page after it.' })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: '1-100, default 20.' })),
+  order: Type.Optional(StringEnum(['asc', 'desc'], { description: '`desc` (newest first, the default) or `asc`.' })),
+  include: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String(), { maxItems: 16 })])),
+})
+
+export const OpenAIItemList = Type.Object(
+  {
+    object: Type.Literal('list'),
+    data: Type.Array(Type.Object({ type: Type.String(), id: Type.String() }, open)),
+    first_id: Nullable(Type.String()),
+    last_id: Nullable(Type.String()),
+    has_more: Type.Boolean(),
+  },
+  { $id: 'OpenAIItemList', description: 'A page of items (OpenAI\'s list shape).' },
+)
+
 export const OpenAIErrorBody = Type.Object(
   {
     error: Type.Object({ message: Type.String(), type: Type.String(), param: Nullable(Type.String()), code: Nullable(Type.String()) }),
@@ -191,4 +211,4 @@ export const OpenAIErrorBody = Type.Object(
   { $id: 'OpenAIErrorBody', description: "An error as OpenAI's API sends it." },
 )
 
-export const OPENAI_SCHEMAS = [OpenAIInputItem, OpenAIFunctionTool, OpenAICreateResponse, OpenAIResponse, OpenAIStreamFrame, OpenAIErrorBody]
+export const OPENAI_SCHEMAS = [OpenAIInputItem, OpenAIFunctionTool, OpenAICreateResponse, OpenAIResponse, OpenAIStreamFrame, OpenAIItemList, OpenAIErrorBody]

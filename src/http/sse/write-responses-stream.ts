@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify'
-import { settledOf, type RunEventSource } from '../../actors/run-channel.ts'
+import type { RunEventSource } from '../../actors/run-channel.ts'
 import type { ResponsesEvent } from '../../domain/openai/stream-events.ts'
 import { createEventTranslator } from '../../domain/openai/stream-events.ts'
 import type { ResponseObject } from '../../domain/openai/response-object.ts'
@@ -10,15 +10,14 @@ const sse = (e: ResponsesEvent) => `event: ${e.type}\ndata: ${JSON.stringify(e)}
 /**
  * A run streamed as the Responses event sequence (docs/decisions/055-openai-facade.md): the opening
  * `response.created` and `response.in_progress`, each frame of the run translated as it comes, then
- * once the run is settled the terminal event with the response as the ledger holds it (`settled`
- * reads it). Like the native stream, closing the connection only stops this reader: the run goes on.
+ * once the run is settled the terminal event with the response as the ledger holds it (`settled`). Like the native stream, closing the connection only stops this reader: the run goes on.
  */
 export function writeResponsesStream(
   reply: FastifyReply,
   runId: string,
   source: RunEventSource,
   opening: ResponseObject,
-  settled: () => ResponseObject,
+  settled: Promise<ResponseObject>,
   streams: OpenStreams,
 ): void {
   reply.hijack()
@@ -53,8 +52,8 @@ export function writeResponsesStream(
       if (frame.event === 'done' || frame.event === 'error') {
         if (chunk !== '') res.write(chunk)
         // The terminal event carries the settled response: its usage and status are the ledger's.
-        settledOf(source).then(
-          () => finishOnce(sse(translator.terminal(settled()))),
+        settled.then(
+          (response) => finishOnce(sse(translator.terminal(response))),
           () => finishOnce(''),
         )
         stopWaking()

@@ -1,0 +1,174 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import { NotFoundError, ValidationError } from '../../../domain/errors.ts'
+import { itemRefOf } from '../../../domain/openai/openai-ids.ts'
+import { conversationObject } from '../../../domain/openai/conversation-object.ts'
+import { ITEM_PAGE_DEFAULT, ITEM_PAGE_MAX } from '../../../domain/openai/item-page.ts'
+import { checkUserMetadata } from '../../../domain/user-metadata.ts'
+import type { AppDeps } from '../../app-deps.ts'
+import { findConversation, itemsOfRows, rowOfItem } from '../../openai/facade-reads.ts'
+import { orgOf } from '../../plugins/auth.ts'
+import { ItemListQuery, OpenAIItemList } from '../../schemas/openai-responses.ts'
+import { ConversationItemParams, ConversationParams, CreateConversation, OpenAIConversation, UpdateConversation } from '../../schemas/openai-conversations.ts'
+import { NamespaceHeader } from './responses.ts'
+import { openaiErrors, OpenAISecurity } from './openai-route-docs.ts'
+
+const metadataProblem = (metadata: unknown) => checkUserMetadata(metadata, '/metadata')
+
+/**
+ * OpenAI's Conversations API over Parley's chats (decision 055): a conversation is a chat, its items
+ * are the chat's ledger parts, and `metadata` is the chat's user_metadata. Items are added by
+ * responses (`conversation` on POST /v1/responses), as a chat's parts are by turns.
+ */
+export const openaiConversationRoutes =
+  (deps: AppDeps): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    app.post(
+      '/v1/conversations',
+      {
+        schema: {
+          operationId: 'openaiCreateConversation',
+          tags: ['openai'],
+          summary: 'Create a conversation: an empty chat (OpenAI Conversations API)',
+          security: OpenAISecurity,
+          headers: NamespaceHeader,
+          body: Type.Ref(CreateConversation),
+          response: { 200: Type.Ref(OpenAIConversation), ...openaiErrors(400, 401, 413, 500, 503) },
+        },
+        preValidation: async (request) => {
+          if (request.body === undefined || request.body === null) request.body = {}
+        },
+      },
+      async (request) => {
+        const body = request.body
+        if (body.items && body.items.length > 0) {
+          throw new ValidationError([{ in: 'body', pointer: '/items', message: 'a conversation starts empty in Parley: send its first items as the input of POST /v1/responses with this conversation' }])
+        }
+        const metadata = body.metadata ?? {}
+        const problem = metadataProblem(metadata)
+        if (problem) throw new ValidationError([problem])
+        const chat = deps.store.chats.create({ orgId: orgOf(request), namespace: request.headers['x-parley-namespace'] ?? null, title: null, description: null, userMetadata: metadata })
+        return conversationObject(chat)
+      },
+    )
+
+    app.get(
+      '/v1/conversations/:conversation_id',
+      {
+        schema: {
+          operationId: 'openaiGetConversation',
+          tags: ['openai'],
+          summary: 'Get a conversation (OpenAI Conversations API)',
+          security: OpenAISecurity,
+          params: ConversationParams,
+          response: { 200: Type.Ref(OpenAIConversation), ...openaiErrors(400, 401, 404, 500, 503) },
+        },
+      },
+      async (request) => conversationObject(findConversation(deps, orgOf(request), request.params.conversation_id)),
+    )
+
+    app.post(
+      '/v1/conversations/:conversation_id',
+      {
+        schema: {
+          operationId: 'openaiUpdateConversation',
+          tags: ['openai'],
+          summary: "Replace a conversation's metadata (OpenAI Conversations API)",
+          security: OpenAISecurity,
+          params: ConversationParams,
+          body: Type.Ref(UpdateConversation),
+          response: { 200: Type.Ref(OpenAIConversation), ...openaiErrors(400, 401, 404, 413, 500, 503) },
+        },
+      },
+      async (request) => {
+        const orgId = orgOf(request)
+        const chat = findConversation(deps, orgId, request.params.conversation_id)
+        const problem = metadataProblem(request.body.metadata)
+        if (problem) throw new ValidationError([problem])
+        if (!deps.store.chats.setUserMetadata(orgId, chat.id, request.body.metadata)) throw new NotFoundError(`Conversation with id '${request.params.conversation_id}' not found.`)
+        return conversationObject(deps.store.chats.get(orgId, chat.id)!)
+      },
+    )
+
+    app.delete(
+      '/v1/conversations/:conversation_id',
+      {
+        schema: {
+          operationId: 'openaiDeleteConversation',
+          tags: ['openai'],
+          summary: 'Delete a conversation and its ledger; its responses stay billed (OpenAI Conversations API)',
+          security: OpenAISecurity,
+          params: ConversationParams,
+          response: {
+            200: Type.Object({ id: Type.String(), object: Type.Literal('conversation.deleted'), deleted: Type.Boolean() }),
+            ...openaiErrors(400, 401, 404, 500, 503),
+          },
+        },
+      },
+      async (request) => {
+        const orgId = orgOf(request)
+        const id = request.params.conversation_id
+        const chat = findConversation(deps, orgId, id)
+        // Through the chat's actor, as DELETE /api/v1/chats/{id}: a running run is stopped and settled first.
+        if (!(await deps.host.delete(orgId, chat.id))) throw new NotFoundError(`Conversation with id '${id}' not found.`)
+        return { id, object: 'conversation.deleted' as const, deleted: true }
+      },
+    )
+
+    app.get(
+      '/v1/conversations/:conversation_id/items',
+      {
+        schema: {
+          operationId: 'openaiListConversationItems',
+          tags: ['openai'],
+          summary: "A page of a conversation's items: its chat's ledger (OpenAI Conversations API)",
+          security: OpenAISecurity,
+          params: ConversationParams,
+          querystring: ItemListQuery,
+          response: { 200: Type.Ref(OpenAIItemList), ...openaiErrors(400, 401, 404, 500, 503) },
+        },
+      },
+      async (request) => {
+        const orgId = orgOf(request)
+        const chat = findConversation(deps, orgId, request.params.conversation_id)
+        const q = request.query
+        const limit = Math.min(Math.max(q.limit ?? ITEM_PAGE_DEFAULT, 1), ITEM_PAGE_MAX)
+        const ascending = q.order === 'asc'
+        let from: number | undefined
+        if (q.after !== undefined) {
+          const ref = itemRefOf(q.after)
+          const row = ref === null ? undefined : rowOfItem(deps, chat.id, ref)
+          if (!row) throw new ValidationError([{ in: 'query', pointer: '/after', message: `names no item of this conversation` }])
+          from = row.ordinal
+        }
+        // One indexed range of the ledger, whatever the chat's length (src/store/parts.ts).
+        const page = deps.store.parts.page(ascending ? { chatId: chat.id, afterOrdinal: from ?? 0, limit } : { chatId: chat.id, ...(from === undefined ? {} : { beforeOrdinal: from }), limit })
+        const rows = ascending ? page.rows : [...page.rows].reverse()
+        const data = itemsOfRows(deps, chat.id, rows)
+        return { object: 'list' as const, data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: page.hasMore }
+      },
+    )
+
+    app.get(
+      '/v1/conversations/:conversation_id/items/:item_id',
+      {
+        schema: {
+          operationId: 'openaiGetConversationItem',
+          tags: ['openai'],
+          summary: 'One item of a conversation (OpenAI Conversations API)',
+          security: OpenAISecurity,
+          params: ConversationItemParams,
+          querystring: Type.Object({ include: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String(), { maxItems: 16 })])) }),
+          response: { 200: Type.Object({ type: Type.String(), id: Type.String() }, { additionalProperties: true }), ...openaiErrors(400, 401, 404, 500, 503) },
+        },
+      },
+      async (request) => {
+        const orgId = orgOf(request)
+        const chat = findConversation(deps, orgId, request.params.conversation_id)
+        const ref = itemRefOf(request.params.item_id)
+        const row = ref === null ? undefined : rowOfItem(deps, chat.id, ref)
+        if (!row) throw new NotFoundError(`Item with id '${request.params.item_id}' not found.`)
+        return itemsOfRows(deps, chat.id, [row])[0]!
+      },
+    )
+  }
