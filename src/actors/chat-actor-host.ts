@@ -6,6 +6,8 @@ import type { PartBody } from '../domain/parts.ts'
 import { ALWAYS_PRIMARY, type ReplicationRoleSource } from '../store/replication-role.ts'
 import { readTurn, writeTurn } from './admit-turn.ts'
 import { readSubmissionFacts } from './read-submission-facts.ts'
+import { closeCalls, rejectionError } from '../domain/turns/decide-admission.ts'
+import { TURN_RULES } from '../domain/turns/admission-rules.ts'
 import { refitTurn } from './refit-turn.ts'
 import { compactForTurn } from './compact-for-turn.ts'
 import { createCompactor } from './compactor.ts'
@@ -367,6 +369,25 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
       const ledger = readSubmissionFacts(deps.store, submission, now)
       actor.send({ type: 'SUBMIT', requestId, submission, at: now.toISOString(), ledger })
       return log
+    },
+
+    /**
+     * What a turn would send, counted without running it (the facade's `input_tokens`, decision 055):
+     * the context packed as the turn's admission packs it, from the same ledger and configuration,
+     * as the vendor is expected to count it (the estimate times the model's learned correction).
+     * Writes nothing. A turn whose fixed parts alone pass the budget gets the refusal its submission would.
+     */
+    countInput(submission: Submission, attachmentBytes: AttachmentBytes = new Map()): number {
+      const { chatId: _, outstanding: __, ...facts } = hydrate(submission.chatId)
+      const closing = closeCalls(facts, submission, deps.now())
+      const unbounded = { ...deps, maxRunningRunsPerOrg: Number.MAX_SAFE_INTEGER }
+      const { facts: turn, read } = readTurn(unbounded, submission, closing, (sha) => attachmentBytes.get(sha) ?? Buffer.alloc(0))
+      const now = deps.now()
+      // What makes the input itself unsendable; the balance and the running-run cap do not change a count.
+      const rejection = TURN_RULES.find((rule) => (rule.name === 'choosesToolNotOffered' || rule.name === 'contextIsTooLarge') && rule.breaks(turn, undefined, now))
+      if (rejection) throw rejectionError(rejection.rejection(turn, undefined, now))
+      const packed = read.packed!
+      return Math.ceil(packed.estimatedTokens * read.frame.correction.correction)
     },
 
     /**

@@ -21,7 +21,8 @@ export type ReasoningItem = {
   id: string
   summary: { type: 'summary_text'; text: string }[]
   content: { type: 'reasoning_text'; text: string }[]
-  encrypted_content: string | null
+  /** Present only where the vendor gave it (Open Responses allows a string or nothing, not null). */
+  encrypted_content?: string
   status: 'completed'
 }
 export type Item = MessageItem | FunctionCallItem | FunctionCallOutputItem | ReasoningItem
@@ -56,15 +57,17 @@ export function partToItem(part: LedgerPart, placeInAnswer: number | null): Item
       if (body.refusal) content.push({ type: 'refusal', refusal: body.refusal })
       return { type: 'message', id: itemIdOf('msg'), status: 'completed', role: 'assistant', content }
     }
-    case 'reasoning':
+    case 'reasoning': {
+      const encrypted = encryptedContentOf(body)
       return {
         type: 'reasoning',
         id: itemIdOf('rs'),
         summary: [],
         content: body.text === '' ? [] : [{ type: 'reasoning_text', text: body.text }],
-        encrypted_content: encryptedContentOf(body),
+        ...(encrypted === null ? {} : { encrypted_content: encrypted }),
         status: 'completed',
       }
+    }
     case 'tool_call':
       return { type: 'function_call', id: itemIdOf('fc'), call_id: body.tool_use_id, name: body.tool_name, arguments: body.arguments, status: 'completed' }
     case 'tool_result':

@@ -32,8 +32,9 @@ export function echoOfRequest(body: EchoedRequest): ResponseEcho {
     tools: (body.tools ?? []).map((tool) => ({ strict: null, description: null, parameters: null, ...(tool as object) })),
     tool_choice: body.tool_choice ?? 'auto',
     parallel_tool_calls: body.parallel_tool_calls ?? true,
-    temperature: body.temperature ?? null,
-    top_p: body.top_p ?? null,
+    // OpenAI's defaults as its responses state them: a response always says what it ran with.
+    temperature: body.temperature ?? 1,
+    top_p: body.top_p ?? 1,
     max_output_tokens: body.max_output_tokens ?? null,
     max_tool_calls: body.max_tool_calls ?? null,
     reasoning: { effort: body.reasoning?.effort ?? null, summary: body.reasoning?.summary ?? body.reasoning?.generate_summary ?? null },
@@ -47,7 +48,7 @@ export function echoOfRequest(body: EchoedRequest): ResponseEcho {
     prompt_cache_key: body.prompt_cache_key ?? null,
     safety_identifier: body.safety_identifier ?? null,
     service_tier: body.service_tier === 'auto' || body.service_tier == null ? 'default' : body.service_tier,
-    top_logprobs: body.top_logprobs ?? null,
+    top_logprobs: body.top_logprobs ?? 0,
     user: body.user ?? null,
   }
 }

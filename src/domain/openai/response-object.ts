@@ -8,8 +8,8 @@ export type ResponseEcho = {
   tools: unknown[]
   tool_choice: unknown
   parallel_tool_calls: boolean
-  temperature: number | null
-  top_p: number | null
+  temperature: number
+  top_p: number
   max_output_tokens: number | null
   max_tool_calls: number | null
   reasoning: { effort: string | null; summary: string | null }
@@ -24,7 +24,7 @@ export type ResponseEcho = {
   prompt_cache_key: string | null
   safety_identifier: string | null
   service_tier: string
-  top_logprobs: number | null
+  top_logprobs: number
   user: string | null
 }
 

@@ -11,7 +11,9 @@ type Block =
 type Frame = { event: string; data: unknown }
 
 /**
- * Parley's turn stream as the Responses event sequence (docs/decisions/055-openai-facade.md): one
+ * Parley's turn stream as the Responses event sequence (docs/decisions/055-openai-facade.md), with
+ * Open Responses' event names where they differ from OpenAI's (a reasoning block's text streams as
+ * `response.reasoning.delta`, OpenAI's `response.reasoning_text.delta`): one
  * translator per stream, fed the run's frames in order. Each block becomes one output item, opened
  * with `response.output_item.added` (and its content part), filled by deltas, closed with the
  * `.done` events; the terminal `done` or `error` frame is left to the caller, which answers it with
@@ -40,7 +42,7 @@ export function createEventTranslator(runId: string) {
         const block: Block = { kind: 'reasoning', id: outputItemIdOf('rs', runId, index), index, text: '' }
         open = block
         return [
-          event('response.output_item.added', { output_index: index, item: { type: 'reasoning', id: block.id, summary: [], content: [], encrypted_content: null, status: 'in_progress' } }),
+          event('response.output_item.added', { output_index: index, item: { type: 'reasoning', id: block.id, summary: [], content: [], status: 'in_progress' } }),
           event('response.content_part.added', { item_id: block.id, output_index: index, content_index: 0, part: { type: 'reasoning_text', text: '' } }),
         ]
       }
@@ -71,7 +73,7 @@ export function createEventTranslator(runId: string) {
       case 'refusal':
         return [event('response.refusal.delta', { ...at, content_index: 0, delta: text })]
       case 'reasoning':
-        return [event('response.reasoning_text.delta', { ...at, content_index: 0, delta: text })]
+        return [event('response.reasoning.delta', { ...at, content_index: 0, delta: text })]
       case 'tool_call':
         return [event('response.function_call_arguments.delta', { ...at, delta: text })]
       default: {
@@ -106,11 +108,11 @@ export function createEventTranslator(runId: string) {
       case 'reasoning': {
         const part = { type: 'reasoning_text', text: block.text }
         return [
-          event('response.reasoning_text.done', { ...at, content_index: 0, text: block.text }),
+          event('response.reasoning.done', { ...at, content_index: 0, text: block.text }),
           event('response.content_part.done', { ...at, content_index: 0, part }),
           event('response.output_item.done', {
             output_index: block.index,
-            item: { type: 'reasoning', id: block.id, summary: [], content: [part], encrypted_content: null, status: 'completed' },
+            item: { type: 'reasoning', id: block.id, summary: [], content: [part], status: 'completed' },
           }),
         ]
       }

@@ -18,8 +18,8 @@ export const DEFAULT_ECHO: ResponseEcho = {
   tools: [],
   tool_choice: 'auto',
   parallel_tool_calls: true,
-  temperature: null,
-  top_p: null,
+  temperature: 1,
+  top_p: 1,
   max_output_tokens: null,
   max_tool_calls: null,
   reasoning: { effort: null, summary: null },
@@ -33,7 +33,7 @@ export const DEFAULT_ECHO: ResponseEcho = {
   prompt_cache_key: null,
   safety_identifier: null,
   service_tier: 'default',
-  top_logprobs: null,
+  top_logprobs: 0,
   user: null,
 }
 
