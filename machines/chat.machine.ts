@@ -23,6 +23,7 @@ import type {
   ChatEvent,
   ChatInput,
   DeleteChatInput,
+  AppendPartsInput,
   EagerCompaction,
   LedgerView,
   RunAdmission,
@@ -217,6 +218,7 @@ export const chatMachine = setup({
     releaseRun: fromPromise<void, RunSettlementInput>(mustBeProvided('chat machine', 'releaseRun')),
     reapRun: fromPromise<ChatFacts, ReapRunInput>(mustBeProvided('chat machine', 'reapRun')),
     deleteChat: fromPromise<void, DeleteChatInput>(mustBeProvided('chat machine', 'deleteChat')),
+    appendParts: fromPromise<number[], AppendPartsInput>(mustBeProvided('chat machine', 'appendParts')),
   },
   guards: {
     /** docs/guide/tool-calls.md: the latest customer run left tool calls no submission has closed; the next one closes them. */
@@ -350,6 +352,46 @@ export const chatMachine = setup({
       requestId: context.queued!.requestId,
       error: new NotFoundError(`chat ${context.chatId} not found`),
     })),
+    /** decision 055: the items wait in the context, plain data, while appendParts writes them. */
+    queueAppend: assign({
+      appending: ({ event }) => {
+        assertEvent(event, 'APPEND')
+        return { requestId: event.requestId, parts: event.parts }
+      },
+    }),
+    respondAppended: enqueueActions(({ context, enqueue }, ordinals: number[]) => {
+      if (context.appending) enqueue.emit({ type: 'appendAnswered', requestId: context.appending.requestId, outcome: { kind: 'appended', ordinals } })
+      enqueue.assign({ appending: null })
+    }),
+    respondAppendFailed: enqueueActions(({ context, enqueue }, error: unknown) => {
+      if (context.appending) enqueue.emit({ type: 'appendAnswered', requestId: context.appending.requestId, outcome: { kind: 'refused', error } })
+      enqueue.assign({ appending: null })
+    }),
+    /** A run is in progress (or left running): items wait until it has ended, as a turn does (409). */
+    refuseAppendWhileRunning: emit(({ context, event }) => {
+      assertEvent(event, 'APPEND')
+      const error = new RunInProgressError(context.admission?.runId ?? context.outstanding?.id ?? context.orphan?.id ?? null)
+      return { type: 'appendAnswered' as const, requestId: event.requestId, outcome: { kind: 'refused' as const, error } }
+    }),
+    /** docs/guide/tool-calls.md: a pending call's result must follow it; items would come between them. */
+    refuseAppendWhileCallsPending: emit(({ context, event }) => {
+      assertEvent(event, 'APPEND')
+      const ids = context.pendingCalls.map((c) => c.tool_use_id).join(', ')
+      const error = new ValidationError([{ in: 'body', pointer: '/items', message: `the latest response's function calls (${ids}) are pending: answer them in a response first` }])
+      return { type: 'appendAnswered' as const, requestId: event.requestId, outcome: { kind: 'refused' as const, error } }
+    }),
+    refuseAppendWhileAppending: emit(({ event }) => {
+      assertEvent(event, 'APPEND')
+      return { type: 'appendAnswered' as const, requestId: event.requestId, outcome: { kind: 'refused' as const, error: new UnavailableError('items are being added to this chat; try again', undefined, 'retry shortly') } }
+    }),
+    refuseAppendToDeletedChat: emit(({ event }) => {
+      assertEvent(event, 'APPEND')
+      return { type: 'appendAnswered' as const, requestId: event.requestId, outcome: { kind: 'refused' as const, error: new NotFoundError('chat not found') } }
+    }),
+    rejectWhileAppending: emit(({ event }) => {
+      assertEvent(event, 'SUBMIT')
+      return { type: 'rejected' as const, requestId: event.requestId, error: new UnavailableError('items are being added to this chat; try again', undefined, 'retry shortly') }
+    }),
     addDeleter: assign({
       deleters: ({ context, event }) => (event.type === 'DELETE' ? [...context.deleters, event.requestId] : context.deleters),
     }),
@@ -486,6 +528,7 @@ export const chatMachine = setup({
     orphan: null,
     outstanding: input.outstanding ?? null,
     deleters: [],
+    appending: null,
     interruption: null,
     settleAttempts: 0,
   }),
@@ -510,23 +553,39 @@ export const chatMachine = setup({
     },
     // At rest with no tool call pending.
     idle: {
-      on: { SUBMIT: admitOrRefuse, DELETE: deleteAtRest, SWEEP: sweepAtRest },
+      on: { SUBMIT: admitOrRefuse, DELETE: deleteAtRest, SWEEP: sweepAtRest, APPEND: { target: 'appending', actions: 'queueAppend' } },
+    },
+    // decision 055: items written to the ledger outside a turn, in one transaction, then at rest again.
+    appending: {
+      on: { SUBMIT: { actions: 'rejectWhileAppending' }, APPEND: { actions: 'refuseAppendWhileAppending' }, DELETE: { actions: 'addDeleter' } },
+      invoke: {
+        src: 'appendParts',
+        input: ({ context }) => ({ chatId: context.chatId, parts: context.appending!.parts }),
+        onDone: [
+          { guard: 'deletionRequested', target: 'deleting', actions: [{ type: 'respondAppended', params: ({ event }) => event.output }] },
+          { target: 'ready', actions: [{ type: 'respondAppended', params: ({ event }) => event.output }] },
+        ],
+        onError: [
+          { guard: 'deletionRequested', target: 'deleting', actions: [{ type: 'respondAppendFailed', params: ({ event }: { event: { error: unknown } }) => event.error }] },
+          { target: 'ready', actions: [{ type: 'respondAppendFailed', params: ({ event }: { event: { error: unknown } }) => event.error }] },
+        ],
+      },
     },
     // At rest with the latest customer run's tool calls pending (docs/guide/tool-calls.md): the next admitted
     // submission closes every one of them (closePendingCalls), by its tool_result or a tombstone.
     // A tool_result for any other id is refused 422 unknown_tool_use_id.
     awaitingToolResults: {
-      on: { SUBMIT: admitClosingCallsOrRefuse, DELETE: deleteAtRest, SWEEP: sweepAtRest },
+      on: { SUBMIT: admitClosingCallsOrRefuse, DELETE: deleteAtRest, SWEEP: sweepAtRest, APPEND: { actions: 'refuseAppendWhileCallsPending' } },
     },
     // The ledger shows a run of this chat `running` that no actor here streams (decision 020).
     outstanding: {
-      on: { SUBMIT: reapOrRefuse, DELETE: deleteAtRest, SWEEP: sweepAtRest },
+      on: { SUBMIT: reapOrRefuse, DELETE: deleteAtRest, SWEEP: sweepAtRest, APPEND: { actions: 'refuseAppendWhileRunning' } },
     },
     // The sweep's run is settled as interrupted by the actor (reapRun, as a turn's reaping does), and
     // the chat's facts read again: its tool calls close as a failed run's. A failure waits for the
     // next sweep. While running, the actor settles its own run itself, and ignores the sweep.
     sweeping: {
-      on: { SUBMIT: { actions: 'rejectSweptRun' }, DELETE: { actions: 'addDeleter' } },
+      on: { SUBMIT: { actions: 'rejectSweptRun' }, DELETE: { actions: 'addDeleter' }, APPEND: { actions: 'refuseAppendWhileRunning' } },
       invoke: {
         src: 'reapRun',
         input: ({ context }) => ({ chatId: context.chatId, run: context.orphan! }),
@@ -553,14 +612,14 @@ export const chatMachine = setup({
           actions: [{ type: 'respondDeleteFailed', params: ({ event }: { event: { error: unknown } }) => event.error }],
         },
       },
-      on: { SUBMIT: { actions: 'rejectDeletedChat' }, DELETE: { actions: 'addDeleter' }, FORK: { actions: 'refuseForkOfDeletedChat' } },
+      on: { SUBMIT: { actions: 'rejectDeletedChat' }, DELETE: { actions: 'addDeleter' }, FORK: { actions: 'refuseForkOfDeletedChat' }, APPEND: { actions: 'refuseAppendToDeletedChat' } },
     },
     deleted: { type: 'final' },
     // The node gave the chat up; the next actor for it is hydrated from the ledger, wherever it lives.
     relinquished: { type: 'final' },
     running: {
       initial: 'packing',
-      on: { SUBMIT: { actions: 'rejectRunInProgress' } },
+      on: { SUBMIT: { actions: 'rejectRunInProgress' }, APPEND: { actions: 'refuseAppendWhileRunning' } },
       states: {
         // An orphaned run of this chat (its lease expired) is settled as interrupted first.
         reaping: {

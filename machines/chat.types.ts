@@ -3,7 +3,7 @@ import type { CompactionJob } from '../src/domain/context/compaction-job.ts'
 import type { RunLease } from '../src/domain/runs/lease.ts'
 import type { ContextRefusal } from '../src/domain/context/refit.ts'
 import type { RunOutcome } from '../src/domain/runs/run-outcome.ts'
-import type { Submission } from '../src/domain/turns/submission.ts'
+import type { PreparedPart, Submission } from '../src/domain/turns/submission.ts'
 import type { PendingCall } from '../src/domain/turns/close-pending-calls.ts'
 import type { CallClosing, ChatFacts, LatestRun, LedgerFacts } from '../src/domain/turns/decide-admission.ts'
 import type { TurnFacts } from '../src/domain/turns/admission-rules.ts'
@@ -39,6 +39,9 @@ export type ChatAdmission = RunAdmission
  */
 export type ForkOutcome = { kind: 'cut'; upTo: number | null } | { kind: 'refused'; error: unknown }
 
+/** How an APPEND ended: the ordinals its parts were written at, or why nothing was written. */
+export type AppendOutcome = { kind: 'appended'; ordinals: number[] } | { kind: 'refused'; error: unknown }
+
 export type DeleteOutcome = { kind: 'deleted' } | { kind: 'gone' } | { kind: 'failed'; error: unknown }
 
 export type ChatContext = {
@@ -70,6 +73,8 @@ export type ChatContext = {
   outstanding: RunLease | null
   /** The DELETE requests waiting for this chat's deletion, first one first; empty when none came. */
   deleters: string[]
+  /** Items being added to the ledger outside a turn (APPEND, decision 055), and the request waiting for them; null otherwise. */
+  appending: { requestId: string; parts: PreparedPart[] } | null
   /** Why the running run is being stopped when this node shuts down (INTERRUPT), for the inspector; null otherwise. */
   interruption: string | null
   /** Failed attempts to write the running run's settlement so far (decision 020); 0 outside `running.settling`. */
@@ -99,6 +104,11 @@ export type ChatEvent =
    * ledger held when the event was sent (read just before, like SUBMIT's): only settled parts are copied.
    */
   | { type: 'FORK'; requestId: string; upToOrdinal: number | null | undefined; ledger: ForkLedgerView }
+  /**
+   * Add items to the ledger outside a turn (the OpenAI facade's conversation items, decision 055):
+   * written with no run, at rest only, with no call pending (a call's result must follow it).
+   */
+  | { type: 'APPEND'; requestId: string; parts: PreparedPart[] }
   /** The lease sweep found this running run of the chat abandoned (its lease lapsed): the actor settles it (decision 020). */
   | { type: 'SWEEP'; run: RunLease }
   /**
@@ -135,6 +145,7 @@ export type ChatEmitted =
   | { type: 'rejected'; requestId: string; error: unknown }
   | { type: 'deleteAnswered'; requestId: string; outcome: DeleteOutcome }
   | { type: 'forkAnswered'; requestId: string; outcome: ForkOutcome }
+  | { type: 'appendAnswered'; requestId: string; outcome: AppendOutcome }
   /** Stop the run's provider call (CANCEL, DELETE, INTERRUPT, RELINQUISH): its output so far is kept. */
   | { type: 'abortRequested'; runId: string }
   /** The run's stream opens before the summaries are made: the customer learns what the turn waits for. */
@@ -153,6 +164,8 @@ export type StreamRunInput = { chatId: string; admission: ChatAdmission }
 export type CompactHistoryInput = { chatId: string; admission: ChatAdmission }
 /** The run whose request the vendor refused for its context, and what the refusal said. */
 export type RefitTurnInput = { chatId: string; admission: ChatAdmission; refusal: ContextRefusal }
+/** Writes items to the chat's ledger with no run, in one transaction; resolves with their ordinals. */
+export type AppendPartsInput = { chatId: string; parts: PreparedPart[] }
 /** Deletes the chat's rows in one transaction, settling first a run left outstanding whose lease lapsed. */
 export type DeleteChatInput = { chatId: string; outstanding: RunLease | null }
 /** Blocks to summarise in the background after a run settled (docs/guide/context.md at_fill), and for whom. */

@@ -1,7 +1,7 @@
 import { createActor, fromPromise, type Actor, type InspectionEvent, type Observer, type Snapshot } from 'xstate'
 import { chatMachine } from '../../machines/chat.machine.ts'
 import type { ChatInput } from '../../machines/chat.types.ts'
-import { DomainError, RunInProgressError, UnavailableError } from '../domain/errors.ts'
+import { DomainError, NotFoundError, RunInProgressError, UnavailableError } from '../domain/errors.ts'
 import type { PartBody } from '../domain/parts.ts'
 import { ALWAYS_PRIMARY, type ReplicationRoleSource } from '../store/replication-role.ts'
 import { readTurn, writeTurn } from './admit-turn.ts'
@@ -16,13 +16,17 @@ import { executeRun } from './execute-run.ts'
 import { endStream, endUnsettled, writeSettlement } from './finish-run.ts'
 import { leaveToSweep } from './run-lifecycle.ts'
 import type { RunDeps } from './run-deps.ts'
+import { summariseBlock } from './summarise-block.ts'
+import type { BlockSummary } from '../domain/context/render-summary.ts'
+import type { BlockToSummarise } from '../domain/context/block-to-summarise.ts'
+import type { CompactionJob } from '../domain/context/compaction-job.ts'
 import { reapExpiredRun, settleUnstreamedRun, sweepAbandonedRuns, takeOverRunningRuns } from './sweep-abandoned-runs.ts'
 import { leaseIsLive } from '../domain/runs/lease.ts'
 import type { Submission } from './turn-types.ts'
 import { ChatRuntime, followMachine } from './chat-runtime.ts'
 import { admissionOf, nextEvent, settledOf, type RunChannel } from './run-channel.ts'
 import { createAttachmentHolder } from './attachment-holder.ts'
-import type { AttachmentBytes } from '../domain/turns/submission.ts'
+import type { AttachmentBytes, PreparedPart } from '../domain/turns/submission.ts'
 import type { RunRow } from '../store/runs.ts'
 import type { ChatRow } from '../store/chats.ts'
 import { forkCopier } from '../store/fork-copier.ts'
@@ -148,6 +152,18 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
         }
       }),
       // decision 020: the chat's rows in one transaction; an outstanding run whose lease lapsed is settled first.
+      // decision 055: items outside a turn, written with no run, attachments from the holder as admission's are.
+      appendParts: fromPromise(async ({ input }) => {
+        const parts = input.parts.map((part) => ({
+          body: part.body,
+          runId: null,
+          userMetadata: {},
+          tokens: part.tokens,
+          media: part.media.map(({ byte_len: _, ...ref }) => ({ ...ref, bytes: attachments.bytesOf(ref.sha256) })),
+        }))
+        const written = await deps.store.writes.write(() => deps.store.parts.append(input.chatId, parts))
+        return written.map((row) => row.ordinal)
+      }),
       deleteChat: fromPromise(async ({ input }) => {
         await deps.store.writes.write(() => {
           if (input.outstanding) {
@@ -489,6 +505,54 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
       return new Promise<boolean>((resolve, reject) => {
         runtime.deletes.set(requestId, { resolve: (outcome) => (outcome.kind === 'failed' ? reject(outcome.error) : resolve(outcome.kind === 'deleted')) })
         actor.send({ type: 'DELETE', requestId })
+      })
+    },
+
+    /**
+     * A summary of all of a chat's history in one billed compaction run (the facade's
+     * `/responses/compact`, decision 055), made by the step turns use (src/actors/summarise-block.ts),
+     * on the caller's model and charged to its organisation. For a chat made for the request and
+     * deleted after it, so nothing else reads or writes it meanwhile. Null when the run made no summary.
+     */
+    async summariseWhole(job: CompactionJob, maxTokens: number, signal: AbortSignal): Promise<BlockSummary | null> {
+      const rows = deps.store.parts.packingMeta(job.chatId, 0)
+      if (rows.length === 0) return null
+      const block: BlockToSummarise = {
+        kind: 'block',
+        start: 0,
+        end: rows.length,
+        firstOrdinal: rows[0]!.ordinal,
+        lastOrdinal: rows.at(-1)!.ordinal,
+        parts: rows.length,
+        tokens: rows.reduce((sum, row) => sum + row.tokens, 0),
+        ordinals: rows.map((row) => row.ordinal),
+        maxTokens,
+      }
+      return summariseBlock(deps, job, block, signal)
+    },
+
+    /**
+     * Adds items to a chat's ledger outside a turn, through its actor (decision 055): at rest only,
+     * with no tool call pending; written with no run, in one transaction. Resolves with their
+     * ordinals; rejects with the refusal (a run in progress, calls pending, the chat gone).
+     */
+    append(orgId: string, chatId: string, parts: PreparedPart[], attachmentBytes: AttachmentBytes = new Map()): Promise<number[]> {
+      if (this.ownerOf(chatId).kind !== 'local') {
+        return Promise.reject(new UnavailableError('this node does not own the chat'))
+      }
+      if (!deps.store.chats.get(orgId, chatId)) return Promise.reject(new NotFoundError(`chat ${chatId} not found`))
+      const { actor, runtime } = entryFor(chatId)
+      const requestId = runtime.requestId()
+      const release = attachments.hold(attachmentBytes)
+      return new Promise<number[]>((resolve, reject) => {
+        runtime.appends.set(requestId, {
+          resolve: (outcome) => {
+            release()
+            if (outcome.kind === 'appended') resolve(outcome.ordinals)
+            else reject(outcome.error)
+          },
+        })
+        actor.send({ type: 'APPEND', requestId, parts })
       })
     },
 

@@ -1,6 +1,6 @@
 import type { Actor } from 'xstate'
 import { relinquishedFrame, type chatMachine } from '../../machines/chat.machine.ts'
-import type { ChatEmitted, DeleteOutcome, ForkOutcome, RunAdmission } from '../../machines/chat.types.ts'
+import type { AppendOutcome, ChatEmitted, DeleteOutcome, ForkOutcome, RunAdmission } from '../../machines/chat.types.ts'
 import { openingFrames, RunChannel } from './run-channel.ts'
 import type { ReadTurn } from './admit-turn.ts'
 import type { Admission } from './turn-types.ts'
@@ -34,6 +34,7 @@ export class ChatRuntime {
   private runs: Map<string, { admission: Admission; abort: AbortController }> | null = null
   private deleteWaiters: Map<string, Waiter<DeleteOutcome>> | null = null
   private forkWaiters: Map<string, Waiter<ForkOutcome>> | null = null
+  private appendWaiters: Map<string, Waiter<AppendOutcome>> | null = null
   private releasedRuns: Set<string> | null = null
   private compactionsInFlight: CompactionsInFlight | null = null
   private nextRequest = 1
@@ -47,6 +48,11 @@ export class ChatRuntime {
   /** The DELETE requests waiting for the machine's answer (created on first use, as the others below). */
   get deletes(): Map<string, Waiter<DeleteOutcome>> {
     return (this.deleteWaiters ??= new Map())
+  }
+
+  /** The APPEND requests waiting for the machine's answer. */
+  get appends(): Map<string, Waiter<AppendOutcome>> {
+    return (this.appendWaiters ??= new Map())
   }
 
   /** The FORK requests waiting for the machine's answer. */
@@ -202,6 +208,10 @@ function carryOut(runtime: ChatRuntime, e: ChatEmitted): void {
     case 'forkAnswered':
       runtime.forks.get(e.requestId)?.resolve(e.outcome)
       runtime.forks.delete(e.requestId)
+      return
+    case 'appendAnswered':
+      runtime.appends.get(e.requestId)?.resolve(e.outcome)
+      runtime.appends.delete(e.requestId)
       return
     case 'abortRequested':
       return runtime.abort(e.runId)

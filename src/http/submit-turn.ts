@@ -11,19 +11,16 @@ import { decodeSubmission, prepareSubmission } from './prepare-submission.ts'
 export type TurnCaller = { orgId: string; apiKeyId: string | null }
 
 /**
- * A turn submitted to its chat's actor, up to the moment its stream opens: the one path the native
- * turn route and the OpenAI facade share (decision 055). Resolves the model, decodes and checks the
- * input, hands the submission to the actor and waits for its decision. A refusal, and a failure
- * before the vendor's first byte (once its run is committed failed), are thrown as domain errors.
+ * A turn checked and made ready for its chat's actor, without submitting it: the model resolved,
+ * the input decoded and checked. The one preparation a turn and a count of its input share.
  */
-export async function submitTurn(
+export async function prepareTurn(
   deps: AppDeps,
   bodyWork: Pick<BodyWork, 'decodeAttachment'>,
   caller: TurnCaller,
   chat: Pick<ChatRow, 'id' | 'namespace'>,
   body: TurnRequest,
-  openaiRequest?: Record<string, unknown>,
-): Promise<{ runId: string; events: RunEventSource }> {
+) {
   // An imported catalogue version is taken up at once (decision 041); the check is one indexed read.
   deps.catalogue.checkVersion()
   const resolved = deps.catalogue.resolve(body.model)
@@ -37,7 +34,24 @@ export async function submitTurn(
   const model = resolved.entry
   // Attachments are read whole off the event loop when large (src/http/body-work/body-work.ts).
   const decoded = await decodeSubmission(body, model, bodyWork)
-  const { submission, attachments } = prepareSubmission(body, model, { ...caller, chatId: chat.id, namespace: chat.namespace }, decoded)
+  return prepareSubmission(body, model, { ...caller, chatId: chat.id, namespace: chat.namespace }, decoded)
+}
+
+/**
+ * A turn submitted to its chat's actor, up to the moment its stream opens: the one path the native
+ * turn route and the OpenAI facade share (decision 055). Resolves the model, decodes and checks the
+ * input, hands the submission to the actor and waits for its decision. A refusal, and a failure
+ * before the vendor's first byte (once its run is committed failed), are thrown as domain errors.
+ */
+export async function submitTurn(
+  deps: AppDeps,
+  bodyWork: Pick<BodyWork, 'decodeAttachment'>,
+  caller: TurnCaller,
+  chat: Pick<ChatRow, 'id' | 'namespace'>,
+  body: TurnRequest,
+  openaiRequest?: Record<string, unknown>,
+): Promise<{ runId: string; events: RunEventSource }> {
+  const { submission, attachments } = await prepareTurn(deps, bodyWork, caller, chat, body)
   // The submission's event log is all this reads of the actors (src/actors/run-channel.ts).
   const events = deps.host.submit(openaiRequest ? { ...submission, openaiRequest } : submission, attachments)
   const runId = await admissionOf(events)

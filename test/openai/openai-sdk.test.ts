@@ -170,3 +170,51 @@ describe('the openai SDK against Parley', () => {
     expect(Number(run.body.cost)).toBeGreaterThan(0)
   })
 })
+
+describe('input_tokens, compact and conversation items through the SDK', () => {
+  it('compact: a billed compaction run summarises the window; its compaction item carries the history into a new chain', async () => {
+    const balanceBefore = ctx.store.balance.balanceOf(org.orgId)
+    const compacted = await sdk.responses.compact({
+      model: 'sandbox/echo',
+      input: [
+        { role: 'user', content: 'My name is Alice and I live in Bergen.' },
+        { role: 'assistant', content: 'Nice to meet you, Alice.' },
+      ],
+    })
+    expect(compacted.object).toBe('response.compaction')
+    const item = compacted.output.find((o) => o.type === 'compaction')
+    expect(item).toBeDefined()
+    expect(compacted.usage.input_tokens).toBeGreaterThan(0)
+    expect(Number(ctx.store.balance.balanceOf(org.orgId))).toBeLessThan(Number(balanceBefore))
+    // The summary stands in for the window: the next request's context holds it, as history.
+    const next = await sdk.responses.create({ model: 'sandbox/echo', input: [...(compacted.output as never[]), { role: 'user', content: '/context' }] })
+    const context = JSON.parse(next.output_text) as { messages: { role: string; content: unknown }[] }
+    expect(JSON.stringify(context.messages)).toContain('Summary of the conversation so far')
+    const missingModel = await fetch(`${sdk.baseURL}/responses/compact`, { method: 'POST', headers: { authorization: `Bearer ${org.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ input: 'x' }) })
+    expect(missingModel.status).toBe(400)
+  })
+
+  it('input_tokens: the packed context counted without running, growing with the conversation it names', async () => {
+    const conversation = await sdk.conversations.create({})
+    const empty = await sdk.responses.inputTokens.count({ model: 'sandbox/echo', conversation: conversation.id, input: 'hello' })
+    expect(empty.input_tokens).toBeGreaterThan(0)
+    await sdk.responses.create({ model: 'sandbox/echo', conversation: conversation.id, input: 'word '.repeat(200) })
+    const after = await sdk.responses.inputTokens.count({ model: 'sandbox/echo', conversation: conversation.id, input: 'hello' })
+    expect(after.input_tokens).toBeGreaterThan(empty.input_tokens + 200)
+    // Counting ran nothing: the conversation holds the one response's two items.
+    expect((await sdk.conversations.items.list(conversation.id)).data).toHaveLength(2)
+  })
+
+  it('adds items to a conversation at rest, and refuses while function calls wait for their output', async () => {
+    const conversation = await sdk.conversations.create({ items: [{ type: 'message', role: 'user', content: 'seeded question' }] })
+    const added = await sdk.conversations.items.create(conversation.id, { items: [{ type: 'message', role: 'assistant', content: 'seeded answer' }] })
+    expect(added.data).toHaveLength(1)
+    const all = await sdk.conversations.items.list(conversation.id, { order: 'asc' })
+    expect(all.data.map((i) => (i.type === 'message' ? (i.content[0] as { text: string }).text : i.type))).toEqual(['seeded question', 'seeded answer'])
+    const tools: OpenAI.Responses.Tool[] = [{ type: 'function', name: 'lookup', strict: false, parameters: { type: 'object', properties: { q: { type: 'string' } } } }]
+    await sdk.responses.create({ model: 'sandbox/agent', conversation: conversation.id, input: 'look it up', tools })
+    const refused = await sdk.conversations.items.create(conversation.id, { items: [{ type: 'message', role: 'user', content: 'between a call and its output' }] }).catch((e: unknown) => e)
+    expect(refused).toMatchObject({ status: 400 })
+    expect((await sdk.conversations.items.list(conversation.id)).data).toHaveLength(all.data.length + 2)
+  })
+})

@@ -1,7 +1,9 @@
 import type { Problem } from '../errors.ts'
+import type { PartBody } from '../parts.ts'
 import type { ReasoningEffort, ResponseFormat, SubmittedMedia, SubmittedPart, ToolChoice, TurnRequest } from '../turns/submission.ts'
 import type { ToolDefinition } from '../config/config-types.ts'
 import { itemRefOf, type ItemRef } from './openai-ids.ts'
+import { carriedSummaryText, summaryOf } from './compaction-item.ts'
 
 /** The Responses request as the facade's schema admits it (src/http/schemas/openai-responses.ts). */
 type ContentPart =
@@ -15,6 +17,7 @@ export type InputItem =
   | { type: 'function_call'; call_id: string; name: string; arguments: string }
   | { type: 'function_call_output'; call_id: string; output: string | ContentPart[] }
   | { type: 'reasoning' }
+  | { type: 'compaction'; encrypted_content: string }
   | { type?: 'item_reference' | null; id: string }
 
 export type ResponsesRequest = {
@@ -144,7 +147,7 @@ function toolsOf(tools: ResponsesRequest['tools']): ToolDefinition[] | null {
  * reasoning) are history already in the ledger and add nothing. What the turn's rules decide (is the
  * call pending, does the model take the image) is left to them: nothing is decided twice.
  */
-export function requestToTurn(body: ResponsesRequest, chat: ChatLookups): TranslatedTurn {
+export function requestToTurn(body: ResponsesRequest, chat: ChatLookups, options: { allowEmpty?: boolean } = {}): TranslatedTurn {
   const problems: Problem[] = []
   const input: SubmittedPart[] = []
   const instructions: string[] = body.instructions ? [body.instructions] : []
@@ -198,11 +201,18 @@ export function requestToTurn(body: ResponsesRequest, chat: ChatLookups): Transl
       }
       case 'reasoning':
         return
+      case 'compaction': {
+        // A summary this server made (POST /v1/responses/compact), carried as history.
+        const summary = summaryOf(item.encrypted_content)
+        if (summary === null) problems.push(at(`${pointer}/encrypted_content`, 'is not a compaction this server made'))
+        else input.push({ type: 'assistant_message', text: carriedSummaryText(summary) })
+        return
+      }
       default:
         problems.push(at(`${pointer}/type`, `unknown item type ${JSON.stringify((item as { type: unknown }).type)}`))
     }
   })
-  if (input.length === 0) problems.push(at('/input', 'adds nothing to answer: send a user message or a function_call_output'))
+  if (input.length === 0 && !options.allowEmpty) problems.push(at('/input', 'adds nothing to answer: send a user message or a function_call_output'))
   const effort = body.reasoning?.effort
   const request: TranslatedTurn['request'] = {
     model: body.model,
@@ -217,4 +227,23 @@ export function requestToTurn(body: ResponsesRequest, chat: ChatLookups): Transl
     user_metadata: body.metadata ?? {},
   }
   return { request, problems }
+}
+
+/**
+ * Items added outside a turn (a conversation's items, the input of a compaction) as ledger parts:
+ * user and assistant messages of text, and summaries carried back. What belongs to a response
+ * (system or developer instructions, a function call's output, attachments) is refused here.
+ */
+export function itemsToParts(items: InputItem[], chat: ChatLookups, pointer = '/items'): { parts: PartBody[]; problems: Problem[] } {
+  const translated = requestToTurn({ model: '', input: items }, chat, { allowEmpty: true })
+  const problems = translated.problems.map((p) => ({ ...p, pointer: p.pointer.replace(/^\/input/, pointer) }))
+  if (translated.request.instructions) problems.push(at(pointer, 'system and developer messages instruct one response: send them as instructions with it'))
+  const parts: PartBody[] = []
+  for (const part of translated.request.input) {
+    if (part.media && part.media.length > 0) problems.push(at(pointer, 'attachments are sent in a response\'s input, where the model that reads them is known'))
+    if (part.type === 'prompt') parts.push({ type: 'prompt', text: part.text ?? '' })
+    else if (part.type === 'assistant_message') parts.push({ type: 'message', text: part.text })
+    else problems.push(at(pointer, "a function_call_output answers a call: send it in a response's input"))
+  }
+  return { parts, problems }
 }

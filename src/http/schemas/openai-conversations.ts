@@ -15,6 +15,10 @@ export const CreateConversation = Type.Object(
   },
   { ...closed, $id: 'OpenAICreateConversation' },
 )
+export const AddConversationItems = Type.Object(
+  { items: Type.Array(Type.Ref(OpenAIInputItem), { minItems: 1, maxItems: 20 }), include: Type.Optional(Type.Array(Type.String(), { maxItems: 16 })) },
+  { ...closed, $id: 'OpenAIAddConversationItems' },
+)
 export const UpdateConversation = Type.Object({ metadata: Metadata }, { ...closed, $id: 'OpenAIUpdateConversation' })
 
 export const OpenAIConversation = Type.Object(
@@ -30,4 +34,4 @@ export const OpenAIConversation = Type.Object(
 export const ConversationParams = Type.Object({ conversation_id: Type.String({ minLength: 1, maxLength: 128 }) })
 export const ConversationItemParams = Type.Object({ conversation_id: Type.String({ minLength: 1, maxLength: 128 }), item_id: Type.String({ minLength: 1, maxLength: 128 }) })
 
-export const OPENAI_CONVERSATION_SCHEMAS = [CreateConversation, UpdateConversation, OpenAIConversation]
+export const OPENAI_CONVERSATION_SCHEMAS = [CreateConversation, AddConversationItems, UpdateConversation, OpenAIConversation]

@@ -80,9 +80,13 @@ const ReasoningInput = Type.Object(
   },
   closed,
 )
+const CompactionInput = Type.Object(
+  { type: Type.Literal('compaction'), encrypted_content: Type.String({ minLength: 1 }), id: Type.Optional(Type.String()) },
+  { ...closed, description: 'A summary POST /v1/responses/compact made, carried back as history.' },
+)
 const ItemReference = Type.Object({ type: Type.Optional(Nullable(Type.Literal('item_reference'))), id: Type.String({ minLength: 1 }) }, closed)
 
-export const OpenAIInputItem = Type.Union([MessageInput, FunctionCallInput, FunctionCallOutputInput, ReasoningInput, ItemReference], { $id: 'OpenAIInputItem' })
+export const OpenAIInputItem = Type.Union([MessageInput, FunctionCallInput, FunctionCallOutputInput, ReasoningInput, CompactionInput, ItemReference], { $id: 'OpenAIInputItem' })
 export type OpenAIInputItem = Static<typeof OpenAIInputItem>
 
 export const OpenAIFunctionTool = Type.Object(
@@ -184,6 +188,34 @@ export const OpenAIStreamFrame = Type.Object(
   { $id: 'OpenAIStreamFrame' },
 )
 
+/** The input a response would send, counted: the create request's fields (nothing runs, so nothing streams or is stored). */
+export const OpenAICountRequest = Type.Omit(OpenAICreateResponse, ['stream', 'stream_options', 'background', 'store', 'include', 'metadata', 'service_tier', 'top_logprobs', 'user', 'safety_identifier', 'prompt_cache_key', 'max_tool_calls'], {
+  ...closed,
+  $id: 'OpenAICountRequest',
+})
+
+export const OpenAICompactRequest = Type.Object(
+  {
+    model: Type.String({ minLength: 1, description: 'The catalogue `name` of the model that writes the summary; its compaction run is billed.' }),
+    input: Type.Optional(Type.Union([Type.String(), Type.Array(OpenAIInputItem, { maxItems: 128 })])),
+    instructions: Type.Optional(Nullable(Type.String({ maxLength: 262_144 }))),
+    previous_response_id: Type.Optional(Nullable(Type.String({ minLength: 1 }))),
+    prompt_cache_key: Type.Optional(Nullable(Type.String({ maxLength: 1024 }))),
+  },
+  { ...closed, $id: 'OpenAICompactRequest' },
+)
+
+export const OpenAICompaction = Type.Object(
+  {
+    id: Type.String(),
+    object: Type.Literal('response.compaction'),
+    created_at: Type.Integer(),
+    output: Type.Array(Type.Object({ type: Type.String(), id: Type.String() }, open)),
+    usage: Type.Object({}, open),
+  },
+  { $id: 'OpenAICompaction', description: 'The compacted window: a `compaction` item holding the summary, to send as input in place of what it summarises.' },
+)
+
 export const ResponseParams = Type.Object({ response_id: Type.String({ minLength: 1, maxLength: 128 }) })
 
 export const ItemListQuery = Type.Object({
@@ -211,4 +243,4 @@ export const OpenAIErrorBody = Type.Object(
   { $id: 'OpenAIErrorBody', description: "An error as OpenAI's API sends it." },
 )
 
-export const OPENAI_SCHEMAS = [OpenAIInputItem, OpenAIFunctionTool, OpenAICreateResponse, OpenAIResponse, OpenAIStreamFrame, OpenAIItemList, OpenAIErrorBody]
+export const OPENAI_SCHEMAS = [OpenAIInputItem, OpenAIFunctionTool, OpenAICreateResponse, OpenAIResponse, OpenAIStreamFrame, OpenAIItemList, OpenAICountRequest, OpenAICompactRequest, OpenAICompaction, OpenAIErrorBody]

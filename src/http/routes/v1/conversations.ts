@@ -9,7 +9,8 @@ import type { AppDeps } from '../../app-deps.ts'
 import { findConversation, itemsOfRows, rowOfItem } from '../../openai/facade-reads.ts'
 import { orgOf } from '../../plugins/auth.ts'
 import { ItemListQuery, OpenAIItemList } from '../../schemas/openai-responses.ts'
-import { ConversationItemParams, ConversationParams, CreateConversation, OpenAIConversation, UpdateConversation } from '../../schemas/openai-conversations.ts'
+import { AddConversationItems, ConversationItemParams, ConversationParams, CreateConversation, OpenAIConversation, UpdateConversation } from '../../schemas/openai-conversations.ts'
+import { appendItems } from '../../openai/append-items.ts'
 import { NamespaceHeader } from './responses.ts'
 import { openaiErrors, OpenAISecurity } from './openai-route-docs.ts'
 
@@ -18,7 +19,8 @@ const metadataProblem = (metadata: unknown) => checkUserMetadata(metadata, '/met
 /**
  * OpenAI's Conversations API over Parley's chats (decision 055): a conversation is a chat, its items
  * are the chat's ledger parts, and `metadata` is the chat's user_metadata. Items are added by
- * responses (`conversation` on POST /v1/responses), as a chat's parts are by turns.
+ * responses (`conversation` on POST /v1/responses), as a chat's parts are by turns, or at rest
+ * through the chat's actor (APPEND).
  */
 export const openaiConversationRoutes =
   (deps: AppDeps): FastifyPluginAsyncTypebox =>
@@ -41,13 +43,18 @@ export const openaiConversationRoutes =
       },
       async (request) => {
         const body = request.body
-        if (body.items && body.items.length > 0) {
-          throw new ValidationError([{ in: 'body', pointer: '/items', message: 'a conversation starts empty in Parley: send its first items as the input of POST /v1/responses with this conversation' }])
-        }
+        const orgId = orgOf(request)
         const metadata = body.metadata ?? {}
         const problem = metadataProblem(metadata)
         if (problem) throw new ValidationError([problem])
-        const chat = deps.store.chats.create({ orgId: orgOf(request), namespace: request.headers['x-parley-namespace'] ?? null, title: null, description: null, userMetadata: metadata })
+        const chat = deps.store.chats.create({ orgId, namespace: request.headers['x-parley-namespace'] ?? null, title: null, description: null, userMetadata: metadata })
+        try {
+          await appendItems(deps, orgId, chat.id, body.items ?? [], '/items')
+        } catch (error) {
+          // A refused request leaves nothing behind: not even the empty chat.
+          await deps.host.delete(orgId, chat.id)
+          throw error
+        }
         return conversationObject(chat)
       },
     )
@@ -146,6 +153,29 @@ export const openaiConversationRoutes =
         const rows = ascending ? page.rows : [...page.rows].reverse()
         const data = itemsOfRows(deps, chat.id, rows)
         return { object: 'list' as const, data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: page.hasMore }
+      },
+    )
+
+    app.post(
+      '/v1/conversations/:conversation_id/items',
+      {
+        schema: {
+          operationId: 'openaiAddConversationItems',
+          tags: ['openai'],
+          summary: "Add items to a conversation: its chat's ledger, with no run (OpenAI Conversations API)",
+          description:
+            'User and assistant messages of text, and summaries from POST /v1/responses/compact. Added at rest only: not while a response runs (400 conversation_locked), nor while function calls wait for their output. See docs/decisions/055-openai-facade.md.',
+          security: OpenAISecurity,
+          params: ConversationParams,
+          body: Type.Ref(AddConversationItems),
+          response: { 200: Type.Ref(OpenAIItemList), ...openaiErrors(400, 401, 404, 413, 500, 503) },
+        },
+      },
+      async (request) => {
+        const orgId = orgOf(request)
+        const chat = findConversation(deps, orgId, request.params.conversation_id)
+        const data = await appendItems(deps, orgId, chat.id, request.body.items, '/items')
+        return { object: 'list' as const, data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: false }
       },
     )
 

@@ -2,11 +2,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { AppDeps } from '../../app-deps.ts'
 import { createResponse } from '../../openai/create-response.ts'
+import { compactResponse } from '../../openai/compact-response.ts'
+import { countInputTokens } from '../../openai/count-input.ts'
 import { findResponseRun, inputItemsOf, responseOfRun } from '../../openai/facade-reads.ts'
 import { pageOfItems } from '../../../domain/openai/item-page.ts'
 import { orgOf } from '../../plugins/auth.ts'
 import { Namespace } from '../../schemas/common.ts'
-import { ItemListQuery, OpenAICreateResponse, OpenAIItemList, OpenAIResponse, OpenAIStreamFrame, ResponseParams } from '../../schemas/openai-responses.ts'
+import { ItemListQuery, OpenAICompactRequest, OpenAICompaction, OpenAICountRequest, OpenAICreateResponse, OpenAIItemList, OpenAIResponse, OpenAIStreamFrame, ResponseParams } from '../../schemas/openai-responses.ts'
 import { endOpenStreams, type OpenStreams } from '../../sse/write-run-stream.ts'
 import { writeResponsesStream } from '../../sse/write-responses-stream.ts'
 import { TURN_BODY_LIMIT, type TurnRouteOptions } from '../api/v1/chats/responses.ts'
@@ -61,6 +63,55 @@ export const openaiResponseRoutes =
         }
         if (body.background === true) return current()
         return settled
+      },
+    )
+
+    app.post(
+      '/v1/responses/input_tokens',
+      {
+        bodyLimit: TURN_BODY_LIMIT,
+        schema: {
+          operationId: 'openaiCountInputTokens',
+          tags: ['openai'],
+          summary: 'Count the input a response would send, packed as its turn would be (OpenAI Responses API)',
+          security: OpenAISecurity,
+          headers: NamespaceHeader,
+          body: Type.Ref(OpenAICountRequest),
+          response: {
+            200: Type.Object({ object: Type.Literal('response.input_tokens'), input_tokens: Type.Integer({ minimum: 0 }) }),
+            ...openaiErrors(400, 401, 404, 413, 500, 503),
+          },
+        },
+      },
+      async (request) => {
+        const caller = { orgId: orgOf(request), apiKeyId: request.identity?.keyId ?? null }
+        const tokens = await countInputTokens(deps, options.bodyWork, caller, request.body, request.headers['x-parley-namespace'] ?? null)
+        return { object: 'response.input_tokens' as const, input_tokens: tokens }
+      },
+    )
+
+    app.post(
+      '/v1/responses/compact',
+      {
+        bodyLimit: TURN_BODY_LIMIT,
+        schema: {
+          operationId: 'openaiCompactResponse',
+          tags: ['openai'],
+          summary: 'Compact a conversation window into a summary (OpenAI Responses API)',
+          description:
+            'The chat of `previous_response_id` up to that response, then `input`, summarised by `model` in one compaction run, billed as compaction. Send the answer\'s `compaction` item as input in place of what it summarises. Nothing else is kept. See docs/decisions/055-openai-facade.md.',
+          security: OpenAISecurity,
+          body: Type.Ref(OpenAICompactRequest),
+          response: { 200: Type.Ref(OpenAICompaction), ...openaiErrors(400, 401, 404, 413, 429, 500, 502, 503) },
+        },
+      },
+      async (request, reply) => {
+        // The run stops when the client hangs up before the answer: it is not billed for more than was made.
+        const abort = new AbortController()
+        reply.raw.once('close', () => {
+          if (!reply.raw.writableFinished) abort.abort()
+        })
+        return compactResponse(deps, { orgId: orgOf(request), apiKeyId: request.identity?.keyId ?? null }, request.body, abort.signal)
       },
     )
 

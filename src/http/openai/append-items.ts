@@ -1,0 +1,22 @@
+import { ValidationError } from '../../domain/errors.ts'
+import { estimatePartTokens } from '../../domain/context/estimate-part-tokens.ts'
+import { itemsToParts, type InputItem } from '../../domain/openai/request-to-turn.ts'
+import type { Item } from '../../domain/openai/part-to-item.ts'
+import type { AppDeps } from '../app-deps.ts'
+import { chatLookups, itemsOfRows } from './facade-reads.ts'
+
+/**
+ * Items added to a chat outside a turn, through its actor (APPEND, decision 055), read back as the
+ * items they became. Refused whole, writing nothing, when any item cannot be added.
+ */
+export async function appendItems(deps: AppDeps, orgId: string, chatId: string, items: InputItem[], pointer: string): Promise<Item[]> {
+  const { parts, problems } = itemsToParts(items, chatLookups(deps, chatId), pointer)
+  if (problems.length > 0) throw new ValidationError(problems)
+  if (parts.length === 0) return []
+  const ordinals = await deps.host.append(
+    orgId,
+    chatId,
+    parts.map((body) => ({ body, media: [], tokens: estimatePartTokens(body) })),
+  )
+  return itemsOfRows(deps, chatId, deps.store.parts.between(chatId, ordinals[0]!, ordinals.at(-1)!))
+}
