@@ -3,7 +3,7 @@ import type { TranslationWarning } from '../domain/turns/coerce-reasoning-effort
 import type { ResponseFormat, ToolChoice, TurnRequest } from '../domain/turns/submission.ts'
 
 /** The per-turn settings of a vendor call (docs/guide/turn-options.md), as the AI SDK's call options take them. */
-export type CallSettings = Pick<LanguageModelV4CallOptions, 'temperature' | 'toolChoice' | 'responseFormat'>
+export type CallSettings = Pick<LanguageModelV4CallOptions, 'temperature' | 'topP' | 'toolChoice' | 'responseFormat'>
 
 /**
  * The highest temperature each vendor takes, where it is below the API's 2. Anthropic's Messages API
@@ -43,7 +43,7 @@ function responseFormatOf(format: ResponseFormat): NonNullable<CallSettings['res
  * Google's `responseSchema`, …). A temperature above the vendor's ceiling is lowered to it with a
  * translation warning, as a reasoning effort the model lacks is (decision 054).
  */
-export function mapCallSettings(provider: string, request: Pick<TurnRequest, 'temperature' | 'tool_choice' | 'response_format'>): { value: CallSettings; warnings: TranslationWarning[] } {
+export function mapCallSettings(provider: string, request: Pick<TurnRequest, 'temperature' | 'top_p' | 'tool_choice' | 'response_format'>): { value: CallSettings; warnings: TranslationWarning[] } {
   const value: CallSettings = {}
   const warnings: TranslationWarning[] = []
   const temperature = request.temperature ?? null
@@ -58,6 +58,7 @@ export function mapCallSettings(provider: string, request: Pick<TurnRequest, 'te
       value.temperature = ceiling
     } else value.temperature = temperature
   }
+  if (request.top_p != null) value.topP = request.top_p
   if (request.tool_choice != null) value.toolChoice = toolChoiceOf(request.tool_choice)
   if (request.response_format != null) value.responseFormat = responseFormatOf(request.response_format)
   return { value, warnings }

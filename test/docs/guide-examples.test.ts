@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -27,6 +27,23 @@ const pages = readdirSync(GUIDE)
  * chats-and-ledger page lists.
  */
 const readme = { name: 'README.md of the repository', examples: runnableExamples('README.md', readFileSync(join(REPO_ROOT, 'README.md'), 'utf8')) }
+
+/**
+ * A venv with the guide's Python requirements (docs/guide/requirements.txt), made once under
+ * node_modules/.cache and made again when the requirements change; its bin directory.
+ */
+function pythonWithGuideRequirements(): string {
+  const requirements = readFileSync(join(GUIDE, 'requirements.txt'), 'utf8')
+  const venv = join(REPO_ROOT, 'node_modules/.cache/parley-guide-python')
+  const stamp = join(venv, 'requirements.txt')
+  if (!existsSync(stamp) || readFileSync(stamp, 'utf8') !== requirements) {
+    rmSync(venv, { recursive: true, force: true })
+    const made = spawnSync('sh', ['-c', `python3 -m venv "${venv}" && "${venv}/bin/pip" install -q -r "${join(GUIDE, 'requirements.txt')}"`], { encoding: 'utf8', timeout: 180_000 })
+    if (made.status !== 0) throw new Error(`could not install the guide's Python requirements: ${made.stderr}`)
+    writeFileSync(stamp, requirements)
+  }
+  return join(venv, 'bin')
+}
 
 type Outcome = { stdout: string; stderr: string; exitCode: number; statuses: number[] }
 
@@ -95,13 +112,15 @@ describe('the guide’s runnable examples', () => {
   const outcomes = new Map<string, Promise<Outcome[] | Error>>()
 
   beforeAll(async () => {
-    for (const tool of ['bash', 'curl', 'jq']) {
+    for (const tool of ['bash', 'curl', 'jq', 'python3']) {
       if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) throw new Error(`the guide's examples need ${tool} on the PATH`)
     }
+    const python = pythonWithGuideRequirements()
     dataDir = mkdtempSync(join(tmpdir(), 'parley-guide-data-'))
     server = await startServer({ env: { DATA_DIR: dataDir } })
     const key = readFileSync(join(dataDir, 'dev-api-key.txt'), 'utf8').trim()
-    const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', DATA_DIR: dataDir, KEY: key, API: server.url }
+    // The Python examples' packages (docs/guide/requirements.txt) come first on the PATH, as a reader's venv would.
+    const env = { PATH: `${python}:${process.env.PATH ?? ''}`, HOME: process.env.HOME ?? '', DATA_DIR: dataDir, KEY: key, API: server.url }
     for (const page of pages) outcomes.set(page.name, runPage(page.examples, env).catch((error: Error) => error))
     const guideDone = Promise.all(outcomes.values())
     outcomes.set(readme.name, guideDone.then(() => runPage(readme.examples, env)).catch((error: Error) => error))

@@ -13,6 +13,9 @@ describe('mapCallSettings', () => {
     expect(mapCallSettings('anthropic', { temperature: 0.7 })).toEqual({ value: { temperature: 0.7 }, warnings: [] })
     expect(mapCallSettings('google', { temperature: 1.6 })).toEqual({ value: { temperature: 1.6 }, warnings: [] })
   })
+  it('sends top_p as the AI SDK topP, unchanged', () => {
+    expect(mapCallSettings('openai', { top_p: 0.9 })).toEqual({ value: { topP: 0.9 }, warnings: [] })
+  })
   it('maps tool_choice and response_format to the AI SDK call options', () => {
     expect(mapCallSettings('openai', { tool_choice: 'required' }).value.toolChoice).toEqual({ type: 'required' })
     expect(mapCallSettings('openai', { tool_choice: { type: 'tool', name: 'w' } }).value.toolChoice).toEqual({ type: 'tool', toolName: 'w' })

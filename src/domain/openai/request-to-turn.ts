@@ -27,6 +27,7 @@ export type ResponsesRequest = {
   tools?: { type: 'function'; name: string; description?: string | null; parameters?: Record<string, unknown> | null; strict?: boolean | null }[]
   tool_choice?: 'none' | 'auto' | 'required' | { type: 'function'; name: string }
   temperature?: number | null
+  top_p?: number | null
   max_output_tokens?: number | null
   reasoning?: { effort?: string | null } | null
   text?: { format?: { type: 'text' } | { type: 'json_object' } | { type: 'json_schema'; name: string; schema: Record<string, unknown>; description?: string } }
@@ -221,6 +222,7 @@ export function requestToTurn(body: ResponsesRequest, chat: ChatLookups, options
     tools: toolsOf(body.tools),
     tool_choice: toolChoiceOf(body.tool_choice),
     temperature: body.temperature ?? null,
+    top_p: body.top_p ?? null,
     max_tokens: body.max_output_tokens ?? null,
     reasoning_effort: effort == null ? null : (EFFORTS[effort] ?? null),
     response_format: responseFormatOf(body.text?.format),

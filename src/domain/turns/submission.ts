@@ -38,6 +38,8 @@ export type TurnRequest = {
   /** docs/guide/turn-options.md: this turn's own system instruction, after the configured ones. */
   instructions?: string | null
   temperature?: number | null
+  /** Nucleus sampling, 0-1, sent as it is (docs/guide/turn-options.md). */
+  top_p?: number | null
   tool_choice?: ToolChoice | null
   response_format?: ResponseFormat | null
   /** false: the turn is answered as one JSON document once settled (docs/guide/turn-options.md). */

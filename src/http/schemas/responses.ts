@@ -108,6 +108,7 @@ export const CreateResponseRequest = Type.Object(
     temperature: Type.Optional(
       Nullable(Type.Number({ minimum: 0, maximum: 2, description: 'Sampling temperature; lowered to the vendor\'s ceiling (Anthropic: 1) with a `translation_warnings` entry.' })),
     ),
+    top_p: Type.Optional(Nullable(Type.Number({ minimum: 0, maximum: 1, description: 'Nucleus sampling: the share of probability mass the next token is drawn from.' }))),
     tool_choice: Type.Optional(Nullable(Type.Ref(ToolChoice))),
     response_format: Type.Optional(Nullable(Type.Ref(ResponseFormat))),
     stream: Type.Optional(
