@@ -156,6 +156,9 @@ export async function writeTurn(
       const earlier = store.idempotencyKeys.runOf(orgId, request.idempotency_key, now)
       if (earlier) throw new IdempotencyKeyReusedError(earlier)
     }
+    if (submission.newChat) {
+      store.chats.create({ id: submission.chatId, orgId, namespace: submission.newChat.namespace, title: null, description: null, userMetadata: {} })
+    }
     const written = store.parts.append(
       submission.chatId,
       // History the input carried is no run's output: it is written with no run (decision 055).

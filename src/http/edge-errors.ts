@@ -3,6 +3,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { sendEnvelope } from './send-envelope.ts'
 
 /**
  * Issue 11: rejections made before a route runs (by Node's HTTP parser or Fastify's router) answer
@@ -113,15 +114,15 @@ export function deferContinue(server: Server): void {
 export function frameworkErrors(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
   switch (error.code) {
     case 'FST_ERR_BAD_URL':
-      reply.code(400).send({ error: { code: 'invalid_request', message: 'the URL is not valid percent-encoding' } })
+      sendEnvelope(reply, 400, { code: 'invalid_request', message: 'the URL is not valid percent-encoding' })
       return
     case 'FST_ERR_MAX_PARAM_LENGTH':
       // No identifier or name in this API is that long: the path names nothing.
-      reply.code(404).send({ error: { code: 'not_found', message: 'not found: a path segment is longer than 100 characters' } })
+      sendEnvelope(reply, 404, { code: 'not_found', message: 'not found: a path segment is longer than 100 characters' })
       return
     default:
       reply.log.error({ err: error }, 'framework error')
-      reply.code(500).send({ error: { code: 'internal', message: 'internal error' } })
+      sendEnvelope(reply, 500, { code: 'internal', message: 'internal error' })
   }
 }
 

@@ -2,7 +2,7 @@ import type { RunEventSource } from '../actors/run-channel.ts'
 import { admissionOf, nextEvent, settledOf } from '../actors/run-channel.ts'
 import { retiredMessage } from '../domain/catalogue/lifecycle.ts'
 import { ValidationError } from '../domain/errors.ts'
-import type { TurnRequest } from '../domain/turns/submission.ts'
+import type { Submission, TurnRequest } from '../domain/turns/submission.ts'
 import type { ChatRow } from '../store/chats.ts'
 import type { AppDeps } from './app-deps.ts'
 import type { BodyWork } from './body-work/body-work.ts'
@@ -49,11 +49,11 @@ export async function submitTurn(
   caller: TurnCaller,
   chat: Pick<ChatRow, 'id' | 'namespace'>,
   body: TurnRequest,
-  openaiRequest?: Record<string, unknown>,
+  extra: Pick<Submission, 'openaiRequest' | 'newChat'> = {},
 ): Promise<{ runId: string; events: RunEventSource }> {
   const { submission, attachments } = await prepareTurn(deps, bodyWork, caller, chat, body)
   // The submission's event log is all this reads of the actors (src/actors/run-channel.ts).
-  const events = deps.host.submit(openaiRequest ? { ...submission, openaiRequest } : submission, attachments)
+  const events = deps.host.submit({ ...submission, ...extra }, attachments)
   const runId = await admissionOf(events)
   // A provider that fails before its first byte is an HTTP error, not a stream (docs/guide/turn-stream.md).
   const { event: opening } = await nextEvent(events, ['opened', 'failed_before_stream'])

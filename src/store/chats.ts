@@ -21,6 +21,8 @@ export type NewChat = {
   title: string | null
   description: string | null
   userMetadata: unknown
+  /** The id, when it was chosen before the row is written (a chat made by its first turn's admission, decision 055). */
+  id?: string
 }
 
 export type ChatListQuery = {
@@ -61,7 +63,7 @@ export function createChatStore(db: Db, clock: Clock = wallClock) {
 
   return {
     create(chat: NewChat): ChatRow {
-      const id = newId()
+      const id = chat.id ?? newId()
       const now = clock().toISOString()
       insert.run(id, chat.orgId, chat.namespace, chat.title, chat.description, JSON.stringify(chat.userMetadata), now, now)
       return byId.get(id, chat.orgId)!

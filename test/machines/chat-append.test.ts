@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { createActor, fromPromise, type Actor } from 'xstate'
 import { chatMachine } from '../../machines/chat.machine.ts'
-import type { AppendOutcome, AppendPartsInput, ChatInput } from '../../machines/chat.types.ts'
+import type { AppendOutcome, AppendPartsInput, ChatInput, DeleteChatInput } from '../../machines/chat.types.ts'
 import { ChatRuntime, followMachine } from '../../src/actors/chat-runtime.ts'
 import { NotFoundError, RunInProgressError, UnavailableError, ValidationError } from '../../src/domain/errors.ts'
 import type { PreparedPart } from '../../src/domain/turns/submission.ts'
@@ -22,7 +22,7 @@ function harness(input: Partial<ChatInput> = {}) {
       appendParts: fromPromise<number[], AppendPartsInput>(
         ({ input }) => new Promise<number[]>((resolve, reject) => writes.push({ input, resolve, reject })),
       ),
-      deleteChat: fromPromise(async () => undefined),
+      deleteChat: fromPromise<void, DeleteChatInput>(async () => {}),
     },
   })
   const runtime = new ChatRuntime(CHAT_ID)

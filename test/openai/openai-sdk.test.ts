@@ -80,7 +80,7 @@ describe('the openai SDK against Parley', () => {
     const parts = (history.body.data as { part: { text: string } }[]).map((p) => p.part.text)
     expect(parts).toEqual(['first', 'echo: first', 'second', 'echo: second', 'third', 'echo: third'])
     expect((await sdk.conversations.retrieve(conversation.id)).metadata).toEqual({ topic: 'tides' })
-    const one = await sdk.conversations.items.retrieve(items.data[1]!.id, { conversation_id: conversation.id })
+    const one = await sdk.conversations.items.retrieve(items.data[1]!.id!, { conversation_id: conversation.id })
     expect(one).toEqual(items.data[1])
   })
 

@@ -96,6 +96,12 @@ export type Submission = {
   request: TurnRequest
   model: CatalogueEntry
   input: PreparedPart[]
+  /**
+   * The chat does not exist yet: its row is written by this turn's admission, in the transaction
+   * that writes the input and the run, so a refused turn leaves nothing (the facade's responses
+   * without a conversation, decision 055).
+   */
+  newChat?: { namespace: string | null }
   /** What an OpenAI-facade request asked beyond the turn, echoed by its response (decision 055): kept in the manifest as `openai_request`. */
   openaiRequest?: Record<string, unknown>
 }

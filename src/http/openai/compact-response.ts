@@ -7,7 +7,7 @@ import { usageOf } from '../../domain/openai/response-object.ts'
 import { ZERO_USAGE, type Usage } from '../../domain/pricing/usage.ts'
 import type { AppDeps } from '../app-deps.ts'
 import type { TurnCaller } from '../submit-turn.ts'
-import { appendItems } from './append-items.ts'
+import { appendParts, partsOfItems } from './append-items.ts'
 import { previousResponse } from './facade-reads.ts'
 
 /** What a compacted window's summary may spend: enough to keep a long chat's facts, small beside any window. */
@@ -30,9 +30,11 @@ export async function compactResponse(deps: AppDeps, caller: TurnCaller, body: C
     throw new ValidationError([{ in: 'body', pointer: '/input', message: 'nothing to compact: send input, previous_response_id, or both' }])
   }
   const { orgId } = caller
+  const previous = body.previous_response_id == null ? null : previousResponse(deps, orgId, body.previous_response_id)
+  // Checked before the copy is made: a refused request leaves nothing behind.
+  const parts = partsOfItems(deps, previous?.chat.id ?? null, items, '/input')
   let chat
-  if (body.previous_response_id != null) {
-    const previous = previousResponse(deps, orgId, body.previous_response_id)
+  if (previous !== null) {
     const upTo = deps.store.parts.ofRunInChat(previous.run.id, previous.chat.id).at(-1)?.ordinal
     chat = await deps.host.fork(orgId, previous.chat.id, { ...(upTo === undefined ? {} : { upToOrdinal: upTo }), title: null, description: null, userMetadata: {} })
     if (!chat) throw new ValidationError([{ in: 'body', pointer: '/previous_response_id', message: 'its conversation was deleted meanwhile' }])
@@ -40,7 +42,7 @@ export async function compactResponse(deps: AppDeps, caller: TurnCaller, body: C
     chat = deps.store.chats.create({ orgId, namespace: null, title: null, description: null, userMetadata: {} })
   }
   try {
-    await appendItems(deps, orgId, chat.id, items, '/input')
+    await appendParts(deps, orgId, chat.id, parts)
     const summary = await deps.host.summariseWhole(
       {
         chatId: chat.id,

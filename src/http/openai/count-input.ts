@@ -10,34 +10,35 @@ import { chatLookups, findConversation, previousResponse } from './facade-reads.
 /**
  * `POST /v1/responses/input_tokens` (decision 055): what the request would send, packed as its turn
  * would be (the chat's history under its budget and retention, the configured instructions and
- * tools, the input) and counted as the vendor is expected to count it. Writes nothing: an older
- * response is counted on a copy of its chat cut at it, deleted again; no chat is made for a new one.
+ * tools, the input) and counted as the vendor is expected to count it. Writes nothing it keeps: an
+ * older response is counted on a copy of its chat cut at it, made once the request is checked and
+ * deleted again; a request with no chat is counted on an empty history, no chat made.
  */
 export async function countInputTokens(deps: AppDeps, bodyWork: Pick<BodyWork, 'decodeAttachment'>, caller: TurnCaller, body: OpenAICreateResponse, namespace: string | null): Promise<number> {
   if (body.conversation != null && body.previous_response_id != null) {
     throw new ValidationError([{ in: 'body', pointer: '/previous_response_id', message: 'cannot be combined with conversation: name one' }])
   }
   let chat: { id: string; namespace: string | null } = { id: newId(), namespace }
-  let copy: string | null = null
+  let cutAt: number | null | undefined
   if (body.conversation != null) chat = findConversation(deps, caller.orgId, typeof body.conversation === 'string' ? body.conversation : body.conversation.id)
   else if (body.previous_response_id != null) {
     const previous = previousResponse(deps, caller.orgId, body.previous_response_id)
     chat = previous.chat
-    if (deps.store.runs.latestCustomerRun(chat.id)?.id !== previous.run.id) {
-      const upTo = deps.store.parts.ofRunInChat(previous.run.id, chat.id).at(-1)?.ordinal
-      const fork = await deps.host.fork(caller.orgId, chat.id, { ...(upTo === undefined ? {} : { upToOrdinal: upTo }), title: null, description: null, userMetadata: {} })
-      if (!fork) throw new ValidationError([{ in: 'body', pointer: '/previous_response_id', message: 'its conversation was deleted meanwhile' }])
-      chat = fork
-      copy = fork.id
-    }
+    if (deps.store.runs.latestCustomerRun(chat.id)?.id !== previous.run.id) cutAt = deps.store.parts.ofRunInChat(previous.run.id, chat.id).at(-1)?.ordinal ?? null
   }
+  const fresh = body.conversation == null && body.previous_response_id == null
+  const translated = requestToTurn(body, chatLookups(deps, fresh ? null : chat.id))
+  if (translated.problems.length > 0) throw new ValidationError(translated.problems)
+  const turn = { ...translated.request, stream: true }
+  // Checked whole on the chat it names before any copy is made.
+  const prepared = await prepareTurn(deps, bodyWork, caller, chat, turn)
+  if (cutAt === undefined) return deps.host.countInput(prepared.submission, prepared.attachments)
+  const copy = await deps.host.fork(caller.orgId, chat.id, { ...(cutAt === null ? {} : { upToOrdinal: cutAt }), title: null, description: null, userMetadata: {} })
+  if (!copy) throw new ValidationError([{ in: 'body', pointer: '/previous_response_id', message: 'its conversation was deleted meanwhile' }])
   try {
-    const fresh = body.conversation == null && body.previous_response_id == null
-    const translated = requestToTurn(body, chatLookups(deps, fresh ? null : chat.id))
-    if (translated.problems.length > 0) throw new ValidationError(translated.problems)
-    const { submission, attachments } = await prepareTurn(deps, bodyWork, caller, chat, { ...translated.request, stream: true })
+    const { submission, attachments } = await prepareTurn(deps, bodyWork, caller, copy, turn)
     return deps.host.countInput(submission, attachments)
   } finally {
-    if (copy !== null) await deps.host.delete(caller.orgId, copy)
+    await deps.host.delete(caller.orgId, copy.id)
   }
 }

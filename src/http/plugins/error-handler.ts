@@ -12,7 +12,7 @@ import {
 import { databaseErrorOf, sqliteCodeOf } from '../../store/sqlite-errors.ts'
 import { allowedMethods, EdgeRefusal } from '../edge-errors.ts'
 import { problemsFromAjv } from './validation.ts'
-import { isFacadePath, toOpenAIError } from '../openai/openai-error.ts'
+import { sendEnvelope } from '../send-envelope.ts'
 
 /** docs/guide/errors.md: the one place where a domain error code becomes an HTTP status. */
 export function statusOf(error: DomainError): number {
@@ -58,14 +58,6 @@ export function sendError(reply: FastifyReply, error: DomainError): FastifyReply
   return sendEnvelope(reply, statusOf(error), body)
 }
 
-/** The error envelope, or on the OpenAI facade's paths the same error as OpenAI shapes it (decision 055). */
-function sendEnvelope(reply: FastifyReply, status: number, body: { code: string; message: string; details?: unknown; hint?: string | null }): FastifyReply {
-  if (isFacadePath(reply.request.url)) {
-    const translated = toOpenAIError(status, body)
-    return reply.code(translated.status).send(translated.body)
-  }
-  return reply.code(status).send({ error: body })
-}
 
 const contextToWhere: Record<string, Problem['in']> = { body: 'body', querystring: 'query', params: 'path' }
 

@@ -43,6 +43,8 @@ import { Agent, request as undiciRequest } from 'undici'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestApp, type TestContext, type TestOrg } from '../../helpers/test-app.ts'
 import { parseSse, sandboxCatalogue } from '../../helpers/turns.ts'
+import { conversationIdOf, outputItemIdOf, partItemIdOf, responseIdOf } from '../../../src/domain/openai/openai-ids.ts'
+import { isFacadePath } from '../../../src/http/openai/openai-error.ts'
 import {
   Attachment,
   Deep,
@@ -64,7 +66,9 @@ const PATH = process.env.FUZZ_PATH
 /** A missing id of the right shape: what another organisation's id must look like from outside. */
 const MISSING = '3f2c1b0a-9d8e-4f7a-b6c5-d4e3f2a1b0c9'
 
-type IdKind = 'chat' | 'run' | 'instructions' | 'tools' | 'retention' | 'budgets' | 'model'
+type IdKind = 'chat' | 'run' | 'instructions' | 'tools' | 'retention' | 'budgets' | 'model' | 'conversation' | 'response' | 'item'
+/** MISSING as the OpenAI facade spells ids: its 32 hex digits (decision 055). */
+const MISSING_HEX = MISSING.replaceAll('-', '')
 type OrgFixture = { org: TestOrg; ids: Record<IdKind, string[]>; deletedChat: string }
 
 let ctx: TestContext
@@ -143,16 +147,32 @@ async function fixtureFor(org: TestOrg, n: number): Promise<OrgFixture> {
   const deletedChat = (await call('POST', '/api/v1/chats', org, {})).id
   await call('DELETE', `/api/v1/chats/${deletedChat}`, org)
   const models = sandboxCatalogue().map((m) => m.name)
+  // The facade's ids of the same chats and runs, and items: a prompt (named by its part) and an answer (by its run).
+  const firstParts = ctx.store.parts.page({ chatId: chats[0]!, limit: 4 }).rows
+  const items = firstParts.map((part) => (part.run_id !== null && part.kind === 'message' ? outputItemIdOf('msg', part.run_id, 0) : partItemIdOf(part.kind === 'tool_result' ? 'fco' : 'msg', part.id)))
   return {
     org,
     deletedChat,
-    ids: { chat: chats, run: runs.length > 0 ? runs : [MISSING], instructions: versions.instructions!, tools: versions.tools!, retention: versions.retention!, budgets: versions.budgets!, model: models },
+    ids: {
+      chat: chats,
+      run: runs.length > 0 ? runs : [MISSING],
+      instructions: versions.instructions!,
+      tools: versions.tools!,
+      retention: versions.retention!,
+      budgets: versions.budgets!,
+      model: models,
+      conversation: chats.map(conversationIdOf),
+      response: (runs.length > 0 ? runs : [MISSING]).map(responseIdOf),
+      item: items.length > 0 ? items : [partItemIdOf('msg', MISSING)],
+    },
   }
 }
 
 /** Ids of every organisation but `actor`: runs, chats and configuration versions. */
 function idsNotOf(actor: number): string[] {
-  return orgs.flatMap((o, i) => (i === actor ? [] : [...o.ids.chat, ...o.ids.run, ...KINDS.flatMap((k) => o.ids[k]), o.deletedChat])).filter((id) => id !== MISSING)
+  const uuids = orgs.flatMap((o, i) => (i === actor ? [] : [...o.ids.chat, ...o.ids.run, ...KINDS.flatMap((k) => o.ids[k]), o.deletedChat])).filter((id) => id !== MISSING)
+  // The facade names the same rows by their hex digits (decision 055): another organisation's must answer as missing ones too.
+  return [...uuids, ...uuids.map((id) => id.replaceAll('-', ''))]
 }
 
 /** Rows inserted, updated or deleted on the app's connection since it opened. */
@@ -184,6 +204,9 @@ function idKindOf(path: string, param: string): IdKind {
   if (param === 'chat_id') return 'chat'
   if (param === 'run_id') return 'run'
   if (param === 'name') return 'model'
+  if (param === 'conversation_id') return 'conversation'
+  if (param === 'response_id') return 'response'
+  if (param === 'item_id') return 'item'
   const kind = KINDS.find((k) => path.startsWith(`/api/v1/config/${k}/`))
   if (!kind) throw new Error(`no id kind for ${param} in ${path}`)
   return kind
@@ -280,9 +303,9 @@ function build(path: string, req: FuzzRequest): Built {
         return kind === 'model' ? 'sandbox/echo' : list[choice.index % list.length]!
       }
       case 'missing':
-        return kind === 'model' ? `sandbox/${choice.uuid}` : choice.uuid
+        return kind === 'model' ? `sandbox/${choice.uuid}` : kind === 'conversation' ? conversationIdOf(choice.uuid) : kind === 'response' ? responseIdOf(choice.uuid) : kind === 'item' ? partItemIdOf('msg', choice.uuid) : choice.uuid
       case 'deleted':
-        return kind === 'chat' ? self.deletedChat : MISSING
+        return kind === 'chat' ? self.deletedChat : kind === 'conversation' ? conversationIdOf(self.deletedChat) : kind === 'response' ? responseIdOf(MISSING) : kind === 'item' ? partItemIdOf('msg', MISSING) : MISSING
       case 'raw':
         return choice.encode ? enc(choice.value) : enc(choice.value, /[\x21-\x7e]/)
     }
@@ -397,12 +420,24 @@ async function keepFixtures(path: string, b: Built, status: number): Promise<voi
   await settle()
 }
 
-/** The envelope spec §7 requires of every error. */
-function expectEnvelope(res: LightMyRequestResponse, where: string) {
+/** OpenAI's error shape, which the facade's paths answer in (decision 055): message, type, param and code, the last two nullable. */
+function expectOpenAIError(body: any, where: string) {
+  const error = body.error
+  expect(Object.keys(error).sort(), where).toEqual(['code', 'message', 'param', 'type'])
+  expect(typeof error.message === 'string' && error.message.length > 0, where).toBe(true)
+  expect(['invalid_request_error', 'authentication_error', 'permission_error', 'rate_limit_error', 'insufficient_quota', 'server_error'], where).toContain(error.type)
+  expect(error.param === null || typeof error.param === 'string', where).toBe(true)
+  expect(error.code === null || typeof error.code === 'string', where).toBe(true)
+}
+
+/** The envelope spec §7 requires of every error; OpenAI's on the facade's paths. */
+function expectEnvelope(res: LightMyRequestResponse, where: string, url?: string) {
   expect(res.headers['content-type'], where).toMatch(/^application\/json/)
   let body: any
   expect(() => (body = JSON.parse(res.body)), `${where}: not JSON: ${res.body.slice(0, 200)}`).not.toThrow()
   expect(Object.keys(body), where).toEqual(['error'])
+  // The path as the server sees it: clients resolve `.` and `..` segments before sending.
+  if (url !== undefined && isFacadePath(new URL(url, 'http://parley.test').pathname)) return expectOpenAIError(body, where)
   const error = body.error
   expect(typeof error, where).toBe('object')
   expect(typeof error.code, where).toBe('string')
@@ -433,7 +468,7 @@ async function checkOne(method: string, path: string, documented: string[], b: B
   checkHolds(`${method.toUpperCase()} ${path}`, b, res.statusCode, where, performance.now() - started)
   expect(res.statusCode, where).toBeLessThan(500)
   if (res.statusCode >= 400) {
-    expectEnvelope(res, where)
+    expectEnvelope(res, where, b.url)
     expect(countAll(), `rows changed by a rejected request: ${where}`).toEqual(before)
     // Stricter still: not one row inserted, updated or deleted on the app's connection.
     expect(totalChanges() - changesBefore, `rows written by a rejected request: ${where}`).toBe(0)
@@ -512,7 +547,7 @@ describe('fuzzing every operation of /openapi.json', () => {
           // Another organisation's id (in the path, the query or the body) answers exactly as a missing one does.
           const foreign = b.actor === null ? [] : idsNotOf(b.actor).filter((id) => b.url.includes(id) || (b.payload ?? '').includes(id))
           if (foreign.length > 0) {
-            const swap = (text: string) => foreign.reduce((t, id) => t.split(id).join(MISSING), text)
+            const swap = (text: string) => foreign.reduce((t, id) => t.split(id).join(id.includes('-') ? MISSING : MISSING_HEX), text)
             const inPath = foreign.some((id) => b.url.split('?')[0]!.includes(id))
             if (res.statusCode < 300 && inPath) throw new Error(`another organisation's id was served: ${describeRequest(b)} -> ${res.statusCode} ${res.body.slice(0, 300)}`)
             if (res.statusCode >= 400) {
@@ -552,7 +587,7 @@ describe('fuzzing every operation of /openapi.json', () => {
           const where = `${describeRequest(built[i]!)} -> ${res.statusCode} ${res.body.slice(0, 500)}`
           checkHolds(`${batch[i]!.method.toUpperCase()} ${batch[i]!.path}`, built[i]!, res.statusCode, where, ms)
           expect(res.statusCode, where).toBeLessThan(500)
-          if (res.statusCode >= 400) expectEnvelope(res, where)
+          if (res.statusCode >= 400) expectEnvelope(res, where, built[i]!.url)
         })
         for (const [i, res] of answers.entries()) await keepFixtures(batch[i]!.path, built[i]!, res.statusCode)
         await settle()
@@ -606,7 +641,7 @@ describe('fuzzing every operation of /openapi.json', () => {
         checkHolds(`${method.toUpperCase()} ${path}`, b, res.statusCode, where, performance.now() - started)
         expect(res.statusCode, where).toBeLessThan(500)
         if (res.statusCode >= 400) {
-          expectEnvelope({ statusCode: res.statusCode, headers: res.headers, body: text } as unknown as LightMyRequestResponse, where)
+          expectEnvelope({ statusCode: res.statusCode, headers: res.headers, body: text } as unknown as LightMyRequestResponse, where, b.url)
           expect(countAll(), `rows changed by a rejected request: ${where}`).toEqual(before)
           expect(totalChanges() - changesBefore, `rows written by a rejected request: ${where}`).toBe(0)
         }
@@ -712,7 +747,7 @@ describe('fuzzing every operation of /openapi.json', () => {
           const where = `${requests[i]!.method} ${requests[i]!.url} ${JSON.stringify(requests[i]!.payload ?? '')} -> ${res.statusCode} ${res.body.slice(0, 500)}`
           record(`race ${actions[i]!.kind}`, res.statusCode)
           expect(res.statusCode, where).toBeLessThan(500)
-          if (res.statusCode >= 400) expectEnvelope(res, where)
+          if (res.statusCode >= 400) expectEnvelope(res, where, requests[i]!.url)
           else if (res.headers['content-type']?.toString().startsWith('text/event-stream')) expect(() => parseSse(res.body), where).not.toThrow()
         })
         // Every run the batch started has ended.
@@ -792,7 +827,7 @@ describe('fuzzing every operation of /openapi.json', () => {
         checkHolds(`nested ${method} ${t.path}`, b, status, where, performance.now() - started)
         expect(status, where).toBeLessThan(500)
         if (status >= 400) {
-          expectEnvelope({ statusCode: status, headers: { 'content-type': contentType }, body: text } as unknown as LightMyRequestResponse, where)
+          expectEnvelope({ statusCode: status, headers: { 'content-type': contentType }, body: text } as unknown as LightMyRequestResponse, where, url)
           expect(countAll(), `rows changed by a rejected request: ${where}`).toEqual(before)
           expect(totalChanges() - changesBefore, `rows written by a rejected request: ${where}`).toBe(0)
         }

@@ -10,7 +10,7 @@ import { findConversation, itemsOfRows, rowOfItem } from '../../openai/facade-re
 import { orgOf } from '../../plugins/auth.ts'
 import { ItemListQuery, OpenAIItemList } from '../../schemas/openai-responses.ts'
 import { AddConversationItems, ConversationItemParams, ConversationParams, CreateConversation, OpenAIConversation, UpdateConversation } from '../../schemas/openai-conversations.ts'
-import { appendItems } from '../../openai/append-items.ts'
+import { appendParts, partsOfItems } from '../../openai/append-items.ts'
 import { NamespaceHeader } from './responses.ts'
 import { openaiErrors, OpenAISecurity } from './openai-route-docs.ts'
 
@@ -47,14 +47,10 @@ export const openaiConversationRoutes =
         const metadata = body.metadata ?? {}
         const problem = metadataProblem(metadata)
         if (problem) throw new ValidationError([problem])
+        // Checked before the chat is made: a refused request leaves nothing behind.
+        const parts = partsOfItems(deps, null, body.items ?? [], '/items')
         const chat = deps.store.chats.create({ orgId, namespace: request.headers['x-parley-namespace'] ?? null, title: null, description: null, userMetadata: metadata })
-        try {
-          await appendItems(deps, orgId, chat.id, body.items ?? [], '/items')
-        } catch (error) {
-          // A refused request leaves nothing behind: not even the empty chat.
-          await deps.host.delete(orgId, chat.id)
-          throw error
-        }
+        await appendParts(deps, orgId, chat.id, parts)
         return conversationObject(chat)
       },
     )
@@ -174,7 +170,7 @@ export const openaiConversationRoutes =
       async (request) => {
         const orgId = orgOf(request)
         const chat = findConversation(deps, orgId, request.params.conversation_id)
-        const data = await appendItems(deps, orgId, chat.id, request.body.items, '/items')
+        const data = await appendParts(deps, orgId, chat.id, partsOfItems(deps, chat.id, request.body.items, '/items'))
         return { object: 'list' as const, data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: false }
       },
     )
