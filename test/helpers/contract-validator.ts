@@ -1,6 +1,7 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
 import { createParser } from 'eventsource-parser'
+import { isFacadePath } from '../../src/http/openai/openai-error.ts'
 
 /**
  * Checks live responses against `/openapi.json` (issue 13, decision 021): the status must be one
@@ -134,7 +135,8 @@ function createContractValidator(rawDocument: Document): ContractValidator {
     }
     return validate
   }
-  const envelope = () => validatorAt('/components/schemas/ErrorEnvelope')
+  /** The error shape a path answers in: OpenAI's on the facade's paths (decision 055), Parley's envelope elsewhere. */
+  const envelopeOf = (path: string) => validatorAt(isFacadePath(path) ? '/components/schemas/OpenAIError4XX' : '/components/schemas/ErrorEnvelope')
 
   // Literal paths first, so /v1/catalogue/models.md is not taken for /v1/catalogue/{name}.
   const routes = Object.keys(document.paths)
@@ -173,7 +175,7 @@ function createContractValidator(rawDocument: Document): ContractValidator {
       // Not an operation of the document: errors are still in the envelope; the hidden routes are not checked.
       if (response.status >= 400) {
         if (media !== 'application/json') mismatches.push(`${where}: an error answered as ${media || 'no content type'}`)
-        else validateJson(null, envelope(), 'the error body')
+        else validateJson(null, envelopeOf(path), 'the error body')
       } else if (!UNDOCUMENTED.some((p) => p.test(path))) {
         mismatches.push(`${where}: no operation of the document serves ${response.method} ${path}`)
       }
@@ -185,7 +187,7 @@ function createContractValidator(rawDocument: Document): ContractValidator {
     const key = [status, ...(EDGE_STATUSES.has(response.status) ? [`${status[0]}XX`, 'default'] : [])].find((k) => k in responses)
     const documented = key === undefined ? undefined : responses[key]
     if (!documented) {
-      if (EDGE_STATUSES.has(response.status) && media === 'application/json') validateJson(null, envelope(), 'the error body')
+      if (EDGE_STATUSES.has(response.status) && media === 'application/json') validateJson(null, envelopeOf(path), 'the error body')
       else mismatches.push(`${where}: status ${status} is not documented for ${method.toUpperCase()} ${route!.template} (documented: ${Object.keys(responses).join(', ')})`)
       return { mismatches, frames: 0, matched: true }
     }

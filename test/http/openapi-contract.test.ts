@@ -3,6 +3,8 @@ import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { STREAM_ERROR_CODES } from '../../src/http/schemas/events.ts'
+import { isFacadePath } from '../../src/http/openai/openai-error.ts'
+import { responseIdOf } from '../../src/domain/openai/openai-ids.ts'
 import { operationDocs } from '../../src/http/schemas/operation-docs.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
 import { fundedOrg, parseSse, sandboxCatalogue } from '../helpers/turns.ts'
@@ -107,7 +109,9 @@ describe('errors, rate limits and security', () => {
         if (Number(status) < 400) continue
         // Statuses answered before any operation runs share the plain envelope; each has a code of its own (decision 036).
         if (status === '4XX') {
-          expect(response.content!['application/json']!.schema, `${method} ${path} 4XX`).toEqual({ $ref: '#/components/schemas/ErrorEnvelope' })
+          // The OpenAI facade's paths share OpenAI's shape instead (decision 055).
+          const shared = isFacadePath(path) ? 'OpenAIError4XX' : 'ErrorEnvelope'
+          expect(response.content!['application/json']!.schema, `${method} ${path} 4XX`).toEqual({ $ref: `#/components/schemas/${shared}` })
           continue
         }
         const schema = schemaNamed(response.content!['application/json']!.schema as { $ref: string })
@@ -182,10 +186,18 @@ describe('descriptions and examples', () => {
       const body = res.json()
       versionOf.set(kind, (Array.isArray(body) ? body[0] : body).id)
     }
+    /** A conversation of the facade with one item, and that item's id (a fresh one each: one example deletes it). */
+    const newConversation = async () => {
+      const conversation = (await ctx.app.inject({ method: 'POST', url: '/v1/conversations', headers: caller.auth, payload: { items: [{ role: 'user', content: 'hi' }] } })).json().id as string
+      const items = (await ctx.app.inject({ url: `/v1/conversations/${conversation}/items`, headers: caller.auth })).json().data as { id: string }[]
+      return { CONVERSATION_ID: conversation, ITEM_ID: items[0]!.id }
+    }
     /** The values of the variables for one operation's example (a fresh chat each: one example deletes it). */
     const variablesFor = async (path: string) => ({
       CHAT_ID: await newChat(),
       RUN_ID: runId,
+      RESPONSE_ID: responseIdOf(runId),
+      ...(await newConversation()),
       VERSION_ID: versionOf.get(/^\/api\/v1\/config\/([a-z]+)\//.exec(path)?.[1] ?? '') ?? '',
     })
     return { caller, variablesFor }

@@ -868,6 +868,218 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/responses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a response (OpenAI Responses API)
+         * @description OpenAI's Responses API over Parley's chats (docs/guide/openai-sdk.md, docs/decisions/055-openai-facade.md). `conversation` appends a turn to that chat; `previous_response_id` continues its chat when it names the latest response, and forks the chat at it otherwise; neither makes a new chat. `stream: true` answers with the Responses event sequence; `background: true` answers at once with the response in progress; `store: false` runs in a chat of its own that is deleted once the run is settled (its billing stays).
+         */
+        post: operations["openaiCreateResponse"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/responses/input_tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Count the input a response would send, packed as its turn would be (OpenAI Responses API)
+         * @description The input a response would send, packed as its turn would be (history under the budget, configured instructions and tools, the input), counted as the model's vendor is expected to count it. Nothing runs and nothing is kept.
+         */
+        post: operations["openaiCountInputTokens"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/responses/compact": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Compact a conversation window into a summary (OpenAI Responses API)
+         * @description The chat of `previous_response_id` up to that response, then `input`, summarised by `model` in one compaction run, billed as compaction. Send the answer's `compaction` item as input in place of what it summarises. Nothing else is kept. See docs/decisions/055-openai-facade.md.
+         */
+        post: operations["openaiCompactResponse"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/responses/{response_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a response (OpenAI Responses API)
+         * @description A response (a customer run) as the ledger holds it: status, output items, usage and what the request asked. A response made with `store: false` answers 404.
+         */
+        get: operations["openaiGetResponse"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/responses/{response_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a response in progress; its output so far is kept (OpenAI Responses API)
+         * @description Stops a response in progress, as POST /api/v1/runs/{run_id}/cancel does: its output so far is kept and billed, and it ends `cancelled`. A finished response is returned unchanged.
+         */
+        post: operations["openaiCancelResponse"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/responses/{response_id}/input_items": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The items a response was given: its input as the ledger holds it (OpenAI Responses API)
+         * @description The items a response was given, as its chat's ledger holds them: its input, carried history and closed calls, newest first unless `order=asc`.
+         */
+        get: operations["openaiListInputItems"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conversations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a conversation: an empty chat (OpenAI Conversations API)
+         * @description Creates a conversation: a chat, in the namespace `X-Parley-Namespace` names (else the organisation's default scope), with `metadata` as its user_metadata and any `items` (user and assistant messages of text) as its first parts.
+         */
+        post: operations["openaiCreateConversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conversations/{conversation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a conversation (OpenAI Conversations API)
+         * @description A conversation (a chat): its id, when it was made and its `metadata` (the chat's user_metadata).
+         */
+        get: operations["openaiGetConversation"];
+        put?: never;
+        /**
+         * Replace a conversation's metadata (OpenAI Conversations API)
+         * @description Replaces a conversation's `metadata` (the chat's user_metadata); its items are untouched.
+         */
+        post: operations["openaiUpdateConversation"];
+        /**
+         * Delete a conversation and its ledger; its responses stay billed (OpenAI Conversations API)
+         * @description Deletes a conversation and its ledger, as DELETE /api/v1/chats/{chat_id} does; a response still running is stopped. Its responses stay billed.
+         */
+        delete: operations["openaiDeleteConversation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conversations/{conversation_id}/items": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A page of a conversation's items: its chat's ledger (OpenAI Conversations API)
+         * @description A conversation's items, its chat's ledger parts, newest first unless `order=asc`; page with `after` set to the last item id of a page.
+         */
+        get: operations["openaiListConversationItems"];
+        put?: never;
+        /**
+         * Add items to a conversation: its chat's ledger, with no run (OpenAI Conversations API)
+         * @description User and assistant messages of text, and summaries from POST /v1/responses/compact. Added at rest only: not while a response runs (400 conversation_locked), nor while function calls wait for their output. See docs/decisions/055-openai-facade.md.
+         */
+        post: operations["openaiAddConversationItems"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conversations/{conversation_id}/items/{item_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One item of a conversation (OpenAI Conversations API)
+         * @description One item of a conversation by its id.
+         */
+        get: operations["openaiGetConversationItem"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/runs/{run_id}": {
         parameters: {
             query?: never;
@@ -932,6 +1144,735 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        OpenAIInputItem: {
+            /** @enum {string} */
+            type?: "message";
+            /** @enum {string} */
+            role: "user" | "assistant" | "system" | "developer";
+            content: string | ({
+                /** @enum {string} */
+                type: "input_text";
+                text: string;
+            } | {
+                /** @enum {string} */
+                type: "input_image";
+                /** @description A `data:` URL with base64 bytes; Parley fetches no URL. */
+                image_url?: string | null;
+                file_id?: string | null;
+                /** @enum {string} */
+                detail?: "low" | "high" | "auto" | "original";
+            } | {
+                /** @enum {string} */
+                type: "input_file";
+                /** @description A `data:` URL, or bare base64 with `filename` naming the type. */
+                file_data?: string;
+                filename?: string;
+                file_url?: string;
+                file_id?: string | null;
+            } | {
+                /** @enum {string} */
+                type: "output_text";
+                text: string;
+                annotations?: unknown[];
+                logprobs?: unknown[];
+            } | {
+                /** @enum {string} */
+                type: "refusal";
+                refusal: string;
+            })[];
+            id?: string;
+            /** @enum {string} */
+            status?: "in_progress" | "completed" | "incomplete";
+            phase?: string | null;
+        } | {
+            /** @enum {string} */
+            type: "function_call";
+            call_id: string;
+            name: string;
+            arguments: string;
+            id?: string;
+            /** @enum {string} */
+            status?: "in_progress" | "completed" | "incomplete";
+        } | {
+            /** @enum {string} */
+            type: "function_call_output";
+            call_id: string;
+            output: string | ({
+                /** @enum {string} */
+                type: "input_text";
+                text: string;
+            } | {
+                /** @enum {string} */
+                type: "input_image";
+                /** @description A `data:` URL with base64 bytes; Parley fetches no URL. */
+                image_url?: string | null;
+                file_id?: string | null;
+                /** @enum {string} */
+                detail?: "low" | "high" | "auto" | "original";
+            } | {
+                /** @enum {string} */
+                type: "input_file";
+                /** @description A `data:` URL, or bare base64 with `filename` naming the type. */
+                file_data?: string;
+                filename?: string;
+                file_url?: string;
+                file_id?: string | null;
+            })[];
+            id?: string | null;
+            /** @enum {string|null} */
+            status?: "in_progress" | "completed" | "incomplete" | null;
+        } | {
+            /** @enum {string} */
+            type: "reasoning";
+            id?: string;
+            summary: unknown[];
+            content?: unknown[];
+            encrypted_content?: string | null;
+            /** @enum {string} */
+            status?: "in_progress" | "completed" | "incomplete";
+        } | {
+            /** @enum {string} */
+            type: "compaction";
+            encrypted_content: string;
+            id?: string;
+        } | {
+            /** @enum {string|null} */
+            type?: "item_reference" | null;
+            id: string;
+        };
+        OpenAIFunctionTool: {
+            /** @enum {string} */
+            type: "function";
+            name: string;
+            description?: string | null;
+            parameters?: {
+                [key: string]: unknown;
+            } | null;
+            strict?: boolean | null;
+        };
+        OpenAICreateResponse: {
+            /** @description A catalogue `name`, e.g. `sandbox/agent`. */
+            model: string;
+            input?: string | ({
+                /** @enum {string} */
+                type?: "message";
+                /** @enum {string} */
+                role: "user" | "assistant" | "system" | "developer";
+                content: string | ({
+                    /** @enum {string} */
+                    type: "input_text";
+                    text: string;
+                } | {
+                    /** @enum {string} */
+                    type: "input_image";
+                    /** @description A `data:` URL with base64 bytes; Parley fetches no URL. */
+                    image_url?: string | null;
+                    file_id?: string | null;
+                    /** @enum {string} */
+                    detail?: "low" | "high" | "auto" | "original";
+                } | {
+                    /** @enum {string} */
+                    type: "input_file";
+                    /** @description A `data:` URL, or bare base64 with `filename` naming the type. */
+                    file_data?: string;
+                    filename?: string;
+                    file_url?: string;
+                    file_id?: string | null;
+                } | {
+                    /** @enum {string} */
+                    type: "output_text";
+                    text: string;
+                    annotations?: unknown[];
+                    logprobs?: unknown[];
+                } | {
+                    /** @enum {string} */
+                    type: "refusal";
+                    refusal: string;
+                })[];
+                id?: string;
+                /** @enum {string} */
+                status?: "in_progress" | "completed" | "incomplete";
+                phase?: string | null;
+            } | {
+                /** @enum {string} */
+                type: "function_call";
+                call_id: string;
+                name: string;
+                arguments: string;
+                id?: string;
+                /** @enum {string} */
+                status?: "in_progress" | "completed" | "incomplete";
+            } | {
+                /** @enum {string} */
+                type: "function_call_output";
+                call_id: string;
+                output: string | ({
+                    /** @enum {string} */
+                    type: "input_text";
+                    text: string;
+                } | {
+                    /** @enum {string} */
+                    type: "input_image";
+                    /** @description A `data:` URL with base64 bytes; Parley fetches no URL. */
+                    image_url?: string | null;
+                    file_id?: string | null;
+                    /** @enum {string} */
+                    detail?: "low" | "high" | "auto" | "original";
+                } | {
+                    /** @enum {string} */
+                    type: "input_file";
+                    /** @description A `data:` URL, or bare base64 with `filename` naming the type. */
+                    file_data?: string;
+                    filename?: string;
+                    file_url?: string;
+                    file_id?: string | null;
+                })[];
+                id?: string | null;
+                /** @enum {string|null} */
+                status?: "in_progress" | "completed" | "incomplete" | null;
+            } | {
+                /** @enum {string} */
+                type: "reasoning";
+                id?: string;
+                summary: unknown[];
+                content?: unknown[];
+                encrypted_content?: string | null;
+                /** @enum {string} */
+                status?: "in_progress" | "completed" | "incomplete";
+            } | {
+                /** @enum {string} */
+                type: "compaction";
+                encrypted_content: string;
+                id?: string;
+            } | {
+                /** @enum {string|null} */
+                type?: "item_reference" | null;
+                id: string;
+            })[];
+            instructions?: string | null;
+            conversation?: (string | {
+                id: string;
+            }) | null;
+            previous_response_id?: string | null;
+            tools?: components["schemas"]["OpenAIFunctionTool"][];
+            tool_choice?: ("none" | "auto" | "required") | {
+                /** @enum {string} */
+                type: "function";
+                name: string;
+            };
+            parallel_tool_calls?: boolean | null;
+            temperature?: number | null;
+            top_p?: number | null;
+            max_output_tokens?: number | null;
+            max_tool_calls?: number | null;
+            reasoning?: {
+                /** @enum {string|null} */
+                effort?: "none" | "minimal" | "low" | "medium" | "high" | "xhigh" | null;
+                /** @enum {string|null} */
+                summary?: "auto" | "concise" | "detailed" | null;
+                /** @enum {string|null} */
+                generate_summary?: "auto" | "concise" | "detailed" | null;
+            } | null;
+            text?: {
+                format?: {
+                    /** @enum {string} */
+                    type: "text";
+                } | {
+                    /** @enum {string} */
+                    type: "json_object";
+                } | {
+                    /** @enum {string} */
+                    type: "json_schema";
+                    name: string;
+                    schema: {
+                        [key: string]: unknown;
+                    };
+                    description?: string;
+                    strict?: boolean | null;
+                };
+                /** @enum {string|null} */
+                verbosity?: "low" | "medium" | "high" | null;
+            };
+            metadata?: {
+                [key: string]: string;
+            } | null;
+            store?: boolean | null;
+            stream?: boolean | null;
+            stream_options?: {
+                include_obfuscation?: boolean;
+            } | null;
+            background?: boolean | null;
+            include?: string[] | null;
+            /** @enum {string|null} */
+            truncation?: "auto" | "disabled" | null;
+            prompt_cache_key?: string | null;
+            safety_identifier?: string | null;
+            /** @enum {string|null} */
+            service_tier?: "auto" | "default" | "flex" | "scale" | "priority" | null;
+            /** @description Parley returns no log probabilities: 0 or null only. */
+            top_logprobs?: number | null;
+            user?: string;
+        };
+        OpenAIResponse: {
+            id: string;
+            /** @enum {string} */
+            object: "response";
+            created_at: number;
+            /** @enum {string} */
+            status: "queued" | "in_progress" | "completed" | "failed" | "cancelled" | "incomplete";
+            model: string;
+            output: {
+                [key: string]: unknown;
+            }[];
+        } & {
+            [key: string]: unknown;
+        };
+        OpenAIStreamFrame: {
+            /** @description The event type, e.g. `response.output_text.delta`. */
+            event: string;
+            /** @description The Responses streaming event. */
+            data: {
+                type: string;
+                sequence_number: number;
+            } & {
+                [key: string]: unknown;
+            };
+        };
+        /** @description A page of items (OpenAI's list shape). */
+        OpenAIItemList: {
+            /** @enum {string} */
+            object: "list";
+            data: ({
+                type: string;
+                id: string;
+            } & {
+                [key: string]: unknown;
+            })[];
+            first_id: string | null;
+            last_id: string | null;
+            has_more: boolean;
+        };
+        OpenAICountRequest: {
+            /** @description A catalogue `name`, e.g. `sandbox/agent`. */
+            model: string;
+            input?: string | ({
+                /** @enum {string} */
+                type?: "message";
+                /** @enum {string} */
+                role: "user" | "assistant" | "system" | "developer";
+                content: string | ({
+                    /** @enum {string} */
+                    type: "input_text";
+                    text: string;
+                } | {
+                    /** @enum {string} */
+                    type: "input_image";
+                    /** @description A `data:` URL with base64 bytes; Parley fetches no URL. */
+                    image_url?: string | null;
+                    file_id?: string | null;
+                    /** @enum {string} */
+                    detail?: "low" | "high" | "auto" | "original";
+                } | {
+                    /** @enum {string} */
+                    type: "input_file";
+                    /** @description A `data:` URL, or bare base64 with `filename` naming the type. */
+                    file_data?: string;
+                    filename?: string;
+                    file_url?: string;
+                    file_id?: string | null;
+                } | {
+                    /** @enum {string} */
+                    type: "output_text";
+                    text: string;
+                    annotations?: unknown[];
+                    logprobs?: unknown[];
+                } | {
+                    /** @enum {string} */
+                    type: "refusal";
+                    refusal: string;
+                })[];
+                id?: string;
+                /** @enum {string} */
+                status?: "in_progress" | "completed" | "incomplete";
+                phase?: string | null;
+            } | {
+                /** @enum {string} */
+                type: "function_call";
+                call_id: string;
+                name: string;
+                arguments: string;
+                id?: string;
+                /** @enum {string} */
+                status?: "in_progress" | "completed" | "incomplete";
+            } | {
+                /** @enum {string} */
+                type: "function_call_output";
+                call_id: string;
+                output: string | ({
+                    /** @enum {string} */
+                    type: "input_text";
+                    text: string;
+                } | {
+                    /** @enum {string} */
+                    type: "input_image";
+                    /** @description A `data:` URL with base64 bytes; Parley fetches no URL. */
+                    image_url?: string | null;
+                    file_id?: string | null;
+                    /** @enum {string} */
+                    detail?: "low" | "high" | "auto" | "original";
+                } | {
+                    /** @enum {string} */
+                    type: "input_file";
+                    /** @description A `data:` URL, or bare base64 with `filename` naming the type. */
+                    file_data?: string;
+                    filename?: string;
+                    file_url?: string;
+                    file_id?: string | null;
+                })[];
+                id?: string | null;
+                /** @enum {string|null} */
+                status?: "in_progress" | "completed" | "incomplete" | null;
+            } | {
+                /** @enum {string} */
+                type: "reasoning";
+                id?: string;
+                summary: unknown[];
+                content?: unknown[];
+                encrypted_content?: string | null;
+                /** @enum {string} */
+                status?: "in_progress" | "completed" | "incomplete";
+            } | {
+                /** @enum {string} */
+                type: "compaction";
+                encrypted_content: string;
+                id?: string;
+            } | {
+                /** @enum {string|null} */
+                type?: "item_reference" | null;
+                id: string;
+            })[];
+            instructions?: string | null;
+            conversation?: (string | {
+                id: string;
+            }) | null;
+            previous_response_id?: string | null;
+            tools?: components["schemas"]["OpenAIFunctionTool"][];
+            tool_choice?: ("none" | "auto" | "required") | {
+                /** @enum {string} */
+                type: "function";
+                name: string;
+            };
+            parallel_tool_calls?: boolean | null;
+            temperature?: number | null;
+            top_p?: number | null;
+            max_output_tokens?: number | null;
+            reasoning?: {
+                /** @enum {string|null} */
+                effort?: "none" | "minimal" | "low" | "medium" | "high" | "xhigh" | null;
+                /** @enum {string|null} */
+                summary?: "auto" | "concise" | "detailed" | null;
+                /** @enum {string|null} */
+                generate_summary?: "auto" | "concise" | "detailed" | null;
+            } | null;
+            text?: {
+                format?: {
+                    /** @enum {string} */
+                    type: "text";
+                } | {
+                    /** @enum {string} */
+                    type: "json_object";
+                } | {
+                    /** @enum {string} */
+                    type: "json_schema";
+                    name: string;
+                    schema: {
+                        [key: string]: unknown;
+                    };
+                    description?: string;
+                    strict?: boolean | null;
+                };
+                /** @enum {string|null} */
+                verbosity?: "low" | "medium" | "high" | null;
+            };
+            /** @enum {string|null} */
+            truncation?: "auto" | "disabled" | null;
+        };
+        OpenAICompactRequest: {
+            /** @description The catalogue `name` of the model that writes the summary; its compaction run is billed. */
+            model: string;
+            input?: string | ({
+                /** @enum {string} */
+                type?: "message";
+                /** @enum {string} */
+                role: "user" | "assistant" | "system" | "developer";
+                content: string | ({
+                    /** @enum {string} */
+                    type: "input_text";
+                    text: string;
+                } | {
+                    /** @enum {string} */
+                    type: "input_image";
+                    /** @description A `data:` URL with base64 bytes; Parley fetches no URL. */
+                    image_url?: string | null;
+                    file_id?: string | null;
+                    /** @enum {string} */
+                    detail?: "low" | "high" | "auto" | "original";
+                } | {
+                    /** @enum {string} */
+                    type: "input_file";
+                    /** @description A `data:` URL, or bare base64 with `filename` naming the type. */
+                    file_data?: string;
+                    filename?: string;
+                    file_url?: string;
+                    file_id?: string | null;
+                } | {
+                    /** @enum {string} */
+                    type: "output_text";
+                    text: string;
+                    annotations?: unknown[];
+                    logprobs?: unknown[];
+                } | {
+                    /** @enum {string} */
+                    type: "refusal";
+                    refusal: string;
+                })[];
+                id?: string;
+                /** @enum {string} */
+                status?: "in_progress" | "completed" | "incomplete";
+                phase?: string | null;
+            } | {
+                /** @enum {string} */
+                type: "function_call";
+                call_id: string;
+                name: string;
+                arguments: string;
+                id?: string;
+                /** @enum {string} */
+                status?: "in_progress" | "completed" | "incomplete";
+            } | {
+                /** @enum {string} */
+                type: "function_call_output";
+                call_id: string;
+                output: string | ({
+                    /** @enum {string} */
+                    type: "input_text";
+                    text: string;
+                } | {
+                    /** @enum {string} */
+                    type: "input_image";
+                    /** @description A `data:` URL with base64 bytes; Parley fetches no URL. */
+                    image_url?: string | null;
+                    file_id?: string | null;
+                    /** @enum {string} */
+                    detail?: "low" | "high" | "auto" | "original";
+                } | {
+                    /** @enum {string} */
+                    type: "input_file";
+                    /** @description A `data:` URL, or bare base64 with `filename` naming the type. */
+                    file_data?: string;
+                    filename?: string;
+                    file_url?: string;
+                    file_id?: string | null;
+                })[];
+                id?: string | null;
+                /** @enum {string|null} */
+                status?: "in_progress" | "completed" | "incomplete" | null;
+            } | {
+                /** @enum {string} */
+                type: "reasoning";
+                id?: string;
+                summary: unknown[];
+                content?: unknown[];
+                encrypted_content?: string | null;
+                /** @enum {string} */
+                status?: "in_progress" | "completed" | "incomplete";
+            } | {
+                /** @enum {string} */
+                type: "compaction";
+                encrypted_content: string;
+                id?: string;
+            } | {
+                /** @enum {string|null} */
+                type?: "item_reference" | null;
+                id: string;
+            })[];
+            instructions?: string | null;
+            previous_response_id?: string | null;
+            prompt_cache_key?: string | null;
+        };
+        /** @description The compacted window: a `compaction` item holding the summary, to send as input in place of what it summarises. */
+        OpenAICompaction: {
+            id: string;
+            /** @enum {string} */
+            object: "response.compaction";
+            created_at: number;
+            output: ({
+                type: string;
+                id: string;
+            } & {
+                [key: string]: unknown;
+            })[];
+            usage: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description An error as OpenAI's API answers it with 400. */
+        OpenAIError400: {
+            error: {
+                message: string;
+                /** @enum {string} */
+                type: "invalid_request_error" | "authentication_error" | "permission_error" | "rate_limit_error" | "insufficient_quota" | "server_error";
+                /** @description The request parameter concerned, e.g. `input[0].content`. */
+                param: string | null;
+                /** @enum {string} */
+                code: "invalid_value" | "invalid_request" | "unsupported_attachment" | "unknown_tool_use_id" | "retry_not_allowed" | "context_length_exceeded" | "previous_response_not_found" | "conversation_locked";
+            };
+        };
+        /** @description An error as OpenAI's API answers it with 401. */
+        OpenAIError401: {
+            error: {
+                message: string;
+                /** @enum {string} */
+                type: "invalid_request_error" | "authentication_error" | "permission_error" | "rate_limit_error" | "insufficient_quota" | "server_error";
+                /** @description The request parameter concerned, e.g. `input[0].content`. */
+                param: string | null;
+                /** @enum {string} */
+                code: "invalid_api_key";
+            };
+        };
+        /** @description An error as OpenAI's API answers it with 404. */
+        OpenAIError404: {
+            error: {
+                message: string;
+                /** @enum {string} */
+                type: "invalid_request_error" | "authentication_error" | "permission_error" | "rate_limit_error" | "insufficient_quota" | "server_error";
+                /** @description The request parameter concerned, e.g. `input[0].content`. */
+                param: string | null;
+                /** @enum {string} */
+                code: "not_found";
+            };
+        };
+        /** @description An error as OpenAI's API answers it with 405. */
+        OpenAIError405: {
+            error: {
+                message: string;
+                /** @enum {string} */
+                type: "invalid_request_error" | "authentication_error" | "permission_error" | "rate_limit_error" | "insufficient_quota" | "server_error";
+                /** @description The request parameter concerned, e.g. `input[0].content`. */
+                param: string | null;
+                /** @enum {string} */
+                code: "method_not_allowed";
+            };
+        };
+        /** @description An error as OpenAI's API answers it with 409. */
+        OpenAIError409: {
+            error: {
+                message: string;
+                /** @enum {string} */
+                type: "invalid_request_error" | "authentication_error" | "permission_error" | "rate_limit_error" | "insufficient_quota" | "server_error";
+                /** @description The request parameter concerned, e.g. `input[0].content`. */
+                param: string | null;
+                /** @enum {string} */
+                code: "idempotency_key_reused";
+            };
+        };
+        /** @description An error as OpenAI's API answers it with 413. */
+        OpenAIError413: {
+            error: {
+                message: string;
+                /** @enum {string} */
+                type: "invalid_request_error" | "authentication_error" | "permission_error" | "rate_limit_error" | "insufficient_quota" | "server_error";
+                /** @description The request parameter concerned, e.g. `input[0].content`. */
+                param: string | null;
+                /** @enum {string} */
+                code: "payload_too_large";
+            };
+        };
+        /** @description An error as OpenAI's API answers it with 429. */
+        OpenAIError429: {
+            error: {
+                message: string;
+                /** @enum {string} */
+                type: "invalid_request_error" | "authentication_error" | "permission_error" | "rate_limit_error" | "insufficient_quota" | "server_error";
+                /** @description The request parameter concerned, e.g. `input[0].content`. */
+                param: string | null;
+                /** @enum {string} */
+                code: "insufficient_quota" | "rate_limit_exceeded";
+            };
+        };
+        /** @description An error as OpenAI's API answers it with 500. */
+        OpenAIError500: {
+            error: {
+                message: string;
+                /** @enum {string} */
+                type: "invalid_request_error" | "authentication_error" | "permission_error" | "rate_limit_error" | "insufficient_quota" | "server_error";
+                /** @description The request parameter concerned, e.g. `input[0].content`. */
+                param: string | null;
+                /** @enum {string} */
+                code: "internal";
+            };
+        };
+        /** @description An error as OpenAI's API answers it with 502. */
+        OpenAIError502: {
+            error: {
+                message: string;
+                /** @enum {string} */
+                type: "invalid_request_error" | "authentication_error" | "permission_error" | "rate_limit_error" | "insufficient_quota" | "server_error";
+                /** @description The request parameter concerned, e.g. `input[0].content`. */
+                param: string | null;
+                /** @enum {string} */
+                code: "upstream_error";
+            };
+        };
+        /** @description An error as OpenAI's API answers it with 503. */
+        OpenAIError503: {
+            error: {
+                message: string;
+                /** @enum {string} */
+                type: "invalid_request_error" | "authentication_error" | "permission_error" | "rate_limit_error" | "insufficient_quota" | "server_error";
+                /** @description The request parameter concerned, e.g. `input[0].content`. */
+                param: string | null;
+                /** @enum {string} */
+                code: "service_unavailable";
+            };
+        };
+        /** @description Refused before the operation runs, in OpenAI's error shape: 405 `method_not_allowed` with `Allow`, 400 for a path that is not valid percent-encoding. */
+        OpenAIError4XX: {
+            error: {
+                message: string;
+                /** @enum {string} */
+                type: "invalid_request_error" | "authentication_error" | "permission_error" | "rate_limit_error" | "insufficient_quota" | "server_error";
+                /** @description The request parameter concerned, e.g. `input[0].content`. */
+                param: string | null;
+                /** @enum {string} */
+                code: "invalid_value" | "invalid_request" | "unsupported_attachment" | "unknown_tool_use_id" | "retry_not_allowed" | "context_length_exceeded" | "previous_response_not_found" | "conversation_locked" | "invalid_api_key" | "not_found" | "method_not_allowed" | "idempotency_key_reused" | "payload_too_large" | "insufficient_quota" | "rate_limit_exceeded";
+            };
+        };
+        OpenAICreateConversation: {
+            items?: components["schemas"]["OpenAIInputItem"][] | null;
+            metadata?: {
+                [key: string]: string;
+            } | null;
+        };
+        OpenAIAddConversationItems: {
+            items: components["schemas"]["OpenAIInputItem"][];
+            include?: string[];
+        };
+        OpenAIUpdateConversation: {
+            /** @description Up to 16 string pairs: the chat's user_metadata (at most 1024 bytes as JSON). */
+            metadata: {
+                [key: string]: string;
+            };
+        };
+        OpenAIConversation: {
+            id: string;
+            /** @enum {string} */
+            object: "conversation";
+            created_at: number;
+            metadata: {
+                [key: string]: unknown;
+            };
+        };
         ErrorBody: {
             /** @description Stable, machine-readable; each operation lists the codes it answers. */
             code: string;
@@ -1835,6 +2776,8 @@ export interface components {
             instructions?: string | null;
             /** @description Sampling temperature; lowered to the vendor's ceiling (Anthropic: 1) with a `translation_warnings` entry. */
             temperature?: number | null;
+            /** @description Nucleus sampling: the share of probability mass the next token is drawn from. */
+            top_p?: number | null;
             tool_choice?: components["schemas"]["ToolChoice"] | null;
             response_format?: components["schemas"]["ResponseFormat"] | null;
             /** @description false: answer once the run is settled, with one JSON document (TurnAnswer) holding what the stream would have sent; true or absent: stream it. */
@@ -7100,6 +8043,1474 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    openaiCreateResponse: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The namespace of a conversation this request creates (decision 055); absent: the organisation's default scope. */
+                "x-parley-namespace"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "model": "sandbox/echo",
+                 *       "input": "Hello",
+                 *       "metadata": {
+                 *         "ticket": "42"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["OpenAICreateResponse"];
+            };
+        };
+        responses: {
+            /** @description The response (`application/json`), or with `stream: true` its events (`text/event-stream`, `event:` the type, `data:` the event). */
+            200: {
+                headers: {
+                    /** @description With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name. */
+                    "x-parley-txid"?: string;
+                    /** @description With LiteFS: `parley-txid=<TXID>; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`, the same TXID as a cookie, which a read presents like the header. */
+                    "set-cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIResponse"];
+                    "text/event-stream": components["schemas"]["OpenAIStreamFrame"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 400. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError400"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 401. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError401"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 404. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError404"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 413. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError413"];
+                };
+            };
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError429"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 500. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError500"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 502. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError502"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 503. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError503"];
+                };
+            };
+            /** @description Refused before the operation runs, in OpenAI's error shape: a method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError4XX"];
+                };
+            };
+        };
+    };
+    openaiCountInputTokens: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The namespace of a conversation this request creates (decision 055); absent: the organisation's default scope. */
+                "x-parley-namespace"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "model": "sandbox/echo",
+                 *       "input": "How long is this?"
+                 *     }
+                 */
+                "application/json": components["schemas"]["OpenAICountRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name. */
+                    "x-parley-txid"?: string;
+                    /** @description With LiteFS: `parley-txid=<TXID>; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`, the same TXID as a cookie, which a read presents like the header. */
+                    "set-cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        object: "response.input_tokens";
+                        input_tokens: number;
+                    };
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 400. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError400"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 401. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError401"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 404. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError404"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 413. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError413"];
+                };
+            };
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError429"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 500. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError500"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 503. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError503"];
+                };
+            };
+            /** @description Refused before the operation runs, in OpenAI's error shape: a method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError4XX"];
+                };
+            };
+        };
+    };
+    openaiCompactResponse: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "model": "sandbox/echo",
+                 *       "input": [
+                 *         {
+                 *           "role": "user",
+                 *           "content": "My name is Alice."
+                 *         },
+                 *         {
+                 *           "role": "assistant",
+                 *           "content": "Hello Alice."
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["OpenAICompactRequest"];
+            };
+        };
+        responses: {
+            /** @description The compacted window: a `compaction` item holding the summary, to send as input in place of what it summarises. */
+            200: {
+                headers: {
+                    /** @description With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name. */
+                    "x-parley-txid"?: string;
+                    /** @description With LiteFS: `parley-txid=<TXID>; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`, the same TXID as a cookie, which a read presents like the header. */
+                    "set-cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAICompaction"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 400. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError400"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 401. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError401"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 404. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError404"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 413. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError413"];
+                };
+            };
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError429"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 500. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError500"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 502. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError502"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 503. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError503"];
+                };
+            };
+            /** @description Refused before the operation runs, in OpenAI's error shape: a method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError4XX"];
+                };
+            };
+        };
+    };
+    openaiGetResponse: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
+            path: {
+                response_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIResponse"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 400. Or a malformed `x-parley-txid` header. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError400"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 401. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError401"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 404. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError404"];
+                };
+            };
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError429"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 500. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError500"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 503. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError503"];
+                };
+            };
+            /** @description Refused before the operation runs, in OpenAI's error shape: a method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError4XX"];
+                };
+            };
+        };
+    };
+    openaiCancelResponse: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                response_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name. */
+                    "x-parley-txid"?: string;
+                    /** @description With LiteFS: `parley-txid=<TXID>; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`, the same TXID as a cookie, which a read presents like the header. */
+                    "set-cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIResponse"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 400. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError400"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 401. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError401"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 404. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError404"];
+                };
+            };
+            /** @description This operation takes no body, but one sent to it is still bounded: over 1 MiB it is refused unread. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError413"];
+                };
+            };
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError429"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 500. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError500"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 503. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError503"];
+                };
+            };
+            /** @description Refused before the operation runs, in OpenAI's error shape: a method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError4XX"];
+                };
+            };
+        };
+    };
+    openaiListInputItems: {
+        parameters: {
+            query?: {
+                /** @description An item id: the page after it. */
+                after?: string;
+                /** @description 1-100, default 20. */
+                limit?: number;
+                /** @description `desc` (newest first, the default) or `asc`. */
+                order?: "asc" | "desc";
+                include?: string | string[];
+            };
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
+            path: {
+                response_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of items (OpenAI's list shape). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIItemList"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 400. Or a malformed `x-parley-txid` header. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError400"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 401. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError401"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 404. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError404"];
+                };
+            };
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError429"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 500. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError500"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 503. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError503"];
+                };
+            };
+            /** @description Refused before the operation runs, in OpenAI's error shape: a method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError4XX"];
+                };
+            };
+        };
+    };
+    openaiCreateConversation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The namespace of a conversation this request creates (decision 055); absent: the organisation's default scope. */
+                "x-parley-namespace"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "metadata": {
+                 *         "topic": "refunds"
+                 *       },
+                 *       "items": [
+                 *         {
+                 *           "type": "message",
+                 *           "role": "user",
+                 *           "content": "Hello"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["OpenAICreateConversation"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name. */
+                    "x-parley-txid"?: string;
+                    /** @description With LiteFS: `parley-txid=<TXID>; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`, the same TXID as a cookie, which a read presents like the header. */
+                    "set-cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIConversation"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 400. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError400"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 401. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError401"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 413. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError413"];
+                };
+            };
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError429"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 500. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError500"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 503. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError503"];
+                };
+            };
+            /** @description Refused before the operation runs, in OpenAI's error shape: a method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError4XX"];
+                };
+            };
+        };
+    };
+    openaiGetConversation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
+            path: {
+                conversation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIConversation"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 400. Or a malformed `x-parley-txid` header. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError400"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 401. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError401"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 404. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError404"];
+                };
+            };
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError429"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 500. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError500"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 503. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError503"];
+                };
+            };
+            /** @description Refused before the operation runs, in OpenAI's error shape: a method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError4XX"];
+                };
+            };
+        };
+    };
+    openaiUpdateConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                conversation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "metadata": {
+                 *         "topic": "billing"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["OpenAIUpdateConversation"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name. */
+                    "x-parley-txid"?: string;
+                    /** @description With LiteFS: `parley-txid=<TXID>; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`, the same TXID as a cookie, which a read presents like the header. */
+                    "set-cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIConversation"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 400. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError400"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 401. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError401"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 404. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError404"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 413. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError413"];
+                };
+            };
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError429"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 500. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError500"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 503. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError503"];
+                };
+            };
+            /** @description Refused before the operation runs, in OpenAI's error shape: a method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError4XX"];
+                };
+            };
+        };
+    };
+    openaiDeleteConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                conversation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name. */
+                    "x-parley-txid"?: string;
+                    /** @description With LiteFS: `parley-txid=<TXID>; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`, the same TXID as a cookie, which a read presents like the header. */
+                    "set-cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @enum {string} */
+                        object: "conversation.deleted";
+                        deleted: boolean;
+                    };
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 400. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError400"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 401. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError401"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 404. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError404"];
+                };
+            };
+            /** @description This operation takes no body, but one sent to it is still bounded: over 1 MiB it is refused unread. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError413"];
+                };
+            };
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError429"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 500. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError500"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 503. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError503"];
+                };
+            };
+            /** @description Refused before the operation runs, in OpenAI's error shape: a method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError4XX"];
+                };
+            };
+        };
+    };
+    openaiListConversationItems: {
+        parameters: {
+            query?: {
+                /** @description An item id: the page after it. */
+                after?: string;
+                /** @description 1-100, default 20. */
+                limit?: number;
+                /** @description `desc` (newest first, the default) or `asc`. */
+                order?: "asc" | "desc";
+                include?: string | string[];
+            };
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
+            path: {
+                conversation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of items (OpenAI's list shape). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIItemList"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 400. Or a malformed `x-parley-txid` header. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError400"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 401. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError401"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 404. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError404"];
+                };
+            };
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError429"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 500. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError500"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 503. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError503"];
+                };
+            };
+            /** @description Refused before the operation runs, in OpenAI's error shape: a method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError4XX"];
+                };
+            };
+        };
+    };
+    openaiAddConversationItems: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                conversation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "items": [
+                 *         {
+                 *           "type": "message",
+                 *           "role": "user",
+                 *           "content": "One more thing."
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["OpenAIAddConversationItems"];
+            };
+        };
+        responses: {
+            /** @description A page of items (OpenAI's list shape). */
+            200: {
+                headers: {
+                    /** @description With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name. */
+                    "x-parley-txid"?: string;
+                    /** @description With LiteFS: `parley-txid=<TXID>; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`, the same TXID as a cookie, which a read presents like the header. */
+                    "set-cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIItemList"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 400. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError400"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 401. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError401"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 404. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError404"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 413. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError413"];
+                };
+            };
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError429"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 500. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError500"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 503. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError503"];
+                };
+            };
+            /** @description Refused before the operation runs, in OpenAI's error shape: a method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError4XX"];
+                };
+            };
+        };
+    };
+    openaiGetConversationItem: {
+        parameters: {
+            query?: {
+                include?: string | string[];
+            };
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
+            path: {
+                conversation_id: string;
+                item_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        type: string;
+                        id: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 400. Or a malformed `x-parley-txid` header. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError400"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 401. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError401"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 404. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError404"];
+                };
+            };
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError429"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 500. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError500"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 503. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError503"];
+                };
+            };
+            /** @description Refused before the operation runs, in OpenAI's error shape: a method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError4XX"];
                 };
             };
         };

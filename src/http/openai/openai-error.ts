@@ -1,14 +1,44 @@
 /**
  * Errors as OpenAI's API sends them (docs/decisions/055-openai-facade.md): `{error: {message, type,
  * param, code}}` with OpenAI's statuses. Pure: it takes Parley's envelope as the one error handler
- * wrote it (src/http/plugins/error-handler.ts), so every refusal, wherever it was made, is translated
- * in one place and never decided twice.
+ * wrote it (src/http/send-envelope.ts), so every refusal, wherever it was made, is translated in
+ * one place and never decided twice.
  */
-export type OpenAIErrorType = 'invalid_request_error' | 'authentication_error' | 'permission_error' | 'rate_limit_error' | 'insufficient_quota' | 'server_error'
+export const OPENAI_ERROR_TYPES = ['invalid_request_error', 'authentication_error', 'permission_error', 'rate_limit_error', 'insufficient_quota', 'server_error'] as const
+export type OpenAIErrorType = (typeof OPENAI_ERROR_TYPES)[number]
 
-export type OpenAIError = { status: number; body: { error: { message: string; type: OpenAIErrorType; param: string | null; code: string | null } } }
+export type OpenAIError = { status: number; body: { error: { message: string; type: OpenAIErrorType; param: string | null; code: string } } }
 
 type ParleyError = { code: string; message: string; details?: unknown }
+
+/**
+ * Each of Parley's codes as OpenAI answers it: the status (null: Parley's own), the type, the code
+ * (null: Parley's own) and the parameter it concerns when it is always the same one. OpenAI answers
+ * every malformed request with 400; a second response on a running conversation is its
+ * `conversation_locked`; a balance that cannot pay, its `insufficient_quota`.
+ */
+const TABLE: Record<string, { status: number | null; type: OpenAIErrorType; code: string | null; param?: string }> = {
+  validation_failed: { status: 400, type: 'invalid_request_error', code: 'invalid_value' },
+  invalid_request: { status: 400, type: 'invalid_request_error', code: null },
+  unsupported_attachment: { status: 400, type: 'invalid_request_error', code: null },
+  unknown_tool_use_id: { status: 400, type: 'invalid_request_error', code: null },
+  retry_not_allowed: { status: 400, type: 'invalid_request_error', code: null },
+  headers_too_large: { status: null, type: 'invalid_request_error', code: null },
+  request_timeout: { status: null, type: 'invalid_request_error', code: null },
+  payload_too_large: { status: 413, type: 'invalid_request_error', code: null },
+  method_not_allowed: { status: 405, type: 'invalid_request_error', code: null },
+  context_too_large: { status: 400, type: 'invalid_request_error', code: 'context_length_exceeded', param: 'input' },
+  previous_response_not_found: { status: 400, type: 'invalid_request_error', code: null, param: 'previous_response_id' },
+  run_in_progress: { status: 400, type: 'invalid_request_error', code: 'conversation_locked', param: 'conversation' },
+  not_found: { status: 404, type: 'invalid_request_error', code: null },
+  unauthorized: { status: 401, type: 'authentication_error', code: 'invalid_api_key' },
+  idempotency_key_reused: { status: 409, type: 'invalid_request_error', code: null },
+  insufficient_balance: { status: 429, type: 'insufficient_quota', code: 'insufficient_quota' },
+  rate_limited: { status: 429, type: 'rate_limit_error', code: 'rate_limit_exceeded' },
+  upstream_error: { status: 502, type: 'server_error', code: null },
+  unavailable: { status: 503, type: 'server_error', code: 'service_unavailable' },
+  internal: { status: 500, type: 'server_error', code: null },
+}
 
 /** `/input/0/content` → `input[0].content`, as OpenAI names a parameter. */
 export function paramOf(pointer: string): string | null {
@@ -28,52 +58,17 @@ function firstPointer(details: unknown): string | null {
   return paramOf(first.pointer)
 }
 
-const error = (status: number, type: OpenAIErrorType, message: string, code: string | null, param: string | null = null): OpenAIError => ({
-  status,
-  body: { error: { message, type, param, code } },
-})
-
 /** Parley's error (its status and envelope) as OpenAI would have answered it. */
 export function toOpenAIError(status: number, parley: ParleyError): OpenAIError {
-  const { code, message, details } = parley
-  switch (code) {
-    case 'validation_failed':
-    case 'invalid_request':
-    case 'unsupported_attachment':
-    case 'unknown_tool_use_id':
-    case 'retry_not_allowed':
-    case 'payload_too_large':
-    case 'method_not_allowed':
-    case 'headers_too_large':
-    case 'request_timeout':
-      // OpenAI answers every malformed request with 400 (a 413 and a 405 keep their own status).
-      return error(status === 413 || status === 405 ? status : 400, 'invalid_request_error', message, code === 'validation_failed' ? 'invalid_value' : code, firstPointer(details))
-    case 'context_too_large':
-      return error(400, 'invalid_request_error', message, 'context_length_exceeded', 'input')
-    case 'previous_response_not_found':
-      return error(400, 'invalid_request_error', message, code, 'previous_response_id')
-    case 'not_found':
-      return error(404, 'invalid_request_error', message, 'not_found')
-    case 'unauthorized':
-      return error(401, 'authentication_error', message, 'invalid_api_key')
-    case 'forbidden':
-      return error(403, 'permission_error', message, code)
-    case 'run_in_progress':
-      // OpenAI's answer to a second response on a conversation that has one running.
-      return error(400, 'invalid_request_error', message, 'conversation_locked', 'conversation')
-    case 'idempotency_key_reused':
-      return error(409, 'invalid_request_error', message, code)
-    case 'insufficient_balance':
-      return error(429, 'insufficient_quota', message, 'insufficient_quota')
-    case 'rate_limited':
-      return error(429, 'rate_limit_error', message, 'rate_limit_exceeded')
-    case 'upstream_error':
-      return error(502, 'server_error', message, code)
-    case 'unavailable':
-      return error(503, 'server_error', message, 'service_unavailable')
-    default:
-      return error(status >= 500 ? status : 500, 'server_error', message, code)
-  }
+  const entry = TABLE[parley.code] ?? { status: status >= 500 ? status : 500, type: 'server_error' as const, code: null }
+  const param = entry.param ?? firstPointer(parley.details)
+  return { status: entry.status ?? status, body: { error: { message: parley.message, type: entry.type, param, code: entry.code ?? parley.code } } }
+}
+
+/** The codes each status may carry, for the document (src/http/schemas/openai-responses.ts). */
+export function openaiCodesOf(status: number): string[] {
+  const codes = Object.entries(TABLE).flatMap(([parley, entry]) => ((entry.status ?? -1) === status ? [entry.code ?? parley] : []))
+  return [...new Set(codes)]
 }
 
 /** Whether a path is the facade's (everything under /v1/ but the catalogue, which is Parley's own). */

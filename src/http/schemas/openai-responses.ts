@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { Nullable, StringEnum } from './common.ts'
+import { OPENAI_ERROR_TYPES, openaiCodesOf } from '../openai/openai-error.ts'
 
 /**
  * The OpenAI Responses facade's request and answer shapes (docs/decisions/055-openai-facade.md,
@@ -236,11 +237,36 @@ export const OpenAIItemList = Type.Object(
   { $id: 'OpenAIItemList', description: 'A page of items (OpenAI\'s list shape).' },
 )
 
-export const OpenAIErrorBody = Type.Object(
-  {
-    error: Type.Object({ message: Type.String(), type: Type.String(), param: Nullable(Type.String()), code: Nullable(Type.String()) }),
-  },
-  { $id: 'OpenAIErrorBody', description: "An error as OpenAI's API sends it." },
+const OPENAI_ERROR_STATUSES = [400, 401, 404, 405, 409, 413, 429, 500, 502, 503] as const
+export type OpenAIErrorStatus = (typeof OPENAI_ERROR_STATUSES)[number]
+
+/** An error as OpenAI's API sends it, with the codes this status carries (src/http/openai/openai-error.ts). */
+function openaiErrorSchema(id: string, codes: string[], description: string) {
+  return Type.Object(
+    {
+      error: Type.Object(
+        {
+          message: Type.String(),
+          type: StringEnum(OPENAI_ERROR_TYPES),
+          param: Nullable(Type.String({ description: 'The request parameter concerned, e.g. `input[0].content`.' })),
+          code: StringEnum(codes),
+        },
+        closed,
+      ),
+    },
+    { ...closed, $id: id, description },
+  )
+}
+
+export const OPENAI_ERRORS = Object.fromEntries(
+  OPENAI_ERROR_STATUSES.map((status) => [status, openaiErrorSchema(`OpenAIError${status}`, openaiCodesOf(status), `An error as OpenAI's API answers it with ${status}.`)]),
+) as Record<OpenAIErrorStatus, ReturnType<typeof openaiErrorSchema>>
+
+/** What any facade operation may answer before it runs, in OpenAI's shape (decision 036's 4XX). */
+export const OpenAIError4XX = openaiErrorSchema(
+  'OpenAIError4XX',
+  [...new Set(OPENAI_ERROR_STATUSES.filter((s) => s < 500).flatMap((s) => openaiCodesOf(s)))],
+  'Refused before the operation runs, in OpenAI\'s error shape: 405 `method_not_allowed` with `Allow`, 400 for a path that is not valid percent-encoding.',
 )
 
-export const OPENAI_SCHEMAS = [OpenAIInputItem, OpenAIFunctionTool, OpenAICreateResponse, OpenAIResponse, OpenAIStreamFrame, OpenAIItemList, OpenAICountRequest, OpenAICompactRequest, OpenAICompaction, OpenAIErrorBody]
+export const OPENAI_SCHEMAS = [OpenAIInputItem, OpenAIFunctionTool, OpenAICreateResponse, OpenAIResponse, OpenAIStreamFrame, OpenAIItemList, OpenAICountRequest, OpenAICompactRequest, OpenAICompaction, ...Object.values(OPENAI_ERRORS), OpenAIError4XX]

@@ -3,6 +3,7 @@ import type { FastifySchema } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { ERROR_RESPONSES } from './common.ts'
 import { operationDocs, type OperationDoc } from './operation-docs.ts'
+import { isFacadePath } from '../openai/openai-error.ts'
 
 /**
  * How `/openapi.json` is made (decision 021): the routes' schemas, plus what only the document
@@ -138,6 +139,18 @@ const badPathEncoding = {
 
 type Response = { description?: string; headers?: Record<string, unknown>; content?: unknown }
 
+const PARLEY_ANSWERS = { rateLimited, badPathEncoding, missingHost, bodyOverLimit, beforeTheOperation }
+const openai = (schema: string, response: Response): Response => ({ ...response, content: { 'application/json': { schema: { $ref: `#/components/schemas/${schema}` } } } })
+const OPENAI_ANSWERS = {
+  rateLimited: openai('OpenAIError429', rateLimited),
+  badPathEncoding: openai('OpenAIError400', badPathEncoding),
+  missingHost: openai('OpenAIError400', missingHost),
+  bodyOverLimit: openai('OpenAIError413', bodyOverLimit),
+  beforeTheOperation: openai('OpenAIError4XX', {
+    description: "Refused before the operation runs, in OpenAI's error shape: a method the path does not serve is 405 `method_not_allowed` with `Allow`.",
+  }),
+}
+
 const TXID_FORMAT = { type: 'string', pattern: '^[0-9a-fA-F]{16}$', example: '00000000002df417' }
 
 /** Read-your-writes across nodes (decision 029): the TXID a keyed read may present. */
@@ -216,15 +229,17 @@ function completeDocument(document: OpenApiDocument): OpenApiDocument {
       const keyed = operation.security === undefined || operation.security.length > 0
       if (keyed && method === 'get') documentReadYourWrites(operation)
       if (keyed && method !== 'get') documentWritePosition(operation)
+      // The OpenAI facade answers the same refusals in OpenAI's shape (decision 055).
+      const answers = isFacadePath(path) ? OPENAI_ANSWERS : PARLEY_ANSWERS
       // Operations behind an API key are the rate-limited ones (decision 011).
-      if (keyed) operation.responses['429'] = operation.operationId === 'createResponse' ? turnRateLimited : rateLimited
+      if (keyed) operation.responses['429'] = operation.operationId === 'createResponse' ? turnRateLimited : answers.rateLimited
       if (operation.operationId === 'createResponse') documentTurnCapacity(operation)
       // A path whose parameter is not valid percent-encoding (`%ZZ`) is refused by the router, 400, before
       // any route runs: every operation with a path parameter can answer it (the fuzz suite sends it).
-      if (path.includes('{') && operation.responses['400'] === undefined) operation.responses['400'] = badPathEncoding
-      operation.responses['400'] ??= missingHost
-      if (method !== 'get') operation.responses['413'] ??= bodyOverLimit
-      operation.responses['4XX'] ??= beforeTheOperation
+      if (path.includes('{') && operation.responses['400'] === undefined) operation.responses['400'] = answers.badPathEncoding
+      operation.responses['400'] ??= answers.missingHost
+      if (method !== 'get') operation.responses['413'] ??= answers.bodyOverLimit
+      operation.responses['4XX'] ??= answers.beforeTheOperation
       const doc = operation.operationId ? operationDocs[operation.operationId] : undefined
       if (doc) applyDoc(operation, doc, method, path)
     }

@@ -170,4 +170,21 @@ export const operationDocs: Record<string, OperationDoc> = {
     example: {},
   },
   ...Object.assign({}, ...CONFIG_KINDS.map(configDocs)),
+  // The OpenAI facade (docs/guide/openai-sdk.md, docs/decisions/055-openai-facade.md).
+  openaiCreateResponse: { example: { body: { model: 'sandbox/echo', input: 'Hello', metadata: { ticket: '42' } } } },
+  openaiCountInputTokens: {
+    description: 'The input a response would send, packed as its turn would be (history under the budget, configured instructions and tools, the input), counted as the model\'s vendor is expected to count it. Nothing runs and nothing is kept.',
+    example: { body: { model: 'sandbox/echo', input: 'How long is this?' } },
+  },
+  openaiCompactResponse: { example: { body: { model: 'sandbox/echo', input: [{ role: 'user', content: 'My name is Alice.' }, { role: 'assistant', content: 'Hello Alice.' }] } } },
+  openaiGetResponse: { description: 'A response (a customer run) as the ledger holds it: status, output items, usage and what the request asked. A response made with `store: false` answers 404.', example: {} },
+  openaiCancelResponse: { description: 'Stops a response in progress, as POST /api/v1/runs/{run_id}/cancel does: its output so far is kept and billed, and it ends `cancelled`. A finished response is returned unchanged.', example: {} },
+  openaiListInputItems: { description: 'The items a response was given, as its chat\'s ledger holds them: its input, carried history and closed calls, newest first unless `order=asc`.', example: { query: { order: 'asc', limit: '20' } } },
+  openaiCreateConversation: { description: 'Creates a conversation: a chat, in the namespace `X-Parley-Namespace` names (else the organisation\'s default scope), with `metadata` as its user_metadata and any `items` (user and assistant messages of text) as its first parts.', example: { body: { metadata: { topic: 'refunds' }, items: [{ type: 'message', role: 'user', content: 'Hello' }] } } },
+  openaiGetConversation: { description: 'A conversation (a chat): its id, when it was made and its `metadata` (the chat\'s user_metadata).', example: {} },
+  openaiUpdateConversation: { description: "Replaces a conversation's `metadata` (the chat's user_metadata); its items are untouched.", example: { body: { metadata: { topic: 'billing' } } } },
+  openaiDeleteConversation: { description: 'Deletes a conversation and its ledger, as DELETE /api/v1/chats/{chat_id} does; a response still running is stopped. Its responses stay billed.', example: {} },
+  openaiListConversationItems: { description: "A conversation's items, its chat's ledger parts, newest first unless `order=asc`; page with `after` set to the last item id of a page.", example: { query: { order: 'asc' } } },
+  openaiAddConversationItems: { example: { body: { items: [{ type: 'message', role: 'user', content: 'One more thing.' }] } } },
+  openaiGetConversationItem: { description: 'One item of a conversation by its id.', example: {} },
 }
