@@ -25,6 +25,7 @@ import { namespaceRoutes } from './routes/api/v1/namespaces.ts'
 import { usageRoutes } from './routes/api/v1/usage.ts'
 import { responseRoutes, turnSlots } from './routes/api/v1/chats/responses.ts'
 import { openaiResponseRoutes } from './routes/v1/responses.ts'
+import { installResponsesSocket } from './routes/v1/responses-socket.ts'
 import { openaiConversationRoutes } from './routes/v1/conversations.ts'
 import { OPENAI_CONVERSATION_SCHEMAS } from './schemas/openai-conversations.ts'
 import { OPENAI_SCHEMAS } from './schemas/openai-responses.ts'
@@ -249,6 +250,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
     await keyed.register(responseRoutes(deps, { slots, bodyWork }))
     // The OpenAI facade (decision 055): the same turns, through the same slots.
     await keyed.register(openaiResponseRoutes(deps, { slots, bodyWork }))
+    installResponsesSocket(keyed, deps, { slots, bodyWork })
     await keyed.register(openaiConversationRoutes(deps))
     await keyed.register(runRoutes(deps))
   })

@@ -86,6 +86,14 @@ context). Lines of the newest prompt starting with \`/\` steer them:
 Usage counts the packed prompt as input; the part repeating the chat's previous request from its start
 is reported as \`cache_read_tokens\`, as a vendor's prompt cache would.
 
+## OpenAI-compatible API
+
+Clients of OpenAI's Responses API work unchanged with \`baseURL\` set to \`<this server>/v1\` and a Parley key:
+\`POST /v1/responses\` (streaming, \`background\`, \`store: false\`, \`previous_response_id\`, \`conversation\`), its
+WebSocket mode on the same path, \`/v1/responses/input_tokens\`, \`/v1/responses/compact\` and \`/v1/conversations\`
+with their items. A response is a run, a conversation a chat, items the chat's parts; errors there are OpenAI's
+\`{error: {message, type, param, code}}\`. See \`docs/guide/openai-sdk.md\`.
+
 ## Documents
 
 - [OpenAPI](/openapi.json): the machine-readable contract, generated from the route schemas.
@@ -93,7 +101,7 @@ is reported as \`cache_read_tokens\`, as a vendor's prompt cache would.
 - [Models](/v1/catalogue/models.md): the model catalogue with prices.
 - The guide, in the source repository at \`docs/guide/\`: concepts with runnable examples
   (\`turn-stream.md\` for every event and the order rules, \`sandbox.md\` for the models and lines,
-  \`runs.md\`, \`tool-calls.md\`, \`context.md\`, \`billing-and-usage.md\`, \`errors.md\`).
+  \`runs.md\`, \`tool-calls.md\`, \`context.md\`, \`billing-and-usage.md\`, \`errors.md\`, \`openai-sdk.md\`).
 `
 
 /** llms.txt: a fixed introduction plus the operation list taken from the live OpenAPI document. */

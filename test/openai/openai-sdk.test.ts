@@ -218,3 +218,12 @@ describe('input_tokens, compact and conversation items through the SDK', () => {
     expect((await sdk.conversations.items.list(conversation.id)).data).toHaveLength(all.data.length + 2)
   })
 })
+
+describe('a response not to be stored that fails before its stream', () => {
+  it('is refused as the vendor failed (502), billed as a failed run, and leaves no chat', async () => {
+    const chatsBefore = ((await native('/api/v1/chats')).body.data as unknown[]).length
+    const failed = await sdk.responses.create({ model: 'sandbox/echo', input: '/fail', store: false }).catch((e: unknown) => e)
+    expect(failed).toMatchObject({ status: 502 })
+    expect(((await native('/api/v1/chats')).body.data as unknown[]).length).toBe(chatsBefore)
+  })
+})

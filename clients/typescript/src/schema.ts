@@ -1752,30 +1752,6 @@ export interface components {
                 code: "not_found";
             };
         };
-        /** @description An error as OpenAI's API answers it with 405. */
-        OpenAIError405: {
-            error: {
-                message: string;
-                /** @enum {string} */
-                type: "invalid_request_error" | "authentication_error" | "permission_error" | "rate_limit_error" | "insufficient_quota" | "server_error";
-                /** @description The request parameter concerned, e.g. `input[0].content`. */
-                param: string | null;
-                /** @enum {string} */
-                code: "method_not_allowed";
-            };
-        };
-        /** @description An error as OpenAI's API answers it with 409. */
-        OpenAIError409: {
-            error: {
-                message: string;
-                /** @enum {string} */
-                type: "invalid_request_error" | "authentication_error" | "permission_error" | "rate_limit_error" | "insufficient_quota" | "server_error";
-                /** @description The request parameter concerned, e.g. `input[0].content`. */
-                param: string | null;
-                /** @enum {string} */
-                code: "idempotency_key_reused";
-            };
-        };
         /** @description An error as OpenAI's API answers it with 413. */
         OpenAIError413: {
             error: {
@@ -1845,7 +1821,7 @@ export interface components {
                 /** @description The request parameter concerned, e.g. `input[0].content`. */
                 param: string | null;
                 /** @enum {string} */
-                code: "invalid_value" | "invalid_request" | "unsupported_attachment" | "unknown_tool_use_id" | "retry_not_allowed" | "context_length_exceeded" | "previous_response_not_found" | "conversation_locked" | "invalid_api_key" | "not_found" | "method_not_allowed" | "idempotency_key_reused" | "payload_too_large" | "insufficient_quota" | "rate_limit_exceeded";
+                code: "invalid_value" | "invalid_request" | "unsupported_attachment" | "unknown_tool_use_id" | "retry_not_allowed" | "context_length_exceeded" | "previous_response_not_found" | "conversation_locked" | "invalid_api_key" | "not_found" | "payload_too_large" | "insufficient_quota" | "rate_limit_exceeded" | "method_not_allowed";
             };
         };
         OpenAICreateConversation: {

@@ -33,6 +33,8 @@ export async function compactResponse(deps: AppDeps, caller: TurnCaller, body: C
   const previous = body.previous_response_id == null ? null : previousResponse(deps, orgId, body.previous_response_id)
   // Checked before the copy is made: a refused request leaves nothing behind.
   const parts = partsOfItems(deps, previous?.chat.id ?? null, items, '/input')
+  // Reasoning and references add nothing: input of nothing but those has nothing to summarise.
+  if (parts.length === 0 && previous === null) throw new ValidationError([{ in: 'body', pointer: '/input', message: 'holds no message to compact' }])
   let chat
   if (previous !== null) {
     const upTo = deps.store.parts.ofRunInChat(previous.run.id, previous.chat.id).at(-1)?.ordinal

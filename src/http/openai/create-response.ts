@@ -4,7 +4,9 @@ import { newId } from '../../domain/new-id.ts'
 import { echoOfRequest } from '../../domain/openai/request-echo.ts'
 import { requestToTurn } from '../../domain/openai/request-to-turn.ts'
 import type { ResponseObject } from '../../domain/openai/response-object.ts'
+import { runIdOf } from '../../domain/openai/openai-ids.ts'
 import type { ChatRow } from '../../store/chats.ts'
+import type { RunRow } from '../../store/runs.ts'
 import type { AppDeps } from '../app-deps.ts'
 import type { BodyWork } from '../body-work/body-work.ts'
 import type { OpenAICreateResponse } from '../schemas/openai-responses.ts'
@@ -26,7 +28,15 @@ export type CreateOptions = {
    * for as long as its connection may continue it, and deletes it itself (decision 055).
    */
   keepUnstored?: boolean
+  /**
+   * The connection's own response not to be stored (the WebSocket mode's cache, decision 055): a
+   * `previous_response_id` naming it continues its chat, which no other request can find.
+   */
+  held?: HeldResponse | null
 }
+
+/** A response not to be stored that a connection keeps to be continued, and the chat it ran in. */
+export type HeldResponse = { runId: string; chatId: string }
 
 /** The chat a continuing request runs in, and whether it was copied for it (a fork, deleted if the turn is refused). */
 type Placement = { chat: ChatRow; copied: boolean }
@@ -40,17 +50,29 @@ async function forkAt(deps: AppDeps, orgId: string, chatId: string, upToOrdinal:
 /**
  * The chat a request that continues one runs in (decision 055): `conversation`'s chat;
  * `previous_response_id`'s chat when it names the chat's latest response, a fork at it otherwise.
- * A response not to be stored runs in a copy.
+ * A response not to be stored runs in a copy, unless it continues its connection's held response
+ * (its chat is the connection's own); a stored one continuing a held response runs in a copy too.
  */
-function sourceOf(deps: AppDeps, orgId: string, body: OpenAICreateResponse): { chat: ChatRow; forkAfter: number | null | undefined } {
+function sourceOf(deps: AppDeps, orgId: string, body: OpenAICreateResponse, held: HeldResponse | null): { chat: ChatRow; forkAfter: number | null | undefined } {
   const throwaway = body.store === false
   if (body.conversation != null) {
     const chat = findConversation(deps, orgId, typeof body.conversation === 'string' ? body.conversation : body.conversation.id)
     return { chat, forkAfter: throwaway ? null : undefined }
   }
-  const { run, chat } = previousResponse(deps, orgId, body.previous_response_id!)
-  if (deps.store.runs.latestCustomerRun(chat.id)?.id === run.id && !throwaway) return { chat, forkAfter: undefined }
+  const { run, chat, stored } = continuedResponse(deps, orgId, body.previous_response_id!, held)
+  // In place only where the chat is kept as this response asks: a stored chat for a stored response, a held one for one not to be stored.
+  if (deps.store.runs.latestCustomerRun(chat.id)?.id === run.id && stored !== throwaway) return { chat, forkAfter: undefined }
   return { chat, forkAfter: deps.store.parts.ofRunInChat(run.id, chat.id).at(-1)?.ordinal ?? null }
+}
+
+/** The response `previous_response_id` names: the connection's held one (not stored), else a stored one of the organisation. */
+function continuedResponse(deps: AppDeps, orgId: string, responseId: string, held: HeldResponse | null): { run: RunRow; chat: ChatRow; stored: boolean } {
+  if (held && runIdOf(responseId) === held.runId) {
+    const run = deps.store.runs.get(orgId, held.runId)
+    const chat = deps.store.chats.get(orgId, held.chatId)
+    if (run && chat) return { run, chat, stored: false }
+  }
+  return { ...previousResponse(deps, orgId, responseId), stored: true }
 }
 
 /**
@@ -79,10 +101,16 @@ export async function createResponse(
     const translated = requestToTurn(body, chatLookups(deps, null))
     if (translated.problems.length > 0) throw new ValidationError(translated.problems)
     const chat = { id: newId(), namespace }
-    admitted = await submitTurn(deps, bodyWork, caller, chat, { ...translated.request, stream: true }, { openaiRequest: echo, newChat: { namespace } })
+    try {
+      admitted = await submitTurn(deps, bodyWork, caller, chat, { ...translated.request, stream: true }, { openaiRequest: echo, newChat: { namespace } })
+    } catch (error) {
+      // Failed before its stream opened, its run committed failed: a chat not to be stored goes all the same.
+      if (body.store === false && deps.store.chats.get(caller.orgId, chat.id)) await deps.host.delete(caller.orgId, chat.id)
+      throw error
+    }
     placement = { chat: deps.store.chats.get(caller.orgId, chat.id)!, copied: false }
   } else {
-    const source = sourceOf(deps, caller.orgId, body)
+    const source = sourceOf(deps, caller.orgId, body, options.held ?? null)
     // Read against the source: a fork holds copies of its parts, under the same call ids.
     const translated = requestToTurn(body, chatLookups(deps, source.chat.id))
     if (translated.problems.length > 0) throw new ValidationError(translated.problems)

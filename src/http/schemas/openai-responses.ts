@@ -237,7 +237,8 @@ export const OpenAIItemList = Type.Object(
   { $id: 'OpenAIItemList', description: 'A page of items (OpenAI\'s list shape).' },
 )
 
-const OPENAI_ERROR_STATUSES = [400, 401, 404, 405, 409, 413, 429, 500, 502, 503] as const
+/** The statuses the facade's operations document one by one; 405 is among the answers before an operation (4XX). */
+const OPENAI_ERROR_STATUSES = [400, 401, 404, 413, 429, 500, 502, 503] as const
 export type OpenAIErrorStatus = (typeof OPENAI_ERROR_STATUSES)[number]
 
 /** An error as OpenAI's API sends it, with the codes this status carries (src/http/openai/openai-error.ts). */
@@ -265,7 +266,7 @@ export const OPENAI_ERRORS = Object.fromEntries(
 /** What any facade operation may answer before it runs, in OpenAI's shape (decision 036's 4XX). */
 export const OpenAIError4XX = openaiErrorSchema(
   'OpenAIError4XX',
-  [...new Set(OPENAI_ERROR_STATUSES.filter((s) => s < 500).flatMap((s) => openaiCodesOf(s)))],
+  [...new Set([...OPENAI_ERROR_STATUSES.filter((s) => s < 500), 405].flatMap((s) => openaiCodesOf(s)))],
   'Refused before the operation runs, in OpenAI\'s error shape: 405 `method_not_allowed` with `Allow`, 400 for a path that is not valid percent-encoding.',
 )
 

@@ -61,21 +61,27 @@ export function turnRefusal(inFlight: number, loopDelayMs: number, limits: TurnA
  */
 export function turnSlots(limits: TurnAdmissionLimits, loop: Pick<LoopDelay, 'ms'>) {
   let inFlight = 0
+  /** A place taken, or the refusal thrown; the function returned gives it back (once, however often called). */
+  const acquire = (): (() => void) => {
+    const refusal = turnRefusal(inFlight, loop.ms, limits)
+    if (refusal) throw refusal
+    inFlight++
+    let held = true
+    return () => {
+      if (!held) return
+      held = false
+      inFlight--
+    }
+  }
   return {
     get inFlight() {
       return inFlight
     },
+    /** For a turn no HTTP reply carries (the WebSocket mode's): its place is given back by the caller. */
+    acquire,
     /** onRequest hook of the turn route. */
     async take(_request: FastifyRequest, reply: FastifyReply): Promise<void> {
-      const refusal = turnRefusal(inFlight, loop.ms, limits)
-      if (refusal) throw refusal
-      inFlight++
-      let held = true
-      const release = () => {
-        if (!held) return
-        held = false
-        inFlight--
-      }
+      const release = acquire()
       // 'finish': the whole answer is handed over; 'close': that, or the connection went first.
       reply.raw.once('finish', release)
       reply.raw.once('close', release)
