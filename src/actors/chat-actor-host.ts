@@ -609,6 +609,7 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
      * node's runs when their leases expire (decision 018). Returns the stop function.
      */
     start(): () => void {
+      const host = this
       // Only the primary writes: a replica settles nothing, and takes over once it is promoted.
       const isPrimary = () => role.current().kind === 'primary'
       const renewMs = options.leaseRenewMs ?? Math.max(1, Math.floor(deps.leaseTtlMs / 3))
@@ -646,6 +647,14 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
         atExpiry.unref()
       }
 
+      // decision 055: a chat kept for responses not to be stored outlives them only while a connection
+      // may continue it; none does across a start, so those a stopped node left are deleted, through their actors.
+      function deleteUnstoredChats() {
+        for (const chat of deps.store.runs.unstoredChats()) {
+          host.delete(chat.org_id, chat.chat_id).catch((error: unknown) => report(`chat ${chat.chat_id} of a response not to be stored not deleted`, error))
+        }
+      }
+
       // This node's own leases are renewed first, so a late tick never finds its own runs expired.
       // A tick that fails (the database refuses writes for a moment) is logged; the next one tries again.
       function renewAndSweep() {
@@ -671,6 +680,7 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
         // The only writer settles every run it finds running; otherwise its own earlier life's and expired ones.
         if (role.exclusiveWriter) takeOver()
         sweep(deps.nodeId, true)
+        deleteUnstoredChats()
       }
       const renew = setInterval(() => {
         renewAndSweep()

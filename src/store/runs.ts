@@ -101,6 +101,12 @@ export function createRunStore(db: Db) {
     )
     .safeIntegers(true)
   const everyRunning = db.prepare<[], RunRow>(`SELECT * FROM runs WHERE status = 'running'`).safeIntegers(true)
+  // Through runs_unstored_chat (migration 0017): the chats of responses not to be stored with no run running.
+  const unstoredChats = db.prepare<[], { chat_id: string; org_id: string }>(
+    `SELECT DISTINCT r.chat_id, c.org_id FROM runs r JOIN chats c ON c.id = r.chat_id
+     WHERE json_extract(r.manifest, '$.openai_request.store') = 0
+       AND NOT EXISTS (SELECT 1 FROM runs x WHERE x.chat_id = r.chat_id AND x.status = 'running')`,
+  )
   const nextForeignExpiry = db.prepare<[string, string], { next: string | null }>(
     `SELECT MIN(lease_expires_at) AS next FROM runs WHERE status = 'running' AND (lease_owner IS NULL OR lease_owner <> ?)
        AND lease_expires_at > ?`,
@@ -163,6 +169,8 @@ export function createRunStore(db: Db) {
     abandoned: (now: string, previousSelf: string) => abandoned.all(now, previousSelf),
     /** Every running run, whoever holds its lease: what a newly promoted LiteFS primary takes over. */
     everyRunning: () => everyRunning.all(),
+    /** Chats kept for responses not to be stored that nothing runs in (decision 055): left by a node that stopped. */
+    unstoredChats: () => unstoredChats.all(),
     /**
      * When the next lease held by another node (or by nobody) expires after `after`, if one does.
      * Leases already expired are not waited for: a sweep just saw them (decision 020).

@@ -71,7 +71,11 @@ export function openaiCodesOf(status: number): string[] {
   return [...new Set(codes)]
 }
 
-/** Whether a path is the facade's (everything under /v1/ but the catalogue, which is Parley's own). */
+/**
+ * Whether a URL is the facade's: everything under /v1/ but the catalogue, which is Parley's own.
+ * Read as the router reads it: the query left out, a trailing slash ignored (`/v1/` is `/v1`).
+ */
 export function isFacadePath(url: string): boolean {
-  return url.startsWith('/v1/') && !url.startsWith('/v1/catalogue')
+  const path = (url.split('?')[0] ?? '').replace(/\/+$/, '')
+  return path.startsWith('/v1/') && !path.startsWith('/v1/catalogue')
 }

@@ -15,6 +15,7 @@ import * as runsByOrg from './0013-runs-by-org.ts'
 import * as inheritedRuns from './0014-inherited-runs.ts'
 import * as catalogueVersions from './0015-catalogue-versions.ts'
 import * as providerCallMinutes from './0016-provider-call-minutes.ts'
+import * as unstoredResponses from './0017-unstored-responses.ts'
 
 export type Migration = { name: string; up: (db: Database) => void }
 
@@ -36,4 +37,5 @@ export const migrations: Migration[] = [
   { name: '0014-inherited-runs', up: inheritedRuns.up },
   { name: '0015-catalogue-versions', up: catalogueVersions.up },
   { name: '0016-provider-call-minutes', up: providerCallMinutes.up },
+  { name: '0017-unstored-responses', up: unstoredResponses.up },
 ]
