@@ -72,6 +72,8 @@ export function startReadThread(
   checkpointNow: () => Promise<boolean> | null = () => null,
   /** The WAL cycle's longest write hold (WAL_HOLD_MAX_MS unless told: tests on a loaded machine give it room). */
   holdMaxMs: number = WAL_HOLD_MAX_MS,
+  /** How long the cycle's part with writes flowing waits (WAL_CYCLE_WAIT_MS unless told, as holdMaxMs). */
+  cycleWaitMs: number = WAL_CYCLE_WAIT_MS,
 ): OffThreadReads {
   // [0] the main connection's generation, [1] its change count, [2] the LiteFS position, [3] 1 on the primary.
   const tagShared = new SharedArrayBuffer(4 * BigInt64Array.BYTES_PER_ELEMENT)
@@ -198,10 +200,10 @@ export function startReadThread(
     let release: (() => void) | null = null
     try {
       // Writes flowing: most of the log is copied here, so little is left for the hold.
-      if (!(await renewEach(Date.now() + WAL_CYCLE_WAIT_MS))) return
+      if (!(await renewEach(Date.now() + cycleWaitMs))) return
       const flowing = checkpointNow()
       if (flowing === null) return
-      await within(flowing, false, WAL_CYCLE_WAIT_MS)
+      await within(flowing, false, cycleWaitMs)
       // Writes held: the rest of the log, then snapshots that need none of it.
       release = writeHold.take()
       const deadline = Date.now() + holdMaxMs
