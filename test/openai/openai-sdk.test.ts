@@ -1,4 +1,5 @@
 import OpenAI from 'openai'
+import { chatIdOf, runIdOf } from '../../src/domain/openai/openai-ids.ts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
 import { sandboxCatalogue } from '../helpers/turns.ts'
@@ -36,7 +37,7 @@ describe('the openai SDK against Parley', () => {
     expect(response.output_text).toBe('echo: hello there')
     expect(response.output[0]).toMatchObject({ type: 'message', role: 'assistant', status: 'completed' })
     expect(response.usage?.input_tokens).toBeGreaterThan(0)
-    const runId = response.id.slice('resp_'.length).replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5')
+    const runId = runIdOf(response.id)!
     const run = await native(`/api/v1/runs/${runId}`)
     expect(run.status).toBe(200)
     expect(run.body.status).toBe('succeeded')
@@ -75,7 +76,7 @@ describe('the openai SDK against Parley', () => {
     const items = await sdk.conversations.items.list(conversation.id, { order: 'asc' })
     const texts = items.data.map((item) => (item.type === 'message' ? (item.content[0] as { text: string }).text : item.type))
     expect(texts).toEqual(['first', 'echo: first', 'second', 'echo: second', 'third', 'echo: third'])
-    const chatId = conversation.id.slice('conv_'.length).replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5')
+    const chatId = chatIdOf(conversation.id)!
     const history = await native(`/api/v1/chats/${chatId}/history?include=full`)
     const parts = (history.body.data as { part: { text: string } }[]).map((p) => p.part.text)
     expect(parts).toEqual(['first', 'echo: first', 'second', 'echo: second', 'third', 'echo: third'])
@@ -109,7 +110,7 @@ describe('the openai SDK against Parley', () => {
     const a = await sdk.responses.create({ model: 'sandbox/echo', input: 'one' })
     const b = await sdk.responses.create({ model: 'sandbox/echo', input: 'two', previous_response_id: a.id })
     const c = await sdk.responses.create({ model: 'sandbox/echo', input: 'three', previous_response_id: b.id })
-    const chatOf = async (id: string) => (await native(`/api/v1/runs/${id.slice(5).replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5')}`)).body.chat_id
+    const chatOf = async (id: string) => (await native(`/api/v1/runs/${runIdOf(id)}`)).body.chat_id
     expect(await chatOf(b.id)).toBe(await chatOf(a.id))
     expect(await chatOf(c.id)).toBe(await chatOf(a.id))
     // Naming `a` again, not the latest: the chat is forked at `a`, and the original keeps its history.
@@ -165,7 +166,7 @@ describe('the openai SDK against Parley', () => {
     expect(response.output_text).toBe('echo: forget me')
     await expect(sdk.responses.retrieve(response.id)).rejects.toMatchObject({ status: 404 })
     await expect.poll(async () => ((await native('/api/v1/chats')).body.data as unknown[]).length).toBe(chatsBefore)
-    const runId = response.id.slice(5).replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5')
+    const runId = runIdOf(response.id)!
     const run = await native(`/api/v1/runs/${runId}`)
     expect(Number(run.body.cost)).toBeGreaterThan(0)
   })

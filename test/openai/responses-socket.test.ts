@@ -3,6 +3,7 @@ import OpenAI from 'openai'
 import { ResponsesWS } from 'openai/resources/responses/ws'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { WebSocket } from 'ws'
+import { runIdOf } from '../../src/domain/openai/openai-ids.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
 import { sandboxCatalogue } from '../helpers/turns.ts'
 
@@ -92,7 +93,6 @@ const native = async (path: string, key = org.key) => {
   const res = await fetch(`http://127.0.0.1:${port}${path}`, { headers: { authorization: `Bearer ${key}` } })
   return { status: res.status, body: (await res.json()) as Record<string, unknown> }
 }
-const runIdOf = (responseId: string) => responseId.slice('resp_'.length).replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5')
 const chatOf = async (responseId: string) => (await native(`/api/v1/runs/${runIdOf(responseId)}`)).body.chat_id as string
 const historyOf = async (chatId: string) => ((await native(`/api/v1/chats/${chatId}/history?include=full`)).body.data as { part: { text?: string; kind?: string } }[]).map((p) => p.part.text ?? p.part.kind)
 const chatCount = async () => ((await native('/api/v1/chats?limit=100')).body.data as unknown[]).length

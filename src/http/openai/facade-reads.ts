@@ -84,10 +84,7 @@ export function chatLookups(deps: AppDeps, chatId: string | null): ChatLookups {
       const row = deps.store.parts.toolCallOf(chatId, callId)
       return row ? (JSON.parse(row.body) as { tool_name: string }).tool_name : null
     },
-    holdsItem(ref: ItemRef) {
-      if (ref.kind === 'part') return deps.store.parts.inChat(chatId, ref.partId) !== undefined
-      return deps.store.parts.ofRunInChat(ref.runId, chatId).filter(isAnswerPart).length > ref.index
-    },
+    holdsItem: (ref: ItemRef) => rowOfItem(deps, chatId, ref) !== undefined,
   }
 }
 
