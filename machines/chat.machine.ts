@@ -2,6 +2,7 @@ import { and, assertEvent, assign, emit, enqueueActions, fromPromise, not, raise
 import { mustBeProvided } from './must-be-provided.ts'
 import { NotFoundError, RunInProgressError, UnavailableError, ValidationError } from '../src/domain/errors.ts'
 import { decideForkCut, forkCutIsSettled } from '../src/domain/chats/fork-cut.ts'
+import { partsToErase } from '../src/domain/chats/erase-parts.ts'
 import { leaseIsLive } from '../src/domain/runs/lease.ts'
 import { MAX_REFITS, mayRefit } from '../src/domain/context/refit.ts'
 import { endedAs, type RunOutcome, runOutcome, usageKnownSoFar } from '../src/domain/runs/run-outcome.ts'
@@ -24,6 +25,7 @@ import type {
   ChatInput,
   DeleteChatInput,
   AppendPartsInput,
+  ErasePartsInput,
   EagerCompaction,
   LedgerView,
   RunAdmission,
@@ -219,6 +221,7 @@ export const chatMachine = setup({
     reapRun: fromPromise<ChatFacts, ReapRunInput>(mustBeProvided('chat machine', 'reapRun')),
     deleteChat: fromPromise<void, DeleteChatInput>(mustBeProvided('chat machine', 'deleteChat')),
     appendParts: fromPromise<number[], AppendPartsInput>(mustBeProvided('chat machine', 'appendParts')),
+    eraseParts: fromPromise<ChatFacts, ErasePartsInput>(mustBeProvided('chat machine', 'eraseParts')),
   },
   guards: {
     /** docs/guide/tool-calls.md: the latest customer run left tool calls no submission has closed; the next one closes them. */
@@ -380,6 +383,47 @@ export const chatMachine = setup({
       const error = new ValidationError([{ in: 'body', pointer: '/items', message: `the latest response's function calls (${ids}) are pending: answer them in a response first` }])
       return { type: 'appendAnswered' as const, requestId: event.requestId, outcome: { kind: 'refused' as const, error } }
     }),
+    /**
+     * decision 056: the part, and the rest of its tool call's exchange (partsToErase), wait in the
+     * context, plain data, while eraseParts erases them.
+     */
+    queueErasure: assign({
+      erasing: ({ event }) => {
+        assertEvent(event, 'ERASE')
+        return { requestId: event.requestId, ordinals: partsToErase(event.target, event.exchange) }
+      },
+    }),
+    respondErased: enqueueActions(({ context, enqueue }) => {
+      if (context.erasing) enqueue.emit({ type: 'eraseAnswered', requestId: context.erasing.requestId, outcome: { kind: 'erased', ordinals: context.erasing.ordinals } })
+      enqueue.assign({ erasing: null })
+    }),
+    respondEraseFailed: enqueueActions(({ context, enqueue }, error: unknown) => {
+      if (context.erasing) enqueue.emit({ type: 'eraseAnswered', requestId: context.erasing.requestId, outcome: { kind: 'refused', error } })
+      enqueue.assign({ erasing: null })
+    }),
+    /** A run is in progress (or left running): its parts are not settled, and packing reads the chat: the erasure waits (409). */
+    refuseErasureWhileRunning: emit(({ context, event }) => {
+      assertEvent(event, 'ERASE')
+      const error = new RunInProgressError(context.admission?.runId ?? context.outstanding?.id ?? context.orphan?.id ?? null)
+      return { type: 'eraseAnswered' as const, requestId: event.requestId, outcome: { kind: 'refused' as const, error } }
+    }),
+    /** Items are being added or erased: one change of the ledger at rest at a time. */
+    refuseErasureWhileEditing: emit(({ event }) => {
+      assertEvent(event, 'ERASE')
+      return { type: 'eraseAnswered' as const, requestId: event.requestId, outcome: { kind: 'refused' as const, error: new UnavailableError('items of this chat are being changed; try again', undefined, 'retry shortly') } }
+    }),
+    refuseErasureOfDeletedChat: emit(({ event }) => {
+      assertEvent(event, 'ERASE')
+      return { type: 'eraseAnswered' as const, requestId: event.requestId, outcome: { kind: 'refused' as const, error: new NotFoundError('chat not found') } }
+    }),
+    refuseAppendWhileErasing: emit(({ event }) => {
+      assertEvent(event, 'APPEND')
+      return { type: 'appendAnswered' as const, requestId: event.requestId, outcome: { kind: 'refused' as const, error: new UnavailableError('items of this chat are being changed; try again', undefined, 'retry shortly') } }
+    }),
+    rejectWhileErasing: emit(({ event }) => {
+      assertEvent(event, 'SUBMIT')
+      return { type: 'rejected' as const, requestId: event.requestId, error: new UnavailableError('items of this chat are being changed; try again', undefined, 'retry shortly') }
+    }),
     refuseAppendWhileAppending: emit(({ event }) => {
       assertEvent(event, 'APPEND')
       return { type: 'appendAnswered' as const, requestId: event.requestId, outcome: { kind: 'refused' as const, error: new UnavailableError('items are being added to this chat; try again', undefined, 'retry shortly') } }
@@ -529,6 +573,7 @@ export const chatMachine = setup({
     outstanding: input.outstanding ?? null,
     deleters: [],
     appending: null,
+    erasing: null,
     interruption: null,
     settleAttempts: 0,
   }),
@@ -553,11 +598,22 @@ export const chatMachine = setup({
     },
     // At rest with no tool call pending.
     idle: {
-      on: { SUBMIT: admitOrRefuse, DELETE: deleteAtRest, SWEEP: sweepAtRest, APPEND: { target: 'appending', actions: 'queueAppend' } },
+      on: {
+        SUBMIT: admitOrRefuse,
+        DELETE: deleteAtRest,
+        SWEEP: sweepAtRest,
+        APPEND: { target: 'appending', actions: 'queueAppend' },
+        ERASE: { target: 'erasing', actions: 'queueErasure' },
+      },
     },
     // decision 055: items written to the ledger outside a turn, in one transaction, then at rest again.
     appending: {
-      on: { SUBMIT: { actions: 'rejectWhileAppending' }, APPEND: { actions: 'refuseAppendWhileAppending' }, DELETE: { actions: 'addDeleter' } },
+      on: {
+        SUBMIT: { actions: 'rejectWhileAppending' },
+        APPEND: { actions: 'refuseAppendWhileAppending' },
+        ERASE: { actions: 'refuseErasureWhileEditing' },
+        DELETE: { actions: 'addDeleter' },
+      },
       invoke: {
         src: 'appendParts',
         input: ({ context }) => ({ chatId: context.chatId, parts: context.appending!.parts }),
@@ -571,21 +627,60 @@ export const chatMachine = setup({
         ],
       },
     },
+    // decision 056: parts erased from the ledger at rest, in one transaction, with the summaries written
+    // from them; the chat's facts are read again (an erased call is no longer pending), then at rest.
+    erasing: {
+      on: {
+        SUBMIT: { actions: 'rejectWhileErasing' },
+        APPEND: { actions: 'refuseAppendWhileErasing' },
+        ERASE: { actions: 'refuseErasureWhileEditing' },
+        DELETE: { actions: 'addDeleter' },
+      },
+      invoke: {
+        src: 'eraseParts',
+        input: ({ context }) => ({ chatId: context.chatId, ordinals: context.erasing!.ordinals }),
+        onDone: [
+          { guard: 'deletionRequested', target: 'deleting', actions: [{ type: 'refreshFacts', params: ({ event }) => event.output }, 'respondErased'] },
+          { target: 'ready', actions: [{ type: 'refreshFacts', params: ({ event }) => event.output }, 'respondErased'] },
+        ],
+        onError: [
+          { guard: 'deletionRequested', target: 'deleting', actions: [{ type: 'respondEraseFailed', params: ({ event }: { event: { error: unknown } }) => event.error }] },
+          { target: 'ready', actions: [{ type: 'respondEraseFailed', params: ({ event }: { event: { error: unknown } }) => event.error }] },
+        ],
+      },
+    },
     // At rest with the latest customer run's tool calls pending (docs/guide/tool-calls.md): the next admitted
     // submission closes every one of them (closePendingCalls), by its tool_result or a tombstone.
     // A tool_result for any other id is refused 422 unknown_tool_use_id.
     awaitingToolResults: {
-      on: { SUBMIT: admitClosingCallsOrRefuse, DELETE: deleteAtRest, SWEEP: sweepAtRest, APPEND: { actions: 'refuseAppendWhileCallsPending' } },
+      on: {
+        SUBMIT: admitClosingCallsOrRefuse,
+        DELETE: deleteAtRest,
+        SWEEP: sweepAtRest,
+        APPEND: { actions: 'refuseAppendWhileCallsPending' },
+        ERASE: { target: 'erasing', actions: 'queueErasure' },
+      },
     },
     // The ledger shows a run of this chat `running` that no actor here streams (decision 020).
     outstanding: {
-      on: { SUBMIT: reapOrRefuse, DELETE: deleteAtRest, SWEEP: sweepAtRest, APPEND: { actions: 'refuseAppendWhileRunning' } },
+      on: {
+        SUBMIT: reapOrRefuse,
+        DELETE: deleteAtRest,
+        SWEEP: sweepAtRest,
+        APPEND: { actions: 'refuseAppendWhileRunning' },
+        ERASE: { actions: 'refuseErasureWhileRunning' },
+      },
     },
     // The sweep's run is settled as interrupted by the actor (reapRun, as a turn's reaping does), and
     // the chat's facts read again: its tool calls close as a failed run's. A failure waits for the
     // next sweep. While running, the actor settles its own run itself, and ignores the sweep.
     sweeping: {
-      on: { SUBMIT: { actions: 'rejectSweptRun' }, DELETE: { actions: 'addDeleter' }, APPEND: { actions: 'refuseAppendWhileRunning' } },
+      on: {
+        SUBMIT: { actions: 'rejectSweptRun' },
+        DELETE: { actions: 'addDeleter' },
+        APPEND: { actions: 'refuseAppendWhileRunning' },
+        ERASE: { actions: 'refuseErasureWhileRunning' },
+      },
       invoke: {
         src: 'reapRun',
         input: ({ context }) => ({ chatId: context.chatId, run: context.orphan! }),
@@ -612,14 +707,20 @@ export const chatMachine = setup({
           actions: [{ type: 'respondDeleteFailed', params: ({ event }: { event: { error: unknown } }) => event.error }],
         },
       },
-      on: { SUBMIT: { actions: 'rejectDeletedChat' }, DELETE: { actions: 'addDeleter' }, FORK: { actions: 'refuseForkOfDeletedChat' }, APPEND: { actions: 'refuseAppendToDeletedChat' } },
+      on: {
+        SUBMIT: { actions: 'rejectDeletedChat' },
+        DELETE: { actions: 'addDeleter' },
+        FORK: { actions: 'refuseForkOfDeletedChat' },
+        APPEND: { actions: 'refuseAppendToDeletedChat' },
+        ERASE: { actions: 'refuseErasureOfDeletedChat' },
+      },
     },
     deleted: { type: 'final' },
     // The node gave the chat up; the next actor for it is hydrated from the ledger, wherever it lives.
     relinquished: { type: 'final' },
     running: {
       initial: 'packing',
-      on: { SUBMIT: { actions: 'rejectRunInProgress' }, APPEND: { actions: 'refuseAppendWhileRunning' } },
+      on: { SUBMIT: { actions: 'rejectRunInProgress' }, APPEND: { actions: 'refuseAppendWhileRunning' }, ERASE: { actions: 'refuseErasureWhileRunning' } },
       states: {
         // An orphaned run of this chat (its lease expired) is settled as interrupted first.
         reaping: {

@@ -8,6 +8,7 @@ import type { PendingCall } from '../src/domain/turns/close-pending-calls.ts'
 import type { CallClosing, ChatFacts, LatestRun, LedgerFacts } from '../src/domain/turns/decide-admission.ts'
 import type { TurnFacts } from '../src/domain/turns/admission-rules.ts'
 import type { ForkLedgerView } from '../src/domain/chats/fork-cut.ts'
+import type { ErasablePart } from '../src/domain/chats/erase-parts.ts'
 
 /**
  * What the machine holds of an admitted run: plain data (issue 25: the context can be persisted with
@@ -42,6 +43,9 @@ export type ForkOutcome = { kind: 'cut'; upTo: number | null } | { kind: 'refuse
 /** How an APPEND ended: the ordinals its parts were written at, or why nothing was written. */
 export type AppendOutcome = { kind: 'appended'; ordinals: number[] } | { kind: 'refused'; error: unknown }
 
+/** How an ERASE ended: the ordinals erased, or why nothing was. */
+export type EraseOutcome = { kind: 'erased'; ordinals: number[] } | { kind: 'refused'; error: unknown }
+
 export type DeleteOutcome = { kind: 'deleted' } | { kind: 'gone' } | { kind: 'failed'; error: unknown }
 
 export type ChatContext = {
@@ -75,6 +79,8 @@ export type ChatContext = {
   deleters: string[]
   /** Items being added to the ledger outside a turn (APPEND, decision 055), and the request waiting for them; null otherwise. */
   appending: { requestId: string; parts: PreparedPart[] } | null
+  /** Parts being erased from the ledger (ERASE, decision 056), and the request waiting for it; null otherwise. */
+  erasing: { requestId: string; ordinals: number[] } | null
   /** Why the running run is being stopped when this node shuts down (INTERRUPT), for the inspector; null otherwise. */
   interruption: string | null
   /** Failed attempts to write the running run's settlement so far (decision 020); 0 outside `running.settling`. */
@@ -109,6 +115,12 @@ export type ChatEvent =
    * written with no run, at rest only, with no call pending (a call's result must follow it).
    */
   | { type: 'APPEND'; requestId: string; parts: PreparedPart[] }
+  /**
+   * Erase a part from the ledger (the OpenAI facade's item deletion, docs/decisions/056-erasing-items.md),
+   * at rest only: `target`, and `exchange`, the chat's parts with its tool_use_id (read just before
+   * it was sent), of which the rule (partsToErase) erases the rest of a tool call's exchange too.
+   */
+  | { type: 'ERASE'; requestId: string; target: ErasablePart; exchange: ErasablePart[] }
   /** The lease sweep found this running run of the chat abandoned (its lease lapsed): the actor settles it (decision 020). */
   | { type: 'SWEEP'; run: RunLease }
   /**
@@ -146,6 +158,7 @@ export type ChatEmitted =
   | { type: 'deleteAnswered'; requestId: string; outcome: DeleteOutcome }
   | { type: 'forkAnswered'; requestId: string; outcome: ForkOutcome }
   | { type: 'appendAnswered'; requestId: string; outcome: AppendOutcome }
+  | { type: 'eraseAnswered'; requestId: string; outcome: EraseOutcome }
   /** Stop the run's provider call (CANCEL, DELETE, INTERRUPT, RELINQUISH): its output so far is kept. */
   | { type: 'abortRequested'; runId: string }
   /** The run's stream opens before the summaries are made: the customer learns what the turn waits for. */
@@ -166,6 +179,8 @@ export type CompactHistoryInput = { chatId: string; admission: ChatAdmission }
 export type RefitTurnInput = { chatId: string; admission: ChatAdmission; refusal: ContextRefusal }
 /** Writes items to the chat's ledger with no run, in one transaction; resolves with their ordinals. */
 export type AppendPartsInput = { chatId: string; parts: PreparedPart[] }
+/** Erases the chat's parts at these ordinals in one transaction; resolves with the chat's facts as the ledger then has them. */
+export type ErasePartsInput = { chatId: string; ordinals: number[] }
 /** Deletes the chat's rows in one transaction, settling first a run left outstanding whose lease lapsed. */
 export type DeleteChatInput = { chatId: string; outstanding: RunLease | null }
 /** Blocks to summarise in the background after a run settled (docs/guide/context.md at_fill), and for whom. */

@@ -164,6 +164,14 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
         const written = await deps.store.writes.write(() => deps.store.parts.append(input.chatId, parts))
         return written.map((row) => row.ordinal)
       }),
+      // decision 056: the parts and the summaries written from them go in one transaction; packing
+      // then reads the chat again from the ledger, and the machine the chat's facts.
+      eraseParts: fromPromise(async ({ input }) => {
+        await deps.store.writes.write(() => deps.store.erasures.erase(input.chatId, input.ordinals))
+        deps.history.forget(input.chatId)
+        const { chatId: _, outstanding: __, ...facts } = hydrate(input.chatId)
+        return facts
+      }),
       deleteChat: fromPromise(async ({ input }) => {
         await deps.store.writes.write(() => {
           if (input.outstanding) {
@@ -553,6 +561,29 @@ export function createChatActorHost(deps: RunDeps, options: ActorHostOptions = {
           },
         })
         actor.send({ type: 'APPEND', requestId, parts })
+      })
+    },
+
+    /**
+     * Erases a part of a chat's ledger, with the rest of its tool call's exchange, through its actor
+     * (docs/decisions/056-erasing-items.md): at rest only. Resolves with the ordinals erased; rejects
+     * with the refusal (a run in progress, the ledger being changed, the chat or part gone).
+     */
+    erase(orgId: string, chatId: string, ordinal: number): Promise<number[]> {
+      if (this.ownerOf(chatId).kind !== 'local') {
+        return Promise.reject(new UnavailableError('this node does not own the chat'))
+      }
+      if (!deps.store.chats.get(orgId, chatId)) return Promise.reject(new NotFoundError(`chat ${chatId} not found`))
+      const target = deps.store.parts.between(chatId, ordinal, ordinal)[0]
+      if (!target) return Promise.reject(new NotFoundError(`part ${ordinal} of chat ${chatId} not found`))
+      const body = JSON.parse(target.body) as PartBody
+      const toolUseId = body.type === 'tool_call' || body.type === 'tool_result' ? body.tool_use_id : null
+      const exchange = toolUseId === null ? [] : deps.store.parts.exchangeOf(chatId, toolUseId).map((row) => ({ ordinal: row.ordinal, body: JSON.parse(row.body) as PartBody }))
+      const { actor, runtime } = entryFor(chatId)
+      const requestId = runtime.requestId()
+      return new Promise<number[]>((resolve, reject) => {
+        runtime.erasures.set(requestId, { resolve: (outcome) => (outcome.kind === 'erased' ? resolve(outcome.ordinals) : reject(outcome.error)) })
+        actor.send({ type: 'ERASE', requestId, target: { ordinal, body }, exchange })
       })
     },
 

@@ -1,6 +1,6 @@
 import type { Actor } from 'xstate'
 import { relinquishedFrame, type chatMachine } from '../../machines/chat.machine.ts'
-import type { AppendOutcome, ChatEmitted, DeleteOutcome, ForkOutcome, RunAdmission } from '../../machines/chat.types.ts'
+import type { AppendOutcome, ChatEmitted, DeleteOutcome, EraseOutcome, ForkOutcome, RunAdmission } from '../../machines/chat.types.ts'
 import { openingFrames, RunChannel } from './run-channel.ts'
 import type { ReadTurn } from './admit-turn.ts'
 import type { Admission } from './turn-types.ts'
@@ -35,6 +35,7 @@ export class ChatRuntime {
   private deleteWaiters: Map<string, Waiter<DeleteOutcome>> | null = null
   private forkWaiters: Map<string, Waiter<ForkOutcome>> | null = null
   private appendWaiters: Map<string, Waiter<AppendOutcome>> | null = null
+  private eraseWaiters: Map<string, Waiter<EraseOutcome>> | null = null
   private releasedRuns: Set<string> | null = null
   private compactionsInFlight: CompactionsInFlight | null = null
   private nextRequest = 1
@@ -53,6 +54,11 @@ export class ChatRuntime {
   /** The APPEND requests waiting for the machine's answer. */
   get appends(): Map<string, Waiter<AppendOutcome>> {
     return (this.appendWaiters ??= new Map())
+  }
+
+  /** The ERASE requests waiting for the machine's answer. */
+  get erasures(): Map<string, Waiter<EraseOutcome>> {
+    return (this.eraseWaiters ??= new Map())
   }
 
   /** The FORK requests waiting for the machine's answer. */
@@ -212,6 +218,10 @@ function carryOut(runtime: ChatRuntime, e: ChatEmitted): void {
     case 'appendAnswered':
       runtime.appends.get(e.requestId)?.resolve(e.outcome)
       runtime.appends.delete(e.requestId)
+      return
+    case 'eraseAnswered':
+      runtime.erasures.get(e.requestId)?.resolve(e.outcome)
+      runtime.erasures.delete(e.requestId)
       return
     case 'abortRequested':
       return runtime.abort(e.runId)

@@ -183,12 +183,17 @@ export async function summariseBlock(
   }
   // Settled, billed and its summary stored in one transaction; tried again, then left to the sweep
   // (its lease released, never renewed), as a customer run is (decision 020).
+  const sources = block.kind === 'block' ? { parts: block.ordinals } : { merges: block.of }
+  let stored: BlockSummary | null = null
   const settled = await settleOrLeaveToSweep(deps, settlement, {
     alongside: () => {
-      if (summary) store.summaries.insert(job.chatId, summary, deps.now().toISOString())
+      if (!summary) return
+      // Refused when a source was erased meanwhile (docs/decisions/056-erasing-items.md): the run is
+      // billed all the same, and no turn sends what it says. Already there: the stored one is the block's.
+      stored = store.summaries.insert(job.chatId, summary, deps.now().toISOString(), sources) ? summary : store.summaries.ofRange(job.chatId, summary.firstOrdinal, summary.lastOrdinal)
     },
     onRelease,
   })
   if (settled.kind === 'leftToSweep') return null
-  return summary
+  return stored
 }

@@ -24,8 +24,8 @@ export const NEW_ID_FUNCTION = 'parley_new_id'
  * prepared once. Ordinals are shifted by one offset (`@delta`): the fork's ordinals keep the source's
  * order and gaps, sit above every ordinal used so far, and the summaries' ranges shift with them.
  */
-export const FORK_PARTS_SQL = `INSERT INTO parts (ordinal, id, chat_id, run_id, kind, body, user_metadata, created_at, tokens)
-  SELECT ordinal + @delta, ${NEW_ID_FUNCTION}(), @fork, run_id, kind, body, user_metadata, created_at, tokens
+export const FORK_PARTS_SQL = `INSERT INTO parts (ordinal, id, chat_id, run_id, kind, body, user_metadata, created_at, tokens, answer_index)
+  SELECT ordinal + @delta, ${NEW_ID_FUNCTION}(), @fork, run_id, kind, body, user_metadata, created_at, tokens, answer_index
   FROM parts WHERE chat_id = @source AND ordinal <= @upTo ORDER BY ordinal`
 export const FORK_MEDIA_SQL = `INSERT INTO part_media (media_id, part_ordinal, position, sha256, mime, byte_len, filename, width, height, page_count)
   SELECT ${NEW_ID_FUNCTION}(), m.part_ordinal + @delta, m.position, m.sha256, m.mime, m.byte_len, m.filename, m.width, m.height, m.page_count

@@ -18,6 +18,7 @@ import { createTokenCorrectionStore } from './token-corrections.ts'
 import { createWriteQueue } from './write-queue.ts'
 import { createReadMostly } from './read-mostly.ts'
 import { createForkStore } from './fork-chat.ts'
+import { createErasureStore } from './erasures.ts'
 
 export type StoreOptions = {
   /**
@@ -55,6 +56,8 @@ export function createStore(db: Db, options: StoreOptions = {}) {
     catalogueVersions: createCatalogueVersionStore(db, now, readMostly),
     /** Forks: a chat's rows copied into a new chat (docs/decisions/037-fork.md). */
     forks: createForkStore(db, now),
+    /** Parts erased from a chat's ledger (docs/decisions/056-erasing-items.md). */
+    erasures: createErasureStore(db, now),
     /** Group commit for the turn path: admissions, closed blocks and settlements. */
     writes: createWriteQueue(db),
   }

@@ -14,6 +14,8 @@ export type PartRow = {
   user_metadata: string
   created_at: string
   tokens: number
+  /** The part's place in its run's answer (migration 0018); null when it is no run's answer. */
+  answer_index: number | null
 }
 
 /** An attachment to store: the decoded submission, as the domain describes it. */
@@ -47,9 +49,14 @@ export const PARTS_OLDER_SQL = 'SELECT * FROM parts WHERE chat_id = ? AND ordina
 export const PARTS_NEWER_SQL = 'SELECT * FROM parts WHERE chat_id = ? AND ordinal > ? ORDER BY ordinal ASC LIMIT ?'
 
 export function createPartStore(db: Db, clock: Clock = wallClock) {
-  const insert = db.prepare<[string, string, string | null, string, string, string, string, number], PartRow>(
-    `INSERT INTO parts (id, chat_id, run_id, kind, body, user_metadata, created_at, tokens)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+  // A run's answer parts are written one by one while it streams; an erasure waits for the chat to be
+  // at rest, so the place after the run's latest answer part is the new one's.
+  const insert = db.prepare<{ id: string; chat: string; run: string | null; kind: string; body: string; metadata: string; at: string; tokens: number }, PartRow>(
+    `INSERT INTO parts (id, chat_id, run_id, kind, body, user_metadata, created_at, tokens, answer_index)
+     VALUES (@id, @chat, @run, @kind, @body, @metadata, @at, @tokens,
+       CASE WHEN @run IS NOT NULL AND @kind IN ('message', 'reasoning', 'tool_call')
+         THEN (SELECT coalesce(max(answer_index) + 1, 0) FROM parts WHERE run_id = @run AND chat_id = @chat) END)
+     RETURNING *`,
   )
   const insertBlob = db.prepare<[string, Buffer]>('INSERT OR IGNORE INTO media_blobs (sha256, bytes) VALUES (?, ?)')
   const insertMedia = db.prepare(
@@ -81,6 +88,10 @@ export function createPartStore(db: Db, clock: Clock = wallClock) {
   const toolCallById = db.prepare<[string, string], PartRow>(
     `SELECT * FROM parts WHERE chat_id = ? AND kind = 'tool_call' AND json_extract(body, '$.tool_use_id') = ? ORDER BY ordinal DESC LIMIT 1`,
   )
+  const exchange = db.prepare<[string, string], PartRow>(
+    `SELECT * FROM parts WHERE chat_id = ? AND kind IN ('tool_call', 'tool_result') AND json_extract(body, '$.tool_use_id') = ? ORDER BY ordinal`,
+  )
+  const answerAt = db.prepare<[string, string, number], PartRow>('SELECT * FROM parts WHERE run_id = ? AND chat_id = ? AND answer_index = ?')
   const inChatById = db.prepare<[string, string], PartRow>('SELECT * FROM parts WHERE id = ? AND chat_id = ?')
   const between = db.prepare<[string, number, number], PartRow>('SELECT * FROM parts WHERE chat_id = ? AND ordinal BETWEEN ? AND ? ORDER BY ordinal')
   // A fork's copied parts keep their run ids (docs/decisions/037-fork.md): a chat reads only its own.
@@ -100,16 +111,16 @@ export function createPartStore(db: Db, clock: Clock = wallClock) {
   const appendRows = (chatId: string, parts: NewPart[]): PartRow[] => {
     const now = clock().toISOString()
     const rows = parts.map((part) => {
-      const row = insert.get(
-        newId(),
-        chatId,
-        part.runId ?? null,
-        part.body.type,
-        JSON.stringify(part.body),
-        JSON.stringify(part.userMetadata ?? {}),
-        now,
-        part.tokens ?? 0,
-      )!
+      const row = insert.get({
+        id: newId(),
+        chat: chatId,
+        run: part.runId ?? null,
+        kind: part.body.type,
+        body: JSON.stringify(part.body),
+        metadata: JSON.stringify(part.userMetadata ?? {}),
+        at: now,
+        tokens: part.tokens ?? 0,
+      })!
       part.media?.forEach((media, position) => {
         const sha256 = media.sha256 ?? createHash('sha256').update(media.bytes).digest('hex')
         insertBlob.run(sha256, media.bytes)
@@ -160,6 +171,10 @@ export function createPartStore(db: Db, clock: Clock = wallClock) {
     ofRun: (runId: string) => ofRun.all(runId),
     toolCallOf: (chatId: string, toolUseId: string) => toolCallById.get(chatId, toolUseId),
     inChat: (chatId: string, partId: string) => inChatById.get(partId, chatId),
+    /** The run's answer part at this place in its answer, in this chat; undefined when there is none (or it was erased). */
+    answerOf: (runId: string, chatId: string, index: number) => answerAt.get(runId, chatId, index),
+    /** A tool call's exchange in the chat: the call and its results, oldest first. */
+    exchangeOf: (chatId: string, toolUseId: string) => exchange.all(chatId, toolUseId),
     /** A chat's parts with ordinals from `first` to `last`, oldest first. */
     between: (chatId: string, first: number, last: number) => between.all(chatId, first, last),
     /** The run's parts in this chat (a fork holds copies of its source's, under the same run id). */

@@ -25,8 +25,9 @@ export type BlockCut = {
  * before `limit`: the first entry of the current exchange, so every entry a block holds belongs to a
  * run that has settled. What decides a boundary is then final, so sealed blocks never change.
  *
- * A block that begins where a stored summary begins ends where that summary ends: a chat whose
- * window changed (another model, another budget) or whose actor was rebuilt cuts the blocks it
+ * A block that begins where a stored summary begins ends where that summary ends, and a block cut by
+ * size ends where a stored summary begins: a chat whose window changed (another model, another
+ * budget), whose actor was rebuilt or whose summary was erased with a part cuts the blocks it
  * already paid to summarise, and sizes the rest to the window in force.
  */
 export class BlockIndex {
@@ -52,8 +53,13 @@ export class BlockIndex {
       // At the end of the history the next entry is a new run's input, which may begin a range.
       const mayBegin = i === entries.length || history.canStart[i] === true
       const last = i > blockStart ? entries[i - 1]!.ordinal : -1
-      // Along a stored summary's range while it lasts; by size past it (or when it no longer fits the history).
-      const full = until !== undefined && last <= until ? last === until : tokens >= cut.blockTokens
+      // Along a stored summary's range while it lasts; by size past it (or when it no longer fits the
+      // history), and never past where another stored summary begins (after an erasure removed the
+      // summary before it, docs/decisions/056-erasing-items.md), so that one is still used.
+      const full =
+        until !== undefined && last <= until
+          ? last === until
+          : tokens >= cut.blockTokens || (i > blockStart && i < entries.length && cut.summarisedUntil?.(entries[i]!.ordinal) !== undefined)
       if (i > blockStart && full && mayBegin && open.size === 0) {
         this.blocks.push({ start: blockStart, end: i, firstOrdinal: entries[blockStart]!.ordinal, lastOrdinal: last, parts: i - blockStart, tokens })
         blockStart = i

@@ -2,8 +2,18 @@ import { tombstoneText } from '../context/render-part.ts'
 import type { PartBody, PartKind } from '../parts.ts'
 import { outputItemIdOf, partItemIdOf, type ItemPrefix } from './openai-ids.ts'
 
-/** A ledger part as the facade reads it: its id, kind and parsed body, and its attachments' descriptions. */
-export type LedgerPart = { id: string; run_id: string | null; kind: PartKind; body: PartBody; media?: readonly { mime: string; filename: string | null }[] }
+/**
+ * A ledger part as the facade reads it: its id, kind and parsed body, its place in its run's answer
+ * (null when it is no run's answer), and its attachments' descriptions.
+ */
+export type LedgerPart = {
+  id: string
+  run_id: string | null
+  kind: PartKind
+  body: PartBody
+  answer_index: number | null
+  media?: readonly { mime: string; filename: string | null }[]
+}
 
 export type InputContent =
   | { type: 'input_text'; text: string }
@@ -37,12 +47,13 @@ function encryptedContentOf(body: Extract<PartBody, { type: 'reasoning' }>): str
  * One ledger part as a Responses item (docs/decisions/055-openai-facade.md): a prompt is a user
  * message, an answer an assistant message, a tool call a `function_call` and its result a
  * `function_call_output` (a tombstone's output says why the call was closed without one).
- * Attachments are described, not returned: their bytes stay in the ledger. `placeInAnswer` is the
- * part's place among its run's answer (its output parts), null for any other part.
+ * Attachments are described, not returned: their bytes stay in the ledger. A run's answer part is
+ * named by its run and its place in the answer, as its stream named it; any other part by its id.
  */
-export function partToItem(part: LedgerPart, placeInAnswer: number | null): Item {
+export function partToItem(part: LedgerPart): Item {
   const { body } = part
-  const itemIdOf = (prefix: ItemPrefix) => (placeInAnswer === null ? partItemIdOf(prefix, part.id) : outputItemIdOf(prefix, part.run_id!, placeInAnswer))
+  const place = part.run_id === null ? null : part.answer_index
+  const itemIdOf = (prefix: ItemPrefix) => (place === null ? partItemIdOf(prefix, part.id) : outputItemIdOf(prefix, part.run_id!, place))
   switch (body.type) {
     case 'prompt': {
       const content: InputContent[] = body.text === '' ? [] : [{ type: 'input_text', text: body.text }]

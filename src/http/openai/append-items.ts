@@ -4,7 +4,7 @@ import { itemsToParts, type InputItem } from '../../domain/openai/request-to-tur
 import type { Item } from '../../domain/openai/part-to-item.ts'
 import type { PartBody } from '../../domain/parts.ts'
 import type { AppDeps } from '../app-deps.ts'
-import { chatLookups, itemsOfRows } from './facade-reads.ts'
+import { chatLookups, itemsOf } from './facade-reads.ts'
 
 /**
  * Items to add outside a turn, checked against the chat that holds them (null: one yet to be made)
@@ -24,5 +24,5 @@ export async function appendParts(deps: AppDeps, orgId: string, chatId: string, 
     chatId,
     parts.map((body) => ({ body, media: [], tokens: estimatePartTokens(body) })),
   )
-  return itemsOfRows(deps, chatId, deps.store.parts.between(chatId, ordinals[0]!, ordinals.at(-1)!))
+  return itemsOf(deps.store.parts.between(chatId, ordinals[0]!, ordinals.at(-1)!))
 }

@@ -1,7 +1,7 @@
 import { NotFoundError, PreviousResponseNotFoundError } from '../../domain/errors.ts'
-import { answerPlaces, isAnswerPart, partsToItems } from '../../domain/openai/answer-items.ts'
+import { isAnswerPart } from '../../domain/openai/answer-items.ts'
 import { partToItem } from '../../domain/openai/part-to-item.ts'
-import { chatIdOf, runIdOf, type ItemRef } from '../../domain/openai/openai-ids.ts'
+import { chatIdOf, itemRefOf, runIdOf, type ItemRef } from '../../domain/openai/openai-ids.ts'
 import type { ChatLookups } from '../../domain/openai/request-to-turn.ts'
 import { toResponseObject, type ResponseEcho, type ResponseObject } from '../../domain/openai/response-object.ts'
 import type { Item, LedgerPart } from '../../domain/openai/part-to-item.ts'
@@ -42,13 +42,16 @@ export function echoOf(manifest: string): ResponseEcho {
   return { ...DEFAULT_ECHO, ...recorded }
 }
 
-export const ledgerPartOf = (row: PartRow): LedgerPart => ({ id: row.id, run_id: row.run_id, kind: row.kind, body: JSON.parse(row.body) as PartBody })
+export const ledgerPartOf = (row: PartRow): LedgerPart => ({ id: row.id, run_id: row.run_id, kind: row.kind, body: JSON.parse(row.body) as PartBody, answer_index: row.answer_index })
+
+/** Ledger rows as items, in the order given: each answer part named by its place in its run's answer (migration 0018). */
+export const itemsOf = (rows: readonly PartRow[]): Item[] => rows.map((row) => partToItem(ledgerPartOf(row)))
 
 /** A run as its response, from the ledger: the same document while it runs, once it ended, and on any node. */
 export function responseOfRun(deps: AppDeps, run: RunRow): ResponseObject {
   const answer = deps.store.parts.ofRunInChat(run.id, run.chat_id).filter((row) => row.run_id === run.id && isAnswerPart(row))
   const usage = run.usage === null ? null : (JSON.parse(run.usage) as Usage)
-  return toResponseObject({ ...run, usage }, partsToItems(answer.map(ledgerPartOf)), echoOf(run.manifest))
+  return toResponseObject({ ...run, usage }, itemsOf(answer), echoOf(run.manifest))
 }
 
 /** A customer run of this organisation named by a response id; another's, or none, answers like a missing one. */
@@ -97,26 +100,19 @@ export function inputItemsOf(deps: AppDeps, run: RunRow): Item[] {
   const rows = written
     ? deps.store.parts.between(run.chat_id, written.first, written.last)
     : deps.store.parts.ofRunInChat(run.id, run.chat_id).filter((row) => !isAnswerPart(row))
-  return partsToItems(rows.map(ledgerPartOf))
+  return itemsOf(rows)
 }
 
-/** A chat's parts as items, each answer part named by its place in its run's answer (read once per run). */
-export function itemsOfRows(deps: AppDeps, chatId: string, rows: readonly PartRow[]): Item[] {
-  const placesByRun = new Map<string, Map<string, number>>()
-  return rows.map((row) => {
-    const part = ledgerPartOf(row)
-    if (!isAnswerPart(row)) return partToItem(part, null)
-    let places = placesByRun.get(row.run_id!)
-    if (!places) {
-      places = answerPlaces(deps.store.parts.ofRunInChat(row.run_id!, chatId))
-      placesByRun.set(row.run_id!, places)
-    }
-    return partToItem(part, places.get(row.id) ?? 0)
-  })
+/** The ledger row of this chat an item id names; a made-up, erased or another chat's item answers 404. */
+export function findItem(deps: AppDeps, chatId: string, itemId: string): PartRow {
+  const ref = itemRefOf(itemId)
+  const row = ref === null ? undefined : rowOfItem(deps, chatId, ref)
+  if (!row) throw new NotFoundError(`Item with id '${itemId}' not found.`)
+  return row
 }
 
 /** The ledger row an item id names in this chat; undefined when it names none. */
 export function rowOfItem(deps: AppDeps, chatId: string, ref: ItemRef): PartRow | undefined {
   if (ref.kind === 'part') return deps.store.parts.inChat(chatId, ref.partId)
-  return deps.store.parts.ofRunInChat(ref.runId, chatId).filter(isAnswerPart)[ref.index]
+  return deps.store.parts.answerOf(ref.runId, chatId, ref.index)
 }

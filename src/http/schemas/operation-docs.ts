@@ -187,4 +187,9 @@ export const operationDocs: Record<string, OperationDoc> = {
   openaiListConversationItems: { description: "A conversation's items, its chat's ledger parts, newest first unless `order=asc`; page with `after` set to the last item id of a page.", example: { query: { order: 'asc' } } },
   openaiAddConversationItems: { example: { body: { items: [{ type: 'message', role: 'user', content: 'One more thing.' }] } } },
   openaiGetConversationItem: { description: 'One item of a conversation by its id.', example: {} },
+  openaiDeleteConversationItem: {
+    description:
+      "Erases an item from a conversation: its ledger part goes (a gap is left in the ordinals), with the rest of a function call's exchange (the call and its output go together) and the chat's summaries written from it, so no later response sees it. Items the chat's own runs answered keep their ids. Answers the conversation.",
+    example: {},
+  },
 }

@@ -16,6 +16,7 @@ import * as inheritedRuns from './0014-inherited-runs.ts'
 import * as catalogueVersions from './0015-catalogue-versions.ts'
 import * as providerCallMinutes from './0016-provider-call-minutes.ts'
 import * as unstoredResponses from './0017-unstored-responses.ts'
+import * as answerIndex from './0018-answer-index.ts'
 
 export type Migration = { name: string; up: (db: Database) => void }
 
@@ -38,4 +39,5 @@ export const migrations: Migration[] = [
   { name: '0015-catalogue-versions', up: catalogueVersions.up },
   { name: '0016-provider-call-minutes', up: providerCallMinutes.up },
   { name: '0017-unstored-responses', up: unstoredResponses.up },
+  { name: '0018-answer-index', up: answerIndex.up },
 ]

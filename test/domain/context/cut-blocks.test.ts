@@ -405,6 +405,18 @@ describe('BlockIndex.extend: where blocks begin, their size, and the ranges alre
     ])
   })
 
+  it('a block cut by size ends where a stored summary begins, so that summary is still used (an erased part took the one before)', () => {
+    // Blocks of 10 × 100 tokens were summarised: 1-10, 11-20, 21-30. Ordinal 15 was erased, and the
+    // summary of 11-20 with it; the 900 tokens left there are under the size, yet the block ends at 20.
+    const ledger = ledgerOf(Array.from({ length: 30 }, (_, i) => P(i + 1, 100)).filter((s) => s.ordinal !== 15))
+    const stored = new Map([
+      [1, 10],
+      [21, 30],
+    ])
+    const blocks = new BlockIndex().extend(ledger.history, ledger.history.length, { from: 0, blockTokens: 1000, summarisedUntil: (o) => stored.get(o) })
+    expect(blocks.map(blockKey)).toEqual(['1-10', '11-20', '21-30'])
+  })
+
   it('a stored range that no longer ends at a boundary is not followed: the size decides', () => {
     // A call at ordinal 2 and its result at 3: a block cannot end after ordinal 2.
     const ledger = ledgerOf([P(1, 50, 'a'), C(2, 'x', 50, 'a'), T(3, 'x', 50, 'a'), P(4, 50), P(5, 50)])

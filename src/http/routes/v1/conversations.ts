@@ -6,7 +6,7 @@ import { conversationObject } from '../../../domain/openai/conversation-object.t
 import { ITEM_PAGE_DEFAULT, ITEM_PAGE_MAX } from '../../../domain/openai/item-page.ts'
 import { checkUserMetadata } from '../../../domain/user-metadata.ts'
 import type { AppDeps } from '../../app-deps.ts'
-import { findConversation, itemsOfRows, rowOfItem } from '../../openai/facade-reads.ts'
+import { findConversation, findItem, itemsOf, rowOfItem } from '../../openai/facade-reads.ts'
 import { orgOf } from '../../plugins/auth.ts'
 import { ItemListQuery, OpenAIItemList } from '../../schemas/openai-responses.ts'
 import { AddConversationItems, ConversationItemParams, ConversationParams, CreateConversation, OpenAIConversation, UpdateConversation } from '../../schemas/openai-conversations.ts'
@@ -147,7 +147,7 @@ export const openaiConversationRoutes =
         // One indexed range of the ledger, whatever the chat's length (src/store/parts.ts).
         const page = deps.store.parts.page(ascending ? { chatId: chat.id, afterOrdinal: from ?? 0, limit } : { chatId: chat.id, ...(from === undefined ? {} : { beforeOrdinal: from }), limit })
         const rows = ascending ? page.rows : [...page.rows].reverse()
-        const data = itemsOfRows(deps, chat.id, rows)
+        const data = itemsOf(rows)
         return { object: 'list' as const, data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: page.hasMore }
       },
     )
@@ -191,10 +191,29 @@ export const openaiConversationRoutes =
       async (request) => {
         const orgId = orgOf(request)
         const chat = findConversation(deps, orgId, request.params.conversation_id)
-        const ref = itemRefOf(request.params.item_id)
-        const row = ref === null ? undefined : rowOfItem(deps, chat.id, ref)
-        if (!row) throw new NotFoundError(`Item with id '${request.params.item_id}' not found.`)
-        return itemsOfRows(deps, chat.id, [row])[0]!
+        return itemsOf([findItem(deps, chat.id, request.params.item_id)])[0]!
+      },
+    )
+
+    app.delete(
+      '/v1/conversations/:conversation_id/items/:item_id',
+      {
+        schema: {
+          operationId: 'openaiDeleteConversationItem',
+          tags: ['openai'],
+          summary: "Delete an item of a conversation: its part is erased from the chat's ledger (OpenAI Conversations API)",
+          description:
+            "Answers the conversation. A function call and its output are erased together, and the chat's summaries written from an erased part with them; later responses never see it. At rest only: not while a response runs (400 conversation_locked). See docs/decisions/056-erasing-items.md.",
+          security: OpenAISecurity,
+          params: ConversationItemParams,
+          response: { 200: Type.Ref(OpenAIConversation), ...openaiErrors(400, 401, 404, 500, 503) },
+        },
+      },
+      async (request) => {
+        const orgId = orgOf(request)
+        const chat = findConversation(deps, orgId, request.params.conversation_id)
+        await deps.host.erase(orgId, chat.id, findItem(deps, chat.id, request.params.item_id).ordinal)
+        return conversationObject(findConversation(deps, orgId, request.params.conversation_id))
       },
     )
   }
