@@ -3,8 +3,8 @@
  * UUIDs, reversible without a lookup table. `resp_` names a run, `conv_` a chat, and an item's prefix
  * says its type: `msg_`, `fc_` (a tool call), `fco_` (its output), `rs_` (reasoning). An item a run
  * answered with is named by the run and its place in the answer (`msg_<run>_0`), which the stream
- * knows before the ledger writes the part; any other item by its ledger part. The 32 hex digits
- * are a UUID without its dashes.
+ * knows before the ledger writes the part; any other item by its ledger part; a `compaction` item
+ * (`cmp_`) by its run. The 32 hex digits are a UUID without its dashes.
  */
 export const ITEM_PREFIXES = ['msg', 'fc', 'fco', 'rs'] as const
 export type ItemPrefix = (typeof ITEM_PREFIXES)[number]
@@ -23,6 +23,14 @@ function parse(prefix: string, id: string): string | null {
 export const responseIdOf = (runId: string) => `resp_${compact(runId)}`
 /** The run a response id names, or null when it is not one of this server's response ids. */
 export const runIdOf = (responseId: string) => parse('resp', responseId)
+
+/**
+ * A compaction item's id, named by the run it came with: a response whose turn summarised history
+ * (`cmp_<run>`, its output's first item), or the compaction run of POST /v1/responses/compact.
+ */
+export const compactionIdOf = (runId: string) => `cmp_${compact(runId)}`
+/** The run a compaction item's id names, or null when it is not one of this server's. */
+export const compactionRunIdOf = (compactionId: string) => parse('cmp', compactionId)
 
 export const conversationIdOf = (chatId: string) => `conv_${compact(chatId)}`
 export const chatIdOf = (conversationId: string) => parse('conv', conversationId)

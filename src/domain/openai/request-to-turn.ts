@@ -3,7 +3,7 @@ import type { PartBody } from '../parts.ts'
 import type { ReasoningEffort, ResponseFormat, SubmittedMedia, SubmittedPart, ToolChoice, TurnRequest } from '../turns/submission.ts'
 import type { ToolDefinition } from '../config/config-types.ts'
 import { itemRefOf, type ItemRef } from './openai-ids.ts'
-import { carriedSummaryText, summaryOf } from './compaction-item.ts'
+import { carriedSummaryText, contentOf } from './compaction-item.ts'
 
 /** The Responses request as the facade's schema admits it (src/http/schemas/openai-responses.ts). */
 type ContentPart =
@@ -17,7 +17,7 @@ export type InputItem =
   | { type: 'function_call'; call_id: string; name: string; arguments: string }
   | { type: 'function_call_output'; call_id: string; output: string | ContentPart[] }
   | { type: 'reasoning' }
-  | { type: 'compaction'; encrypted_content: string }
+  | { type: 'compaction'; encrypted_content: string; id?: string }
   | { type?: 'item_reference' | null; id: string }
 
 export type ResponsesRequest = {
@@ -40,6 +40,8 @@ export type ChatLookups = {
   toolNameOf(callId: string): string | null
   /** Whether this chat holds the item an item id names. */
   holdsItem(ref: ItemRef): boolean
+  /** Whether a compaction item's id names one of this chat's own (a response of it that summarised history). */
+  holdsCompaction(compactionId: string): boolean
 }
 
 export type TranslatedTurn = { request: Omit<TurnRequest, 'model'> & { model: string }; problems: Problem[] }
@@ -177,7 +179,14 @@ export function requestToTurn(body: ResponsesRequest, chat: ChatLookups, options
     }
   }
   const items: InputItem[] = typeof body.input === 'string' ? [{ type: 'message', role: 'user', content: body.input }] : (body.input ?? [])
+  // The latest compaction item stands for everything before it (decision 058): what came before is
+  // left out, as OpenAI's server-side compaction lets a client send its whole chain.
+  let from = 0
   items.forEach((item, i) => {
+    if ('type' in item && item.type === 'compaction') from = i
+  })
+  items.forEach((item, i) => {
+    if (i < from) return
     const pointer = `/input/${i}`
     if ('role' in item) {
       message(item, pointer)
@@ -203,10 +212,14 @@ export function requestToTurn(body: ResponsesRequest, chat: ChatLookups, options
       case 'reasoning':
         return
       case 'compaction': {
-        // A summary this server made (POST /v1/responses/compact), carried as history.
-        const summary = summaryOf(item.encrypted_content)
-        if (summary === null) problems.push(at(`${pointer}/encrypted_content`, 'is not a compaction this server made'))
-        else input.push({ type: 'assistant_message', text: carriedSummaryText(summary) })
+        // A summary this server made (POST /v1/responses/compact, or a response that summarised
+        // history), carried as history with the window it holds; this chat's own adds nothing.
+        const content = contentOf(item.encrypted_content)
+        if (content === null) problems.push(at(`${pointer}/encrypted_content`, 'is not a compaction this server made'))
+        else if (item.id === undefined || !chat.holdsCompaction(item.id)) {
+          input.push({ type: 'assistant_message', text: carriedSummaryText(content.summary) })
+          for (const m of content.window) input.push(m.role === 'user' ? { type: 'prompt', text: m.text } : { type: 'assistant_message', text: m.text })
+        }
         return
       }
       default:

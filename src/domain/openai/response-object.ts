@@ -1,6 +1,7 @@
 import type { Usage } from '../pricing/usage.ts'
 import { conversationIdOf, responseIdOf } from './openai-ids.ts'
 import type { Item } from './part-to-item.ts'
+import type { CompactionItem } from './compaction-item.ts'
 
 /** What a response echoes of the request that made it (kept in its run's manifest as `openai_request`). */
 export type ResponseEcho = {
@@ -86,7 +87,7 @@ function errorOf(run: RunFacts) {
  * ledger holds, so a streamed response's last event, the non-streaming answer and a later GET are
  * the same document.
  */
-export function toResponseObject(run: RunFacts, output: readonly Item[], echo: ResponseEcho) {
+export function toResponseObject(run: RunFacts, output: readonly (Item | CompactionItem)[], echo: ResponseEcho) {
   const status = statusOf(run)
   const text = output.flatMap((item) => (item.type === 'message' && item.role === 'assistant' ? item.content.flatMap((c) => (c.type === 'output_text' ? [c.text] : [])) : [])).join('')
   return {

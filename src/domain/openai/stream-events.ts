@@ -1,4 +1,5 @@
 import { outputItemIdOf } from './openai-ids.ts'
+import type { CompactionItem } from './compaction-item.ts'
 import type { ResponseObject } from './response-object.ts'
 
 /** One Responses streaming event: its `type` and fields; `sequence_number` is set as it is sent. */
@@ -19,18 +20,43 @@ type Frame = { event: string; data: unknown }
  * `.done` events; the terminal `done` or `error` frame is left to the caller, which answers it with
  * `terminal` and the response as the ledger holds it once settled.
  */
-export function createEventTranslator(runId: string) {
+export function createEventTranslator(runId: string, options: { compactionItem?: () => CompactionItem | null } = {}) {
   let sequence = 0
+  /** Output items so far: the answer's blocks, after the compaction item when there is one. */
   let outputs = 0
+  /** The answer's blocks so far: an answer item's id is its run and this place (decision 055). */
+  let answers = 0
   let open: Block | null = null
+  /** Whether the turn said it summarises history (`compacting`) and its compaction item is yet to be sent. */
+  let compactionDue = false
   const event = (type: string, fields: Record<string, unknown>): ResponsesEvent => ({ type, sequence_number: sequence++, ...fields })
 
-  const startBlock = (data: { kind: string; tool_name?: string; tool_use_id?: string }): ResponsesEvent[] => {
+  /**
+   * Decision 058: a turn that summarised history answers with a `compaction` item first. Its
+   * summaries are made before the answer's first block, so it is sent whole then (or before the end
+   * of a turn that answered nothing).
+   */
+  const compaction = (): ResponsesEvent[] => {
+    if (!compactionDue) return []
+    compactionDue = false
+    const item = options.compactionItem?.() ?? null
+    if (!item) return []
     const index = outputs++
+    return [event('response.output_item.added', { output_index: index, item }), event('response.output_item.done', { output_index: index, item })]
+  }
+
+  const startBlock = (data: { kind: string; tool_name?: string; tool_use_id?: string }): ResponsesEvent[] => {
+    const before = compaction()
+    return [...before, ...openBlock(data)]
+  }
+
+  const openBlock = (data: { kind: string; tool_name?: string; tool_use_id?: string }): ResponsesEvent[] => {
+    const index = outputs++
+    const place = answers++
     switch (data.kind) {
       case 'text':
       case 'refusal': {
-        const block: Block = { kind: data.kind, id: outputItemIdOf('msg', runId, index), index, text: '' }
+        const block: Block = { kind: data.kind, id: outputItemIdOf('msg', runId, place), index, text: '' }
         open = block
         const part = data.kind === 'text' ? { type: 'output_text', text: '', annotations: [], logprobs: [] } : { type: 'refusal', refusal: '' }
         return [
@@ -39,7 +65,7 @@ export function createEventTranslator(runId: string) {
         ]
       }
       case 'reasoning': {
-        const block: Block = { kind: 'reasoning', id: outputItemIdOf('rs', runId, index), index, text: '' }
+        const block: Block = { kind: 'reasoning', id: outputItemIdOf('rs', runId, place), index, text: '' }
         open = block
         return [
           event('response.output_item.added', { output_index: index, item: { type: 'reasoning', id: block.id, summary: [], content: [], status: 'in_progress' } }),
@@ -47,7 +73,7 @@ export function createEventTranslator(runId: string) {
         ]
       }
       case 'tool_call': {
-        const block: Block = { kind: 'tool_call', id: outputItemIdOf('fc', runId, index), index, text: '', name: data.tool_name ?? '', callId: data.tool_use_id ?? '' }
+        const block: Block = { kind: 'tool_call', id: outputItemIdOf('fc', runId, place), index, text: '', name: data.tool_name ?? '', callId: data.tool_use_id ?? '' }
         open = block
         return [
           event('response.output_item.added', {
@@ -59,6 +85,7 @@ export function createEventTranslator(runId: string) {
       default:
         // A block kind this translation does not know sends nothing, never a guess.
         outputs--
+        answers--
         return []
     }
   }
@@ -139,6 +166,9 @@ export function createEventTranslator(runId: string) {
     /** A frame of the run's stream as Responses events; the opening and terminal frames give none. */
     frame({ event: name, data }: Frame): ResponsesEvent[] {
       switch (name) {
+        case 'compacting':
+          compactionDue = true
+          return []
         case 'block_start':
           return startBlock(data as { kind: string })
         case 'delta':
@@ -150,22 +180,23 @@ export function createEventTranslator(runId: string) {
       }
     },
     /**
-     * The last event, with the settled response: `response.completed`, `response.incomplete` (cut
+     * The last events, ending with the settled response: `response.completed`, `response.incomplete` (cut
      * off by its token limit, never called a success) or `response.failed` (a failure or a cancel).
      */
-    terminal(response: ResponseObject): ResponsesEvent {
+    terminal(response: ResponseObject): ResponsesEvent[] {
       const closing = stopBlock()
       if (closing.length > 0) throw new Error('a block was left open at the end of the stream')
+      const before = compaction()
       switch (response.status) {
         case 'completed':
-          return event('response.completed', { response })
+          return [...before, event('response.completed', { response })]
         case 'incomplete':
-          return event('response.incomplete', { response })
+          return [...before, event('response.incomplete', { response })]
         case 'failed':
         case 'cancelled':
         case 'queued':
         case 'in_progress':
-          return event('response.failed', { response })
+          return [...before, event('response.failed', { response })]
         default: {
           const unknown: never = response.status
           throw new Error(`unknown response status ${String(unknown)}`)

@@ -1,7 +1,7 @@
 import { PLATFORM_MARKUP_PERCENT } from '../../domain/catalogue/apply-markup.ts'
 import { UpstreamError, ValidationError } from '../../domain/errors.ts'
 import { compactionItem } from '../../domain/openai/compaction-item.ts'
-import { responseIdOf } from '../../domain/openai/openai-ids.ts'
+import { compactionIdOf } from '../../domain/openai/openai-ids.ts'
 import type { InputItem } from '../../domain/openai/request-to-turn.ts'
 import { usageOf } from '../../domain/openai/response-object.ts'
 import { ZERO_USAGE, type Usage } from '../../domain/pricing/usage.ts'
@@ -61,7 +61,7 @@ export async function compactResponse(deps: AppDeps, caller: TurnCaller, body: C
     if (!summary) throw new UpstreamError('the compaction run made no summary; nothing was kept (its usage is billed)')
     const run = deps.store.runs.get(orgId, summary.runId)!
     const usage = run.usage === null ? ZERO_USAGE : (JSON.parse(run.usage) as Usage)
-    const id = responseIdOf(run.id).replace(/^resp_/, 'cmp_')
+    const id = compactionIdOf(run.id)
     return { id, object: 'response.compaction' as const, created_at: Math.floor(Date.parse(run.created_at) / 1000), output: [compactionItem(id, summary.text)], usage: usageOf(usage) }
   } finally {
     // The copy goes; the compaction run stays, billed, as a deleted chat's runs do.

@@ -1,7 +1,9 @@
 import { NotFoundError, PreviousResponseNotFoundError } from '../../domain/errors.ts'
 import { isAnswerPart } from '../../domain/openai/answer-items.ts'
 import { partToItem } from '../../domain/openai/part-to-item.ts'
-import { chatIdOf, itemRefOf, runIdOf, type ItemRef } from '../../domain/openai/openai-ids.ts'
+import { chatIdOf, compactionIdOf, compactionRunIdOf, itemRefOf, runIdOf, type ItemRef } from '../../domain/openai/openai-ids.ts'
+import { carriedMessagesOf, compactionItem, type CompactionItem } from '../../domain/openai/compaction-item.ts'
+import type { ContextManifest } from '../../domain/context/context-manifest.ts'
 import type { ChatLookups } from '../../domain/openai/request-to-turn.ts'
 import { toResponseObject, type ResponseEcho, type ResponseObject } from '../../domain/openai/response-object.ts'
 import type { Item, LedgerPart } from '../../domain/openai/part-to-item.ts'
@@ -51,7 +53,39 @@ export const itemsOf = (rows: readonly PartRow[]): Item[] => rows.map((row) => p
 export function responseOfRun(deps: AppDeps, run: RunRow): ResponseObject {
   const answer = deps.store.parts.ofRunInChat(run.id, run.chat_id).filter((row) => row.run_id === run.id && isAnswerPart(row))
   const usage = run.usage === null ? null : (JSON.parse(run.usage) as Usage)
-  return toResponseObject({ ...run, usage }, itemsOf(answer), echoOf(run.manifest))
+  const compaction = compactionOfRun(deps, run)
+  return toResponseObject({ ...run, usage }, [...(compaction ? [compaction] : []), ...itemsOf(answer)], echoOf(run.manifest))
+}
+
+/** A response stream's compaction item, read when the stream reaches it (its turn's summaries are made by then). */
+export const compactionOfRunId = (deps: AppDeps, runId: string) => () => {
+  const run = deps.store.runs.getById(runId)
+  return run ? compactionOfRun(deps, run) : null
+}
+
+type SentContext = Pick<ContextManifest, 'segments' | 'summaries'>
+const SENT_AS_IS = new Set(['verbatim', 'truncated'])
+
+/**
+ * The `compaction` item of a response whose turn summarised history (decision 058), first in its
+ * output; null for any other. It holds the summaries the turn's model was sent, then the rest of
+ * what it was sent (the parts sent whole or cut, its input among them) as carried messages, so that,
+ * sent back as input, it stands for everything before it. Read from the ledger: a summary or part
+ * erased since (decision 056) is not in it.
+ */
+export function compactionOfRun(deps: AppDeps, run: RunRow): CompactionItem | null {
+  const manifest = JSON.parse(run.manifest) as { context?: SentContext; input_ordinals?: { first: number; last: number } | null }
+  const context = manifest.context
+  if (!context || !context.summaries.some((s) => !s.reused)) return null
+  const texts = context.summaries.flatMap((s) => deps.store.summaries.ofRange(run.chat_id, s.first_ordinal, s.last_ordinal)?.text ?? [])
+  const ranges = context.segments.filter((s) => SENT_AS_IS.has(s.treatment)).map((s) => [s.first_ordinal, s.last_ordinal] as const)
+  if (manifest.input_ordinals) ranges.push([manifest.input_ordinals.first, manifest.input_ordinals.last])
+  // A failed run's output is never sent (docs/guide/runs.md), though it lies within a range.
+  const failed = new Set(deps.store.runs.failedRunIds(run.chat_id))
+  const rows = new Map<number, PartRow>()
+  for (const [first, last] of ranges) for (const row of deps.store.parts.between(run.chat_id, first, last)) if (!(isAnswerPart(row) && failed.has(row.run_id!))) rows.set(row.ordinal, row)
+  const sent = [...rows.values()].sort((a, b) => a.ordinal - b.ordinal).map((row) => JSON.parse(row.body) as PartBody)
+  return compactionItem(compactionIdOf(run.id), texts.join('\n\n'), carriedMessagesOf(sent))
 }
 
 /** A customer run of this organisation named by a response id; another's, or none, answers like a missing one. */
@@ -81,13 +115,18 @@ export function findConversation(deps: AppDeps, orgId: string, conversationId: s
 
 /** The chat's calls and items, as the request translation asks for them; a chat yet to be made has none. */
 export function chatLookups(deps: AppDeps, chatId: string | null): ChatLookups {
-  if (chatId === null) return { toolNameOf: () => null, holdsItem: () => false }
+  if (chatId === null) return { toolNameOf: () => null, holdsItem: () => false, holdsCompaction: () => false }
   return {
     toolNameOf(callId) {
       const row = deps.store.parts.toolCallOf(chatId, callId)
       return row ? (JSON.parse(row.body) as { tool_name: string }).tool_name : null
     },
     holdsItem: (ref: ItemRef) => rowOfItem(deps, chatId, ref) !== undefined,
+    // A response of this chat, or of the chat it was forked from before the fork's cut (its parts are here).
+    holdsCompaction(compactionId) {
+      const runId = compactionRunIdOf(compactionId)
+      return runId !== null && deps.store.parts.ofRunInChat(runId, chatId).length > 0
+    },
   }
 }
 

@@ -3,6 +3,7 @@ import type { RunEventSource } from '../../actors/run-channel.ts'
 import type { ResponsesEvent } from '../../domain/openai/stream-events.ts'
 import { createEventTranslator } from '../../domain/openai/stream-events.ts'
 import type { ResponseObject } from '../../domain/openai/response-object.ts'
+import type { CompactionItem } from '../../domain/openai/compaction-item.ts'
 import { HEARTBEAT_MS, type OpenStreams } from './write-run-stream.ts'
 
 const sse = (e: ResponsesEvent) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`
@@ -19,6 +20,7 @@ export function writeResponsesStream(
   opening: ResponseObject,
   settled: Promise<ResponseObject>,
   streams: OpenStreams,
+  compactionItem: () => CompactionItem | null,
 ): void {
   reply.hijack()
   const res = reply.raw
@@ -29,7 +31,7 @@ export function writeResponsesStream(
     'x-accel-buffering': 'no',
     'x-request-id': String(reply.request.id),
   })
-  const translator = createEventTranslator(runId)
+  const translator = createEventTranslator(runId, { compactionItem })
   let cursor = 0
   let finished = false
   let draining = false
@@ -53,7 +55,7 @@ export function writeResponsesStream(
         if (chunk !== '') res.write(chunk)
         // The terminal event carries the settled response: its usage and status are the ledger's.
         settled.then(
-          (response) => finishOnce(sse(translator.terminal(response))),
+          (response) => finishOnce(translator.terminal(response).map(sse).join('')),
           () => finishOnce(''),
         )
         stopWaking()

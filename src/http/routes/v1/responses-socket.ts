@@ -10,13 +10,14 @@ import { findTooDeep } from '../../../domain/json-depth.ts'
 import { runIdOf } from '../../../domain/openai/openai-ids.ts'
 import type { ResponseObject } from '../../../domain/openai/response-object.ts'
 import { createEventTranslator, type ResponsesEvent } from '../../../domain/openai/stream-events.ts'
+import type { CompactionItem } from '../../../domain/openai/compaction-item.ts'
 import { findIllFormedText } from '../../../domain/well-formed-text.ts'
 import { databaseErrorOf } from '../../../store/sqlite-errors.ts'
 import { stalledError, storageStall } from '../../../store/storage-stall.ts'
 import type { AppDeps } from '../../app-deps.ts'
 import type { BodyWork } from '../../body-work/body-work.ts'
 import { createResponse, type CreatedResponse, type HeldResponse } from '../../openai/create-response.ts'
-import { responseOfRun } from '../../openai/facade-reads.ts'
+import { compactionOfRunId, responseOfRun } from '../../openai/facade-reads.ts'
 import { toOpenAIError, type OpenAIError } from '../../openai/openai-error.ts'
 import { statusOf } from '../../plugins/error-handler.ts'
 import { problemsFromAjv } from '../../plugins/validation.ts'
@@ -352,7 +353,7 @@ class SocketSession {
         },
       )
       settling = adopted.catch(() => undefined)
-      await relay(this.ws, created, this.opening(created), adopted, this.context.log)
+      await relay(this.ws, created, this.opening(created), adopted, this.context.log, compactionOfRunId(this.context.deps, created.runId))
     } finally {
       release()
     }
@@ -414,9 +415,16 @@ class SocketSession {
  * Resolves once the terminal event is handed to the socket, or when the socket closes first (the
  * run goes on). A reader slower than the run holds at most HIGH_WATER_BYTES before reading waits.
  */
-function relay(ws: WebSocket, created: CreatedResponse, opening: ResponseObject, settled: Promise<ResponseObject>, log: FastifyBaseLogger): Promise<void> {
+function relay(
+  ws: WebSocket,
+  created: CreatedResponse,
+  opening: ResponseObject,
+  settled: Promise<ResponseObject>,
+  log: FastifyBaseLogger,
+  compactionItem: () => CompactionItem | null,
+): Promise<void> {
   return new Promise((resolve) => {
-    const translator = createEventTranslator(created.runId)
+    const translator = createEventTranslator(created.runId, { compactionItem })
     const source = created.events
     let cursor = 0
     let scheduled = false
@@ -434,7 +442,7 @@ function relay(ws: WebSocket, created: CreatedResponse, opening: ResponseObject,
       stopWaking()
       settled
         .then(
-          (response) => send(translator.terminal(response)),
+          (response) => translator.terminal(response).forEach((event) => send(event)),
           (error: unknown) => send(errorEventOf(error, log)),
         )
         .catch((error: unknown) => send(errorEventOf(error, log)))

@@ -4,7 +4,7 @@ import type { AppDeps } from '../../app-deps.ts'
 import { createResponse } from '../../openai/create-response.ts'
 import { compactResponse } from '../../openai/compact-response.ts'
 import { countInputTokens } from '../../openai/count-input.ts'
-import { findResponseRun, inputItemsOf, responseOfRun } from '../../openai/facade-reads.ts'
+import { compactionOfRunId, findResponseRun, inputItemsOf, responseOfRun } from '../../openai/facade-reads.ts'
 import { pageOfItems } from '../../../domain/openai/item-page.ts'
 import { orgOf } from '../../plugins/auth.ts'
 import { Namespace } from '../../schemas/common.ts'
@@ -58,7 +58,7 @@ export const openaiResponseRoutes =
         const { runId, events, settled } = await createResponse(deps, options.bodyWork, { orgId, apiKeyId: request.identity?.keyId ?? null }, body, request.headers['x-parley-namespace'] ?? null)
         const current = () => responseOfRun(deps, deps.store.runs.get(orgId, runId)!)
         if (body.stream === true) {
-          writeResponsesStream(reply, runId, events, current(), settled, streams)
+          writeResponsesStream(reply, runId, events, current(), settled, streams, compactionOfRunId(deps, runId))
           return reply
         }
         if (body.background === true) return current()
