@@ -1,6 +1,6 @@
 import OpenAI from 'openai'
 import { describe, expect, it } from 'vitest'
-import { chatIdOf } from '../../src/domain/openai/openai-ids.ts'
+import { chatIdOf, conversationIdOf, runIdOf } from '../../src/domain/openai/openai-ids.ts'
 import { openaiSdkServer } from '../helpers/openai-sdk-server.ts'
 
 /**
@@ -60,6 +60,17 @@ describe('DELETE /v1/conversations/{id}/items/{item}', () => {
     const context = await contextOf(conversation.id)
     expect(contentTypesOf(context)).not.toContain('reasoning')
     expect(context).toContain('Decide.')
+  })
+
+  it('an older response whose answer was erased still forks at it: the fork holds what came before and its input, not what came after', async () => {
+    const conversation = await server.sdk.conversations.create({})
+    const a = await server.sdk.responses.create({ model: 'sandbox/echo', conversation: conversation.id, input: 'one' })
+    await server.sdk.responses.create({ model: 'sandbox/echo', conversation: conversation.id, input: 'two' })
+    await server.sdk.conversations.items.delete(a.output[0]!.id!, { conversation_id: conversation.id })
+    const branch = await server.sdk.responses.create({ model: 'sandbox/echo', previous_response_id: a.id, input: 'branch' })
+    const run = await fetch(`http://127.0.0.1:${server.port}/api/v1/runs/${runIdOf(branch.id)}`, { headers: { authorization: `Bearer ${server.org.key}` } })
+    const forkChat = ((await run.json()) as { chat_id: string }).chat_id
+    expect((await history(conversationIdOf(forkChat))).map((p) => p.text)).toEqual(['one', 'branch', 'echo: branch'])
   })
 
   it('a function call and its output are deleted together, whichever is named; no later context holds either', async () => {

@@ -8,7 +8,7 @@ import { ZERO_USAGE, type Usage } from '../../domain/pricing/usage.ts'
 import type { AppDeps } from '../app-deps.ts'
 import type { TurnCaller } from '../submit-turn.ts'
 import { appendParts, partsOfItems } from './append-items.ts'
-import { previousResponse } from './facade-reads.ts'
+import { cutAfterRun, previousResponse } from './facade-reads.ts'
 
 /** What a compacted window's summary may spend: enough to keep a long chat's facts, small beside any window. */
 export const COMPACT_SUMMARY_MAX_TOKENS = 2048
@@ -37,8 +37,8 @@ export async function compactResponse(deps: AppDeps, caller: TurnCaller, body: C
   if (parts.length === 0 && previous === null) throw new ValidationError([{ in: 'body', pointer: '/input', message: 'holds no message to compact' }])
   let chat
   if (previous !== null) {
-    const upTo = deps.store.parts.ofRunInChat(previous.run.id, previous.chat.id).at(-1)?.ordinal
-    chat = await deps.host.fork(orgId, previous.chat.id, { ...(upTo === undefined ? {} : { upToOrdinal: upTo }), title: null, description: null, userMetadata: {} })
+    const upTo = cutAfterRun(deps, previous.run, previous.chat.id)
+    chat = await deps.host.fork(orgId, previous.chat.id, { ...(upTo === null ? {} : { upToOrdinal: upTo }), title: null, description: null, userMetadata: {} })
     if (!chat) throw new ValidationError([{ in: 'body', pointer: '/previous_response_id', message: 'its conversation was deleted meanwhile' }])
   } else {
     chat = deps.store.chats.create({ orgId, namespace: null, title: null, description: null, userMetadata: {} })

@@ -5,7 +5,7 @@ import type { AppDeps } from '../app-deps.ts'
 import type { BodyWork } from '../body-work/body-work.ts'
 import type { OpenAICreateResponse } from '../schemas/openai-responses.ts'
 import { prepareTurn, type TurnCaller } from '../submit-turn.ts'
-import { chatLookups, findConversation, previousResponse } from './facade-reads.ts'
+import { chatLookups, cutAfterRun, findConversation, previousResponse } from './facade-reads.ts'
 
 /**
  * `POST /v1/responses/input_tokens` (decision 055): what the request would send, packed as its turn
@@ -24,7 +24,7 @@ export async function countInputTokens(deps: AppDeps, bodyWork: Pick<BodyWork, '
   else if (body.previous_response_id != null) {
     const previous = previousResponse(deps, caller.orgId, body.previous_response_id)
     chat = previous.chat
-    if (deps.store.runs.latestCustomerRun(chat.id)?.id !== previous.run.id) cutAt = deps.store.parts.ofRunInChat(previous.run.id, chat.id).at(-1)?.ordinal ?? null
+    if (deps.store.runs.latestCustomerRun(chat.id)?.id !== previous.run.id) cutAt = cutAfterRun(deps, previous.run, chat.id)
   }
   const fresh = body.conversation == null && body.previous_response_id == null
   const translated = requestToTurn(body, chatLookups(deps, fresh ? null : chat.id))

@@ -11,7 +11,7 @@ import type { AppDeps } from '../app-deps.ts'
 import type { BodyWork } from '../body-work/body-work.ts'
 import type { OpenAICreateResponse } from '../schemas/openai-responses.ts'
 import { submitTurn, type TurnCaller } from '../submit-turn.ts'
-import { chatLookups, findConversation, previousResponse, responseOfRun } from './facade-reads.ts'
+import { chatLookups, cutAfterRun, findConversation, previousResponse, responseOfRun } from './facade-reads.ts'
 
 export type CreatedResponse = {
   runId: string
@@ -62,7 +62,7 @@ function sourceOf(deps: AppDeps, orgId: string, body: OpenAICreateResponse, held
   const { run, chat, stored } = continuedResponse(deps, orgId, body.previous_response_id!, held)
   // In place only where the chat is kept as this response asks: a stored chat for a stored response, a held one for one not to be stored.
   if (deps.store.runs.latestCustomerRun(chat.id)?.id === run.id && stored !== throwaway) return { chat, forkAfter: undefined }
-  return { chat, forkAfter: deps.store.parts.ofRunInChat(run.id, chat.id).at(-1)?.ordinal ?? null }
+  return { chat, forkAfter: cutAfterRun(deps, run, chat.id) }
 }
 
 /** The response `previous_response_id` names: the connection's held one (not stored), else a stored one of the organisation. */

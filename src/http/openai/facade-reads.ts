@@ -106,6 +106,19 @@ export function previousResponse(deps: AppDeps, orgId: string, responseId: strin
   return { run, chat }
 }
 
+/**
+ * Where a chat is cut to continue from one of its responses (a fork at it, decision 055): after the
+ * run's last part in the chat, or after its input when its answer was erased (decision 056); null
+ * when the chat holds nothing of it.
+ */
+export function cutAfterRun(deps: AppDeps, run: RunRow, chatId: string): number | null {
+  const last = deps.store.parts.ofRunInChat(run.id, chatId).at(-1)?.ordinal
+  // The manifest's ordinals are its own chat's (a fork's copies sit at other ordinals).
+  const input = run.chat_id === chatId ? (JSON.parse(run.manifest) as { input_ordinals?: { last: number } | null }).input_ordinals?.last : undefined
+  const known = [last, input].filter((o): o is number => o !== undefined)
+  return known.length === 0 ? null : Math.max(...known)
+}
+
 export function findConversation(deps: AppDeps, orgId: string, conversationId: string): ChatRow {
   const chatId = chatIdOf(conversationId)
   const chat = chatId === null ? undefined : deps.store.chats.get(orgId, chatId)
