@@ -16,7 +16,8 @@ type OpenApiDoc = { openapi: string; paths: Record<string, Record<string, Operat
  * (and 400 for a malformed body on chat creation; keyed routes also list 429, decision 021; keyed
  * reads list 400 for a malformed `x-parley-txid` header, decision 029). Decision 036: every operation
  * lists 400 (an HTTP/1.1 request without Host) and `4XX` (the envelope of 405, 408 and 431, answered
- * before any operation runs), and every operation other than a GET lists 413 (a body over 1 MiB).
+ * before any operation runs), and every operation other than a GET lists 413 (a body over 1 MiB) and
+ * 415 (a body declared in a charset other than UTF-8, decision 057).
  */
 const ROUTES: Array<{ method: string; path: string; keyed: boolean; statuses: string[] }> = [
   { method: 'get', path: '/', keyed: false, statuses: ['200', '400'] },
@@ -28,9 +29,9 @@ const ROUTES: Array<{ method: string; path: string; keyed: boolean; statuses: st
   { method: 'get', path: '/v1/catalogue/{name}', keyed: false, statuses: ['200', '400', '404', '500', '503'] },
   { method: 'get', path: '/v1/catalogue/models.md', keyed: false, statuses: ['200', '400', '404', '500', '503'] },
   { method: 'get', path: '/api/v1/chats', keyed: true, statuses: ['200', '400', '401', '422', '500', '503'] },
-  { method: 'post', path: '/api/v1/chats', keyed: true, statuses: ['201', '400', '401', '413', '422', '500', '503'] },
+  { method: 'post', path: '/api/v1/chats', keyed: true, statuses: ['201', '400', '401', '413', '415', '422', '500', '503'] },
   { method: 'get', path: '/api/v1/chats/{chat_id}', keyed: true, statuses: ['200', '400', '401', '404', '422', '500', '503'] },
-  { method: 'delete', path: '/api/v1/chats/{chat_id}', keyed: true, statuses: ['204', '400', '401', '404', '413', '422', '500', '503'] },
+  { method: 'delete', path: '/api/v1/chats/{chat_id}', keyed: true, statuses: ['204', '400', '401', '404', '413', '415', '422', '500', '503'] },
   { method: 'get', path: '/api/v1/chats/{chat_id}/history', keyed: true, statuses: ['200', '400', '401', '404', '422', '500', '503'] },
   { method: 'get', path: '/api/v1/namespaces', keyed: true, statuses: ['200', '400', '401', '422', '500', '503'] },
   { method: 'get', path: '/api/v1/models', keyed: true, statuses: ['200', '400', '401', '422', '500', '503'] },

@@ -1074,7 +1074,11 @@ export interface paths {
         get: operations["openaiGetConversationItem"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete an item of a conversation: its part is erased from the chat's ledger (OpenAI Conversations API)
+         * @description Answers the conversation. A function call and its output are erased together, and the chat's summaries written from an erased part with them; later responses never see it. At rest only: not while a response runs (400 conversation_locked). See docs/decisions/056-erasing-items.md.
+         */
+        delete: operations["openaiDeleteConversationItem"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1812,6 +1816,18 @@ export interface components {
                 code: "service_unavailable";
             };
         };
+        /** @description A body whose Content-Type declares a charset other than UTF-8, in OpenAI's error shape: bodies are read as UTF-8 only. */
+        OpenAIError415: {
+            error: {
+                message: string;
+                /** @enum {string} */
+                type: "invalid_request_error" | "authentication_error" | "permission_error" | "rate_limit_error" | "insufficient_quota" | "server_error";
+                /** @description The request parameter concerned, e.g. `input[0].content`. */
+                param: string | null;
+                /** @enum {string} */
+                code: "unsupported_media_type";
+            };
+        };
         /** @description Refused before the operation runs, in OpenAI's error shape: 405 `method_not_allowed` with `Allow`, 400 for a path that is not valid percent-encoding. */
         OpenAIError4XX: {
             error: {
@@ -1918,6 +1934,16 @@ export interface components {
             error: {
                 /** @enum {string} */
                 code: "payload_too_large";
+                message: string;
+                details?: unknown;
+                hint?: string | null;
+            };
+        };
+        /** @description The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `latin1`, ...): bodies are read as UTF-8 only; the message names the charset declared. */
+        UnsupportedMediaTypeError: {
+            error: {
+                /** @enum {string} */
+                code: "unsupported_media_type";
                 message: string;
                 details?: unknown;
                 hint?: string | null;
@@ -3639,6 +3665,15 @@ export interface operations {
                     "application/json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
+            /** @description The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `charset=latin1`, ...): refused before the body is read, nothing written. Bodies are read as UTF-8 only: send them encoded so, with `charset=utf-8` or no charset. The message names the charset declared. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnsupportedMediaTypeError"];
+                };
+            };
             /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
@@ -3761,6 +3796,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            /** @description The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `charset=latin1`, ...): refused before the body is read, nothing written. Bodies are read as UTF-8 only: send them encoded so, with `charset=utf-8` or no charset. The message names the charset declared. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnsupportedMediaTypeError"];
                 };
             };
             /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
@@ -3981,6 +4025,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            /** @description The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `charset=latin1`, ...): refused before the body is read, nothing written. Bodies are read as UTF-8 only: send them encoded so, with `charset=utf-8` or no charset. The message names the charset declared. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnsupportedMediaTypeError"];
                 };
             };
             /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
@@ -4532,6 +4585,15 @@ export interface operations {
                     "application/json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
+            /** @description The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `charset=latin1`, ...): refused before the body is read, nothing written. Bodies are read as UTF-8 only: send them encoded so, with `charset=utf-8` or no charset. The message names the charset declared. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnsupportedMediaTypeError"];
+                };
+            };
             /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
@@ -4655,6 +4717,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            /** @description The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `charset=latin1`, ...): refused before the body is read, nothing written. Bodies are read as UTF-8 only: send them encoded so, with `charset=utf-8` or no charset. The message names the charset declared. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnsupportedMediaTypeError"];
                 };
             };
             /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
@@ -5014,6 +5085,15 @@ export interface operations {
                     "application/json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
+            /** @description The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `charset=latin1`, ...): refused before the body is read, nothing written. Bodies are read as UTF-8 only: send them encoded so, with `charset=utf-8` or no charset. The message names the charset declared. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnsupportedMediaTypeError"];
+                };
+            };
             /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
@@ -5280,6 +5360,15 @@ export interface operations {
                     "application/json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
+            /** @description The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `charset=latin1`, ...): refused before the body is read, nothing written. Bodies are read as UTF-8 only: send them encoded so, with `charset=utf-8` or no charset. The message names the charset declared. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnsupportedMediaTypeError"];
+                };
+            };
             /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
@@ -5403,6 +5492,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            /** @description The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `charset=latin1`, ...): refused before the body is read, nothing written. Bodies are read as UTF-8 only: send them encoded so, with `charset=utf-8` or no charset. The message names the charset declared. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnsupportedMediaTypeError"];
                 };
             };
             /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
@@ -5762,6 +5860,15 @@ export interface operations {
                     "application/json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
+            /** @description The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `charset=latin1`, ...): refused before the body is read, nothing written. Bodies are read as UTF-8 only: send them encoded so, with `charset=utf-8` or no charset. The message names the charset declared. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnsupportedMediaTypeError"];
+                };
+            };
             /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
@@ -6014,6 +6121,15 @@ export interface operations {
                     "application/json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
+            /** @description The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `charset=latin1`, ...): refused before the body is read, nothing written. Bodies are read as UTF-8 only: send them encoded so, with `charset=utf-8` or no charset. The message names the charset declared. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnsupportedMediaTypeError"];
+                };
+            };
             /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
@@ -6137,6 +6253,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            /** @description The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `charset=latin1`, ...): refused before the body is read, nothing written. Bodies are read as UTF-8 only: send them encoded so, with `charset=utf-8` or no charset. The message names the charset declared. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnsupportedMediaTypeError"];
                 };
             };
             /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
@@ -6496,6 +6621,15 @@ export interface operations {
                     "application/json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
+            /** @description The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `charset=latin1`, ...): refused before the body is read, nothing written. Bodies are read as UTF-8 only: send them encoded so, with `charset=utf-8` or no charset. The message names the charset declared. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnsupportedMediaTypeError"];
+                };
+            };
             /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
@@ -6750,6 +6884,15 @@ export interface operations {
                     "application/json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
+            /** @description The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `charset=latin1`, ...): refused before the body is read, nothing written. Bodies are read as UTF-8 only: send them encoded so, with `charset=utf-8` or no charset. The message names the charset declared. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnsupportedMediaTypeError"];
+                };
+            };
             /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
             422: {
                 headers: {
@@ -6874,6 +7017,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            /** @description The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `charset=latin1`, ...): refused before the body is read, nothing written. Bodies are read as UTF-8 only: send them encoded so, with `charset=utf-8` or no charset. The message names the charset declared. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnsupportedMediaTypeError"];
                 };
             };
             /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
@@ -7232,6 +7384,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            /** @description The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `charset=latin1`, ...): refused before the body is read, nothing written. Bodies are read as UTF-8 only: send them encoded so, with `charset=utf-8` or no charset. The message names the charset declared. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnsupportedMediaTypeError"];
                 };
             };
             /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */
@@ -7957,6 +8118,15 @@ export interface operations {
                     "application/json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
+            /** @description The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `charset=latin1`, ...): refused before the body is read, nothing written. Bodies are read as UTF-8 only: send them encoded so, with `charset=utf-8` or no charset. The message names the charset declared. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnsupportedMediaTypeError"];
+                };
+            };
             /** @description The turn is invalid: a problem in the body (`details.problems`), an attachment the model cannot take, a `tool_result` for a call that is not pending, or a context the model cannot hold. */
             422: {
                 headers: {
@@ -8098,6 +8268,15 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError413"];
                 };
             };
+            /** @description The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `charset=latin1`, ...): refused before the body is read, nothing written. Bodies are read as UTF-8 only: send them encoded so, with `charset=utf-8` or no charset. The message names the charset declared. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError415"];
+                };
+            };
             /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
@@ -8228,6 +8407,15 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError413"];
                 };
             };
+            /** @description The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `charset=latin1`, ...): refused before the body is read, nothing written. Bodies are read as UTF-8 only: send them encoded so, with `charset=utf-8` or no charset. The message names the charset declared. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError415"];
+                };
+            };
             /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
@@ -8349,6 +8537,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OpenAIError413"];
+                };
+            };
+            /** @description The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `charset=latin1`, ...): refused before the body is read, nothing written. Bodies are read as UTF-8 only: send them encoded so, with `charset=utf-8` or no charset. The message names the charset declared. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError415"];
                 };
             };
             /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
@@ -8562,6 +8759,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OpenAIError413"];
+                };
+            };
+            /** @description The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `charset=latin1`, ...): refused before the body is read, nothing written. Bodies are read as UTF-8 only: send them encoded so, with `charset=utf-8` or no charset. The message names the charset declared. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError415"];
                 };
             };
             /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
@@ -8786,6 +8992,15 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError413"];
                 };
             };
+            /** @description The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `charset=latin1`, ...): refused before the body is read, nothing written. Bodies are read as UTF-8 only: send them encoded so, with `charset=utf-8` or no charset. The message names the charset declared. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError415"];
+                };
+            };
             /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
@@ -9001,6 +9216,15 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError413"];
                 };
             };
+            /** @description The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `charset=latin1`, ...): refused before the body is read, nothing written. Bodies are read as UTF-8 only: send them encoded so, with `charset=utf-8` or no charset. The message names the charset declared. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError415"];
+                };
+            };
             /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
@@ -9110,6 +9334,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OpenAIError413"];
+                };
+            };
+            /** @description The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `charset=latin1`, ...): refused before the body is read, nothing written. Bodies are read as UTF-8 only: send them encoded so, with `charset=utf-8` or no charset. The message names the charset declared. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError415"];
                 };
             };
             /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
@@ -9339,6 +9572,15 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError413"];
                 };
             };
+            /** @description The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `charset=latin1`, ...): refused before the body is read, nothing written. Bodies are read as UTF-8 only: send them encoded so, with `charset=utf-8` or no charset. The message names the charset declared. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError415"];
+                };
+            };
             /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
@@ -9474,6 +9716,122 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before reading again (a replica catching up). */
                     "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError503"];
+                };
+            };
+            /** @description Refused before the operation runs, in OpenAI's error shape: a method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError4XX"];
+                };
+            };
+        };
+    };
+    openaiDeleteConversationItem: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                conversation_id: string;
+                item_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name. */
+                    "x-parley-txid"?: string;
+                    /** @description With LiteFS: `parley-txid=<TXID>; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`, the same TXID as a cookie, which a read presents like the header. */
+                    "set-cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIConversation"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 400. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError400"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 401. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError401"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 404. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError404"];
+                };
+            };
+            /** @description This operation takes no body, but one sent to it is still bounded: over 1 MiB it is refused unread. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError413"];
+                };
+            };
+            /** @description The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `charset=latin1`, ...): refused before the body is read, nothing written. Bodies are read as UTF-8 only: send them encoded so, with `charset=utf-8` or no charset. The message names the charset declared. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError415"];
+                };
+            };
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError429"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 500. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError500"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 503. */
+            503: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -9768,6 +10126,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            /** @description The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `charset=latin1`, ...): refused before the body is read, nothing written. Bodies are read as UTF-8 only: send them encoded so, with `charset=utf-8` or no charset. The message names the charset declared. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnsupportedMediaTypeError"];
                 };
             };
             /** @description The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`. */

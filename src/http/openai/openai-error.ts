@@ -26,6 +26,8 @@ const TABLE: Record<string, { status: number | null; type: OpenAIErrorType; code
   headers_too_large: { status: null, type: 'invalid_request_error', code: null },
   request_timeout: { status: null, type: 'invalid_request_error', code: null },
   payload_too_large: { status: 413, type: 'invalid_request_error', code: null },
+  // A body declared in a charset other than UTF-8, refused before any operation runs (decision 057).
+  unsupported_media_type: { status: null, type: 'invalid_request_error', code: null },
   method_not_allowed: { status: 405, type: 'invalid_request_error', code: null },
   context_too_large: { status: 400, type: 'invalid_request_error', code: 'context_length_exceeded', param: 'input' },
   previous_response_not_found: { status: 400, type: 'invalid_request_error', code: null, param: 'previous_response_id' },

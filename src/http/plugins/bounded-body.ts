@@ -17,10 +17,13 @@ import { EdgeRefusal } from '../edge-errors.ts'
  * 4. encoding: a body with a Content-Encoding other than identity is refused, 400 `invalid_request`
  *    with `Accept-Encoding: identity` (the status every operation with a body already documents for
  *    an unsupported content type; see the decision for why not 415);
- * 5. only then does a client that sent `Expect: 100-continue` get its `100 Continue`;
- * 6. depth: the JSON parser scans the raw bytes (findTooDeepInText, linear) and refuses nesting
+ * 5. charset: a body whose Content-Type declares a charset other than UTF-8 (`charset=utf-16`,
+ *    `latin1`, ...) is refused, 415 `unsupported_media_type`: bodies are read as UTF-8 only
+ *    (docs/decisions/057-request-charsets.md);
+ * 6. only then does a client that sent `Expect: 100-continue` get its `100 Continue`;
+ * 7. depth: the JSON parser scans the raw bytes (findTooDeepInText, linear) and refuses nesting
  *    past 256 levels with the usual 422 and pointer;
- * 7. parse: JSON.parse with Fastify's prototype-poisoning checks (secure-json-parse), on a worker
+ * 8. parse: JSON.parse with Fastify's prototype-poisoning checks (secure-json-parse), on a worker
  *    thread for a body of OFFLOAD_JSON_BYTES or more, then the narrower depth limits and schema
  *    validation.
  */
@@ -53,6 +56,36 @@ function contentCodings(raw: IncomingMessage): string[] {
     .split(',')
     .map((coding) => coding.trim().toLowerCase())
     .filter((coding) => coding !== '' && coding !== 'identity')
+}
+
+/** UTF-8 by the names it goes by (IANA's `UTF-8`, and the common alias `utf8`), in any case. */
+const UTF8_NAMES = new Set(['utf-8', 'utf8'])
+
+/**
+ * Each `charset` parameter of a Content-Type: a token or a quoted string (its closing quote optional,
+ * so a broken one is still seen). Read leniently, as Fastify's own parser finds parameters, so that no
+ * spelling Fastify would read past gets by this check. Linear: the alternatives inside the quotes are disjoint.
+ */
+const CHARSET_PARAMETER = /;\s*charset\s*=\s*("(?:[^"\\]|\\.)*"?|[^;\s]*)/gi
+
+/**
+ * The first charset the request's Content-Type declares that is not UTF-8, unquoted, as sent (e.g.
+ * "utf-16"); null when it declares none (a body is then read as UTF-8) or only UTF-8.
+ */
+export function declaredForeignCharset(contentType: string | undefined): string | null {
+  if (contentType === undefined) return null
+  for (const match of contentType.matchAll(CHARSET_PARAMETER)) {
+    const sent = match[1]!
+    const value = sent.startsWith('"') ? sent.slice(1, sent.length > 1 && sent.endsWith('"') ? -1 : undefined).replace(/\\(.)/g, '$1') : sent
+    if (!UTF8_NAMES.has(value.trim().toLowerCase())) return value
+  }
+  return null
+}
+
+/** A declared charset as the refusal names it: as sent when it is a plain name, else quoted, and never more than 40 characters. */
+function shownCharset(value: string): string {
+  const cut = value.length > 40 ? `${value.slice(0, 40)}…` : value
+  return /^[A-Za-z0-9._:+-]+$/.test(value) && value.length <= 40 ? value : JSON.stringify(cut)
 }
 
 /** Sends `100 Continue` once, to a client that asked for it, when its body is about to be read. */
@@ -95,6 +128,18 @@ export function installBoundedBodies(app: FastifyInstance, defaultLimit: number,
         `unsupported Content-Encoding (${codings.join(', ')}): request bodies are taken uncompressed only`,
         { 'accept-encoding': 'identity' },
         'send the body as plain JSON, without a Content-Encoding header',
+      )
+    }
+    // Bodies are read as UTF-8 only (decision 057): one declared in another charset is refused unread,
+    // rather than misread (`charset=utf-16` JSON read as UTF-8 is noise, or worse, different text).
+    const charset = declaredForeignCharset(raw.headers['content-type'])
+    if (charset !== null) {
+      throw new EdgeRefusal(
+        415,
+        'unsupported_media_type',
+        `unsupported charset: the body's Content-Type declares charset=${shownCharset(charset)}, and only UTF-8 is accepted`,
+        {},
+        'encode the body as UTF-8 and send Content-Type: application/json, with charset=utf-8 or no charset',
       )
     }
     continueIfExpected(raw, reply.raw)

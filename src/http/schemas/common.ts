@@ -81,6 +81,11 @@ export const ERROR_RESPONSES = {
   404: errorEnvelope('NotFoundError', ['not_found'], 'No such resource; one of another organisation looks missing too.'),
   409: errorEnvelope('ConflictError', ['run_in_progress', 'idempotency_key_reused', 'retry_not_allowed'], 'The chat\'s state forbids the submission; `details.run_id` names the run concerned.'),
   413: errorEnvelope('PayloadTooLargeError', ['payload_too_large'], 'The request body is over the limit (1 MiB; 32 MiB for a turn, base64 overhead included).'),
+  415: errorEnvelope(
+    'UnsupportedMediaTypeError',
+    ['unsupported_media_type'],
+    "The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `latin1`, ...): bodies are read as UTF-8 only; the message names the charset declared.",
+  ),
   422: errorEnvelope('ValidationFailedError', ['validation_failed'], 'The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`.'),
   429: errorEnvelope('RateLimitedError', ['rate_limited'], 'More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds.'),
   500: errorEnvelope('InternalError', ['internal'], 'A fault of the server; nothing was changed by a rejected write.'),

@@ -263,6 +263,16 @@ export const OPENAI_ERRORS = Object.fromEntries(
   OPENAI_ERROR_STATUSES.map((status) => [status, openaiErrorSchema(`OpenAIError${status}`, openaiCodesOf(status), `An error as OpenAI's API answers it with ${status}.`)]),
 ) as Record<OpenAIErrorStatus, ReturnType<typeof openaiErrorSchema>>
 
+/**
+ * A body declared in a charset other than UTF-8, refused before the operation runs with Parley's status
+ * and code in OpenAI's shape (decision 057; its row in src/http/openai/openai-error.ts keeps Parley's status).
+ */
+export const OpenAIError415 = openaiErrorSchema(
+  'OpenAIError415',
+  ['unsupported_media_type'],
+  "A body whose Content-Type declares a charset other than UTF-8, in OpenAI's error shape: bodies are read as UTF-8 only.",
+)
+
 /** What any facade operation may answer before it runs, in OpenAI's shape (decision 036's 4XX). */
 export const OpenAIError4XX = openaiErrorSchema(
   'OpenAIError4XX',
@@ -270,4 +280,4 @@ export const OpenAIError4XX = openaiErrorSchema(
   'Refused before the operation runs, in OpenAI\'s error shape: 405 `method_not_allowed` with `Allow`, 400 for a path that is not valid percent-encoding.',
 )
 
-export const OPENAI_SCHEMAS = [OpenAIInputItem, OpenAIFunctionTool, OpenAICreateResponse, OpenAIResponse, OpenAIStreamFrame, OpenAIItemList, OpenAICountRequest, OpenAICompactRequest, OpenAICompaction, ...Object.values(OPENAI_ERRORS), OpenAIError4XX]
+export const OPENAI_SCHEMAS = [OpenAIInputItem, OpenAIFunctionTool, OpenAICreateResponse, OpenAIResponse, OpenAIStreamFrame, OpenAIItemList, OpenAICountRequest, OpenAICompactRequest, OpenAICompaction, ...Object.values(OPENAI_ERRORS), OpenAIError415, OpenAIError4XX]

@@ -132,6 +132,13 @@ const bodyOverLimit = {
   content: { 'application/json': { schema: { $ref: '#/components/schemas/PayloadTooLargeError' } } },
 }
 
+/** Every operation that reads a body refuses one declared in a charset other than UTF-8, before it runs (bounded-body.ts, decision 057). */
+const foreignCharset = {
+  description:
+    "The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `charset=latin1`, ...): refused before the body is read, nothing written. Bodies are read as UTF-8 only: send them encoded so, with `charset=utf-8` or no charset. The message names the charset declared.",
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/UnsupportedMediaTypeError' } } },
+}
+
 const badPathEncoding = {
   description: 'A path parameter that is not valid percent-encoding.',
   content: { 'application/json': { schema: { $ref: '#/components/schemas/BadRequestError' } } },
@@ -139,13 +146,14 @@ const badPathEncoding = {
 
 type Response = { description?: string; headers?: Record<string, unknown>; content?: unknown }
 
-const PARLEY_ANSWERS = { rateLimited, badPathEncoding, missingHost, bodyOverLimit, beforeTheOperation }
+const PARLEY_ANSWERS = { rateLimited, badPathEncoding, missingHost, bodyOverLimit, foreignCharset, beforeTheOperation }
 const openai = (schema: string, response: Response): Response => ({ ...response, content: { 'application/json': { schema: { $ref: `#/components/schemas/${schema}` } } } })
 const OPENAI_ANSWERS = {
   rateLimited: openai('OpenAIError429', rateLimited),
   badPathEncoding: openai('OpenAIError400', badPathEncoding),
   missingHost: openai('OpenAIError400', missingHost),
   bodyOverLimit: openai('OpenAIError413', bodyOverLimit),
+  foreignCharset: openai('OpenAIError415', foreignCharset),
   beforeTheOperation: openai('OpenAIError4XX', {
     description: "Refused before the operation runs, in OpenAI's error shape: a method the path does not serve is 405 `method_not_allowed` with `Allow`.",
   }),
@@ -239,6 +247,7 @@ function completeDocument(document: OpenApiDocument): OpenApiDocument {
       if (path.includes('{') && operation.responses['400'] === undefined) operation.responses['400'] = answers.badPathEncoding
       operation.responses['400'] ??= answers.missingHost
       if (method !== 'get') operation.responses['413'] ??= answers.bodyOverLimit
+      if (method !== 'get') operation.responses['415'] ??= answers.foreignCharset
       operation.responses['4XX'] ??= answers.beforeTheOperation
       const doc = operation.operationId ? operationDocs[operation.operationId] : undefined
       if (doc) applyDoc(operation, doc, method, path)
