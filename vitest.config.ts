@@ -7,14 +7,23 @@ import { machineCeiling } from './test/helpers/machine-timeouts.ts'
  * module (vi.mock) stays isolated, or its mock would leak into the files after it.
  */
 const DOMAIN = 'test/domain/**/*.test.ts'
-const DOMAIN_MOCKING = ['test/domain/config/estimate-tokens-saturation.test.ts']
+const DOMAIN_MOCKING = [
+  'test/domain/config/estimate-tokens-saturation.test.ts',
+  // These two count what the estimator hands gpt-tokenizer (test/helpers/bpe-work.ts).
+  'test/domain/tokens/bounded-estimate.test.ts',
+  'test/domain/tokens/estimate-tokens.test.ts',
+]
 /**
  * In-process files (apps through inject or a loopback socket, the store, the actors, the machine)
  * share one module graph per worker too: importing Fastify, the vendor packages and the app anew for
  * each file was a third of the suite's CPU. Each file still builds its own app, store and actors.
  */
 const SHARED = ['test/{http,actors,store,providers,machines,logging}/**/*.test.ts']
-const SHARED_ISOLATED = ['test/store/config-token-estimates.test.ts']
+const SHARED_ISOLATED = [
+  'test/store/config-token-estimates.test.ts',
+  // Counts the reads of the tool schemas it sends (test/helpers/counted-reads.ts) through a mock of validate-tool-bundle.ts.
+  'test/http/fuzz-regressions.test.ts',
+]
 /**
  * Parley on a real LiteFS cluster (FUSE, litefs, three servers): not part of `npm test`, run on its
  * own by `npm run test:cluster` (vitest.cluster.config.ts), which `.ci/run` runs after it.

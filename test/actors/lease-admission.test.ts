@@ -59,6 +59,7 @@ beforeEach(() => {
   temp.store.balance.add(orgId, 'topup', '10')
 })
 afterEach(() => {
+  vi.useRealTimers()
   for (const { host, stop } of hosts.splice(0)) {
     stop()
     host.stopAll()
@@ -167,18 +168,35 @@ describe('admission against a lease held elsewhere', () => {
 
 describe('the sweep at a lease’s expiry', () => {
   it('settles another node’s run the moment its lease expires, without waiting for the renewal tick', async () => {
+    // A fake clock (timers and Date; the actors' promises and setImmediate stay real), moved by hand:
+    // what settles the run is shown by how far the clock went, never by how long the test waited.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] })
+    const LEASE_LEFT_MS = 1_500
     const chatId = newChat()
-    const expiresAt = inMs(1_500)
+    const expiresAt = inMs(LEASE_LEFT_MS)
     const runId = orphan(chatId, expiresAt, { toolCall: true })
     const host = startHost({ leaseRenewMs: 60_000 })
-    expect(temp.store.runs.getById(runId)!.status).toBe('running')
+    const status = () => temp.store.runs.getById(runId)!.status
+    /** Lets the actors finish what the clock set off: a bounded number of turns of the event loop, no time. */
+    const drain = async () => {
+      for (let i = 0; i < 50 && status() === 'running'; i++) await new Promise((resolve) => setImmediate(resolve))
+    }
+    expect(status()).toBe('running')
     // The chat's actor exists (hydrated with the orphan as its latest run) before the sweep settles it.
     await expect(admitted(host.submit(submission(chatId)))).rejects.toMatchObject({ details: { run_id: runId } })
-    await vi.waitFor(() => expect(temp.store.runs.getById(runId)!.status).toBe('failed'), { timeout: 5_000, interval: 10 })
-    // The renewal tick is a minute away, past the wait above: the timer at the lease's expiry settled it.
+    // Up to its lease's last millisecond the run is another node's: left running.
+    await vi.advanceTimersByTimeAsync(LEASE_LEFT_MS - 1)
+    await drain()
+    expect(status()).toBe('running')
+    // A few milliseconds past the expiry it is settled. The renewal tick is 60 s of this clock away and
+    // never ran, and no turn came: the timer set at the lease's expiry settled it.
+    await vi.advanceTimersByTimeAsync(10)
+    await drain()
+    expect(status()).toBe('failed')
     expect(temp.store.runs.getById(runId)!.completed_at! >= expiresAt).toBe(true)
     expect(temp.store.runs.getById(runId)!.error).toBe('interrupted')
     expect(usageEntries(temp.store, runId)).toHaveLength(1)
+    vi.useRealTimers()
     // The next turn sees the ledger as the sweep left it: the orphan's call is closed as cancelled.
     const admission = await admitted(host.submit(submission(chatId)))
     expect(admission.closedToolCalls).toEqual(['call_orphan'])

@@ -86,19 +86,29 @@ describe('restart under another NODE_ID while a run is live', () => {
     // Process b, on the same data: a different node, which cannot know whether a still streams.
     const b = await start('b')
     const bReadyAt = Date.now()
-    expect(bReadyAt, 'b must start within the orphan’s lease for this test to prove the 409').toBeLessThan(leaseExpiresAt - 500)
     runsOf(chatId)
 
     // Its lease is live: the run is `running` and is_live, the durable answer read from the ledger.
+    // This is b's own judgement of the lease, on its clock: b started within it, or the 409 below
+    // could not be proved (the test's clock is compared with nothing).
     const inspected = await request(b.url, `/api/v1/runs/${orphanId}`, { key })
     expect(inspected.status, inspected.text).toBe(200)
-    expect(inspected.json()).toMatchObject({ id: orphanId, status: 'running', is_live: true })
+    expect(inspected.json(), 'b must start within the orphan’s lease for this test to prove the 409').toMatchObject({ id: orphanId, status: 'running', is_live: true })
+    /** Whether b, asked after a refusal, says the orphan's lease is over (is_live false) while the run is still running. */
+    const expiredButRunning = async () => {
+      const run = (await request(b.url, `/api/v1/runs/${orphanId}`, { key })).json() as { status: string; is_live: boolean }
+      return run.status === 'running' && !run.is_live
+    }
 
     const turn = (i: number) =>
       postTurn(b.url, key, chatId, { model: 'sandbox/echo', input: [{ type: 'prompt', text: `after the node change ${i}` }] }, 30_000)
 
-    // Every turn is refused while the orphan is running, naming it; then one is admitted.
+    // Every turn is refused while the orphan is running, naming it; then one is admitted. Settled at
+    // its lease's expiry, counted in turns rather than timed: once b itself reports the lease over
+    // (is_live false), no further turn is refused; the next is admitted (the orphan settled by b's
+    // sweep at the expiry, or reaped by that turn).
     let refused = 0
+    let reportedOver = false
     let admitted: (TurnAnswer & { ok: true }) | null = null
     for (let i = 0; admitted === null; i++) {
       // 150 ms apart, 400 turns outlast the 30 s lease twice over: a bound on the loop, not a timing claim.
@@ -106,6 +116,7 @@ describe('restart under another NODE_ID while a run is live', () => {
       const answer = await turn(i)
       const rows = runsOf(chatId)
       if (!answer.ok) {
+        expect(reportedOver, `turn ${i} was refused after b reported the orphan’s lease over: it was not settled at its expiry`).toBe(false)
         expect(answer.status, answer.text).toBe(409)
         const error = answer.json().error
         expect(error.code).toBe('run_in_progress')
@@ -114,6 +125,7 @@ describe('restart under another NODE_ID while a run is live', () => {
         refused++
         // A refusal writes nothing; the orphan may have been settled just after it was read.
         expect(rows.map((r) => r.id)).toEqual([orphanId])
+        reportedOver = await expiredButRunning()
       } else {
         admitted = answer
         // Admitted only once the orphan is settled.
@@ -127,7 +139,8 @@ describe('restart under another NODE_ID while a run is live', () => {
 
     const settled = runsOf(chatId)[0]!
     const settledAt = Date.parse(settled.completed_at!)
-    // Settled at the expiry (by b's sweep at that instant, or by the turn that found it expired).
+    // Never before the expiry: two times b wrote, in order (the test's clock is not read). How soon
+    // after it is printed below, a figure, not a claim.
     expect(settledAt).toBeGreaterThanOrEqual(leaseExpiresAt)
     console.info(
       `node change: lease ${LEASE_TTL_MS} ms; b ready ${bReadyAt - killedAt} ms after the kill; orphan settled ` +

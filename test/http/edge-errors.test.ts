@@ -49,7 +49,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true })
 })
 
-type Raw = { status: number; headers: Record<string, string>; body: string; closed: boolean }
+type Raw = { status: number; headers: Record<string, string>; body: string; closed: boolean; statusLines: number }
 
 /** Sends raw bytes and reads until the server closes the connection (or 5 s pass). */
 function raw(bytes: Buffer | string): Promise<Raw> {
@@ -72,7 +72,7 @@ function raw(bytes: Buffer | string): Promise<Raw> {
         const at = line.indexOf(':')
         headers[line.slice(0, at).trim().toLowerCase()] = line.slice(at + 1).trim()
       }
-      resolve({ status: Number(statusLine.split(' ')[1]), headers, body: rest.join('\r\n\r\n'), closed: true })
+      resolve({ status: Number(statusLine.split(' ')[1]), headers, body: rest.join('\r\n\r\n'), closed: true, statusLines: text.match(/^HTTP\/1\.1 \d{3} /gm)?.length ?? 0 })
     })
     socket.write(bytes)
   })
@@ -124,10 +124,18 @@ describe('rejections by Node before routing, over a raw socket', () => {
   })
 
   it('a request not finished within the deadline: 408 in the envelope', async () => {
+    // The deadline is the one configured (REQUEST_TIMEOUT_MS, here DEADLINE_MS), kept by Node on the
+    // server's own clock: read from the server's settings, not timed. Unconfigured, the app's default
+    // (60 s, 10 s for the headers) would apply. Only a deadline answers 408; raw() waits 5 s at most.
+    expect(app.server.requestTimeout).toBe(DEADLINE_MS)
+    expect(app.server.headersTimeout).toBe(DEADLINE_MS)
     const url = '/api/v1/chats/timeout-marker'
     const res = await raw(`GET ${url} HTTP/1.1\r\nHost: x\r\n`)
     expectEnvelope(res, 408, 'request_timeout', 'timeout-marker')
     expect(res.headers.connection).toBe('close')
+    // One answer on the connection, the 408, and nothing after it.
+    expect(res.statusLines).toBe(1)
+    expect(Number(res.headers['content-length'])).toBe(Buffer.byteLength(res.body))
   })
 })
 

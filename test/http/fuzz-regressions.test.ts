@@ -1,10 +1,23 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { DEFAULT_BODY_LIMIT } from '../../src/http/app.ts'
-import { expectError } from '../helpers/http.ts'
+import { readTally } from '../helpers/counted-reads.ts'
+import { expectError, expectProblem } from '../helpers/http.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
 import { fundedOrg, newChat, sandboxCatalogue } from '../helpers/turns.ts'
 
 /** Findings of the OpenAPI fuzz suite (test/http/fuzz), each pinned by a focused test. */
+
+/**
+ * The tool schemas a request carries are checked (publishes and a turn's own tools alike) by
+ * validateToolBundle, here given a view of them that counts every read and throws past a budget
+ * linear in their size (test/helpers/counted-reads.ts): the check's work is counted, not timed.
+ */
+const READS_PER_NODE = 16
+vi.mock('../../src/domain/config/validate-tool-bundle.ts', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../src/domain/config/validate-tool-bundle.ts')>()
+  const { countedReads } = await import('../helpers/counted-reads.ts')
+  return { ...real, validateToolBundle: (definitions: Parameters<typeof real.validateToolBundle>[0], base?: string) => real.validateToolBundle(countedReads(definitions, READS_PER_NODE), base) }
+})
 
 let ctx: TestContext
 let org: TestOrg
@@ -51,13 +64,20 @@ describe('a tool input_schema with a $ref to deeply nested arrays', () => {
   const inputSchema = { type: 'object', properties: { a: { $ref: '#/$defs/a' } }, $defs: { a: nestedArrays(40) } }
 
   it('is answered at once when a tool bundle is published', async () => {
+    const before = rows()
     const res = await ctx.app.inject({
       method: 'POST',
       url: '/api/v1/config/tools',
       headers: org.auth,
       payload: { mode: 'append', definitions: [{ name: 'deep', input_schema: inputSchema }] },
     })
-    expect(res.statusCode, res.body).toBeLessThan(500)
+    // The $ref names arrays, which are no schema: refused, at its pointer, nothing written.
+    expectProblem(res, 'body', '/definitions/0/input_schema/properties/a/$ref')
+    expect(rows()).toBe(before)
+    const { reads, nodes } = readTally()
+    console.info(`tool bundle check: ${reads} reads of a schema of ${nodes} nodes`)
+    expect(reads).toBeGreaterThan(0)
+    expect(reads).toBeLessThanOrEqual(READS_PER_NODE * nodes)
   })
 
   it("is answered at once as a turn's own tools", async () => {
@@ -68,6 +88,10 @@ describe('a tool input_schema with a $ref to deeply nested arrays', () => {
       headers: org.auth,
       payload: { model: 'sandbox/echo', input: [{ type: 'prompt', text: 'hi' }], tools: [{ name: 'deep', input_schema: inputSchema }] },
     })
-    expect(res.statusCode, res.body).toBeLessThan(500)
+    expectProblem(res, 'body', '/tools/0/input_schema/properties/a/$ref')
+    const { reads, nodes } = readTally()
+    console.info(`turn tools check: ${reads} reads of a schema of ${nodes} nodes`)
+    expect(reads).toBeGreaterThan(0)
+    expect(reads).toBeLessThanOrEqual(READS_PER_NODE * nodes)
   })
 })

@@ -1,5 +1,5 @@
 import fc from 'fast-check'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { truncateText } from '../../../src/domain/context/truncate-text.ts'
 import {
   countExactly,
@@ -10,6 +10,10 @@ import {
   SAMPLE_COUNT,
   sampleWindows,
 } from '../../../src/domain/tokens/estimate-tokens.ts'
+import { bpeWorkOf } from '../../helpers/bpe-work.ts'
+
+// What the estimator hands gpt-tokenizer's BPE is counted (test/helpers/bpe-work.ts): its work, without a clock.
+vi.mock('gpt-tokenizer', async (importOriginal) => (await import('../../helpers/bpe-work.ts')).countingTokenizer(await importOriginal()))
 
 /**
  * The bounds of decision 016: up to EXACT_MAX_CHARS the estimate is the exact count; past it, an
@@ -162,11 +166,26 @@ describe('past EXACT_MAX_CHARS', () => {
 })
 
 describe('the work is linear and bounded', () => {
-  it('1 and 8 MiB of random letters are estimated from a bounded count scaled by length: 8 MiB costs 8 times the tokens', () => {
-    // Exact BPE took about 4 s a MiB of these; the time is measured in bench/token-estimation.ts.
-    const [one, eight] = [1, 8].map((mib) => estimateTokens(seeded(ALPHABETS['lowercase letters'], mib * 1024 * 1024, mib * 1024 * 1024)))
-    expect(eight! / one!).toBeGreaterThan(7.5)
-    expect(eight! / one!).toBeLessThan(8.5)
+  /** The most UTF-16 units one estimate past EXACT_MAX_CHARS hands the BPE: its windows, whatever the length. */
+  const SAMPLED_UNITS = SAMPLE_COUNT * (SAMPLE_CHARS + 2 * SAMPLE_ALIGN_CHARS + 2)
+
+  it('1 and 8 MiB of random letters are estimated from a bounded count scaled by length: the BPE is handed at most SAMPLED_UNITS units for either, and 8 MiB is 8 times the tokens', () => {
+    // Exact BPE took about 4 s a MiB of these; what it costs now is timed in bench/token-estimation.ts.
+    const [one, eight] = [1, 8].map((mib) => {
+      const text = seeded(ALPHABETS['lowercase letters'], mib * 1024 * 1024, mib * 1024 * 1024)
+      let tokens = 0
+      // Over the bound, the estimate throws at once (bpeWorkOf), rather than tokenizing megabytes.
+      const work = bpeWorkOf(() => (tokens = estimateTokens(text)), { maxUnits: SAMPLED_UNITS })
+      return { tokens, work }
+    })
+    for (const { work } of [one!, eight!]) {
+      expect(work.calls).toBeGreaterThan(0)
+      expect(work.units).toBeLessThanOrEqual(SAMPLED_UNITS)
+    }
+    // Eight times the text, not one unit more of BPE: the rest of the work is the native length of the middle.
+    expect(eight!.work.units).toBe(one!.work.units)
+    expect(eight!.tokens / one!.tokens).toBeGreaterThan(7.5)
+    expect(eight!.tokens / one!.tokens).toBeLessThan(8.5)
   })
 })
 

@@ -1,8 +1,22 @@
 import fc from 'fast-check'
 import { decode, encode } from 'gpt-tokenizer'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { truncateText } from '../../../src/domain/context/truncate-text.ts'
-import { countExactly, encodeBounded, estimateTokens, EXACT_MAX_CHARS, LONG_PIECE_CHARS, PIECE_CHUNK_CHARS } from '../../../src/domain/tokens/estimate-tokens.ts'
+import {
+  countExactly,
+  encodeBounded,
+  estimateTokens,
+  EXACT_MAX_CHARS,
+  LONG_PIECE_CHARS,
+  PIECE_CHUNK_CHARS,
+  SAMPLE_ALIGN_CHARS,
+  SAMPLE_CHARS,
+  SAMPLE_COUNT,
+} from '../../../src/domain/tokens/estimate-tokens.ts'
+import { bpeWorkOf } from '../../helpers/bpe-work.ts'
+
+// What the estimator hands gpt-tokenizer's BPE is counted (test/helpers/bpe-work.ts): its work, without a clock.
+vi.mock('gpt-tokenizer', async (importOriginal) => (await import('../../helpers/bpe-work.ts')).countingTokenizer(await importOriginal()))
 
 const NO_SPECIAL_TOKENS = { disallowedSpecial: new Set<string>() }
 const plain = (text: string) => encode(text, NO_SPECIAL_TOKENS)
@@ -89,9 +103,17 @@ describe('encodeBounded on unbroken runs', () => {
     expect(estimateTokens(dna)).toBeLessThanOrEqual(plain(dna).length + 8)
   })
 
-  it('estimates 900,000 unbroken characters (once took about 11 minutes; its time is measured in bench/token-estimation.ts)', () => {
+  it('estimates 900,000 unbroken characters in bounded work: the BPE is handed a few windows, none longer than LONG_PIECE_CHARS (once took about 11 minutes)', () => {
+    // The BPE is quadratic in one unbroken piece and about linear in the rest: bounded here are both
+    // what it is handed in all (the sampled windows) and the longest run in one call. Over either
+    // bound the estimate throws at once (bpeWorkOf). The time of an unbroken 1 MiB is in bench/token-estimation.ts.
     const text = 'z'.repeat(899_999) + 'q'
-    const tokens = estimateTokens(text)
+    let tokens = 0
+    const sampledUnits = SAMPLE_COUNT * (SAMPLE_CHARS + 2 * SAMPLE_ALIGN_CHARS + 2)
+    const work = bpeWorkOf(() => (tokens = estimateTokens(text)), { maxUnits: sampledUnits, maxLongest: LONG_PIECE_CHARS })
+    expect(work.calls).toBeGreaterThan(0)
+    expect(work.units).toBeLessThanOrEqual(sampledUnits)
+    expect(work.longest).toBeLessThanOrEqual(LONG_PIECE_CHARS)
     expect(tokens).toBeGreaterThan(0)
     expect(tokens).toBeLessThanOrEqual(text.length)
   })
