@@ -88,6 +88,7 @@ const app = await buildApp(
     maxConcurrentTurns: settings.maxConcurrentTurns,
     shedLoopDelayMs: settings.shedLoopDelayMs,
     shedFromTurns: settings.shedFromTurns,
+    readerLimits: settings.readerLimits,
     ...(settings.rateLimitPerMinute === null ? {} : { rateLimitPerMinute: settings.rateLimitPerMinute }),
   },
 )

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 
 /** Process settings from the environment, with the embedded defaults of README.md. */
@@ -47,6 +48,13 @@ export type Settings = {
    */
   shedLoopDelayMs: number
   shedFromTurns: number
+  /**
+   * MAX_READERS_PER_RUN, MAX_READERS_PER_KEY and MAX_EVENT_READERS: how many readers of runs' events
+   * this node holds open at once, per run, per API key and in all (docs/decisions/062-bounded-event-readers.md);
+   * past the first two a reader answers 429 `rate_limited`, past the third 503 `unavailable`, with
+   * Retry-After. The node's bound defaults to what its open-file limit leaves beside its turns.
+   */
+  readerLimits: { perRun: number; perKey: number; perNode: number }
 }
 
 /** 10 s: most turns end within it; fly.toml's kill_timeout of 30 s leaves 20 s for the rest. */
@@ -67,6 +75,49 @@ export const DEFAULT_SHED_LOOP_DELAY_MS = 3
 /** Turns in flight below which a node never sheds: a late loop then has another cause (a CPU-bound neighbour). */
 export const DEFAULT_SHED_FROM_TURNS = 32
 
+/** Readers of one run's events: a team's dashboards and tabs on a run, far from what crowds a node. */
+export const DEFAULT_MAX_READERS_PER_RUN = 256
+
+/** Event streams one API key holds: a busy client's, and a quarter of a small node's room. */
+export const DEFAULT_MAX_READERS_PER_KEY = 1024
+
+/** Event streams per node at most, whatever the open-file limit: about 10.5 KiB each, ~200 MiB in all. */
+export const MAX_EVENT_READERS_CEILING = 20_000
+
+/**
+ * The node's bound on event readers when MAX_EVENT_READERS is not set: the open-file limit less what
+ * the rest of the server may hold open at once, so that health answers, admissions and the turns
+ * themselves always find a descriptor. Each turn in flight may hold two (its client's socket and its
+ * vendor's); 256 more cover the database files of every connection, the worker threads, the
+ * listening socket, health and admin requests. Never below 32, never above the ceiling.
+ */
+export function defaultEventReaders(openFiles: number, maxConcurrentTurns: number): number {
+  const turns = 2 * Math.min(maxConcurrentTurns, Math.floor(openFiles / 4))
+  return Math.min(MAX_EVENT_READERS_CEILING, Math.max(32, openFiles - turns - 256))
+}
+
+/** The reader bounds when none are configured, for a node with this process's open-file limit. */
+export function defaultReaderLimits(maxConcurrentTurns: number, openFiles: number | null = readOpenFileLimit()) {
+  // Without a readable limit: Linux's usual soft limit of 1024.
+  return { perRun: DEFAULT_MAX_READERS_PER_RUN, perKey: DEFAULT_MAX_READERS_PER_KEY, perNode: defaultEventReaders(openFiles ?? 1024, maxConcurrentTurns) }
+}
+
+/** This process's soft limit on open files (Linux: /proc/self/limits); null where it cannot be read. */
+export function readOpenFileLimit(limits = '/proc/self/limits'): number | null {
+  try {
+    const line = readFileSync(limits, 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('Max open files'))
+    const soft = line?.slice('Max open files'.length).trim().split(/\s+/)[0]
+    if (soft === undefined) return null
+    if (soft === 'unlimited') return Number.MAX_SAFE_INTEGER
+    const n = Number(soft)
+    return Number.isInteger(n) && n > 0 ? n : null
+  } catch {
+    return null
+  }
+}
+
 /** A positive whole number from the environment, or `fallback` when unset or empty. */
 function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const raw = env[name]
@@ -76,7 +127,7 @@ function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number)
   return value
 }
 
-export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
+export function readSettings(env: NodeJS.ProcessEnv = process.env, openFiles: number | null = readOpenFileLimit()): Settings {
   const production = env.NODE_ENV === 'production'
   const dataDir = resolve(env.DATA_DIR ?? './data')
   const port = Number(env.PORT ?? 8080)
@@ -99,6 +150,8 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   if (!Number.isInteger(primaryPort) || primaryPort <= 0 || primaryPort > 65535) {
     throw new Error(`LITEFS_PRIMARY_PORT must be a port number, got ${env.LITEFS_PRIMARY_PORT}`)
   }
+  const maxConcurrentTurns = positiveInteger(env, 'MAX_CONCURRENT_TURNS', DEFAULT_MAX_CONCURRENT_TURNS)
+  const readerDefaults = defaultReaderLimits(maxConcurrentTurns, openFiles)
   return {
     port,
     host: env.HOST ?? '127.0.0.1',
@@ -111,7 +164,12 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     requestTimeoutMs,
     shutdownGraceMs,
     maxRunningRunsPerOrg: positiveInteger(env, 'MAX_RUNNING_RUNS_PER_ORG', DEFAULT_MAX_RUNNING_RUNS_PER_ORG),
-    maxConcurrentTurns: positiveInteger(env, 'MAX_CONCURRENT_TURNS', DEFAULT_MAX_CONCURRENT_TURNS),
+    maxConcurrentTurns,
+    readerLimits: {
+      perRun: positiveInteger(env, 'MAX_READERS_PER_RUN', readerDefaults.perRun),
+      perKey: positiveInteger(env, 'MAX_READERS_PER_KEY', readerDefaults.perKey),
+      perNode: positiveInteger(env, 'MAX_EVENT_READERS', readerDefaults.perNode),
+    },
     shedLoopDelayMs: positiveInteger(env, 'SHED_LOOP_DELAY_MS', DEFAULT_SHED_LOOP_DELAY_MS),
     shedFromTurns: positiveInteger(env, 'SHED_FROM_TURNS', DEFAULT_SHED_FROM_TURNS),
     litefs: litefsDir

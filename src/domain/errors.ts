@@ -197,10 +197,44 @@ export class BodyWorkBusyError extends UnavailableError {
   }
 }
 
-/** The `Retry-After` (seconds) a refusal that passes carries, or null. */
-export function retryAfterOf(error: DomainError): number | null {
-  if (error instanceof DatabaseUnavailableError || error instanceof RunningRunsLimitError || error instanceof TurnCapacityError || error instanceof TurnOverloadError || error instanceof BodyWorkBusyError) {
-    return error.retryAfterSeconds
+/** Which bound a reader of a run's events met (docs/decisions/062-bounded-event-readers.md). */
+export type ReaderBound = 'run_readers' | 'key_readers' | 'event_readers'
+
+/**
+ * 429 `rate_limited`: the run already has as many readers of its events on this node as it may
+ * (`run_readers`), or the API key holds as many event streams here as it may (`key_readers`).
+ * Nothing was opened; `retryAfterSeconds` is the `Retry-After` header.
+ */
+export class ReadersLimitError extends RateLimitedError {
+  readonly retryAfterSeconds: number
+  constructor(bound: Exclude<ReaderBound, 'event_readers'>, limit: number, retryAfterSeconds: number) {
+    super(
+      bound === 'run_readers' ? `this run already has ${limit} readers of its events, the most it may have at once` : `this API key already holds ${limit} event streams, the most it may hold at once`,
+      { reason: bound, limit, retry_after_seconds: retryAfterSeconds },
+      'close a stream you no longer read, or try again after Retry-After seconds',
+    )
+    this.retryAfterSeconds = retryAfterSeconds
   }
-  return null
+}
+
+/**
+ * 503 `unavailable`: this node serves as many event streams as it keeps room for beside its turns
+ * and its health answers (`event_readers`, MAX_EVENT_READERS). Nothing was opened.
+ */
+export class ReaderCapacityError extends UnavailableError {
+  readonly retryAfterSeconds: number
+  constructor(limit: number, retryAfterSeconds: number) {
+    super(
+      `this server is serving ${limit} event streams, the most it takes at once`,
+      { reason: 'event_readers', limit, retry_after_seconds: retryAfterSeconds },
+      'try again after Retry-After seconds, or read the run once it has ended',
+    )
+    this.retryAfterSeconds = retryAfterSeconds
+  }
+}
+
+/** The `Retry-After` (seconds) a refusal that passes carries, or null: every refusal that says when to come back has `retryAfterSeconds`. */
+export function retryAfterOf(error: DomainError): number | null {
+  const seconds = (error as { retryAfterSeconds?: unknown }).retryAfterSeconds
+  return typeof seconds === 'number' ? seconds : null
 }

@@ -5,7 +5,8 @@ import scalar from '@scalar/fastify-api-reference'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import { randomUUID } from 'node:crypto'
 import type { Socket } from 'node:net'
-import { DEFAULT_MAX_CONCURRENT_TURNS, DEFAULT_REQUEST_TIMEOUT_MS, DEFAULT_SHED_FROM_TURNS, DEFAULT_SHED_LOOP_DELAY_MS } from '../settings.ts'
+import { DEFAULT_MAX_CONCURRENT_TURNS, DEFAULT_REQUEST_TIMEOUT_MS, DEFAULT_SHED_FROM_TURNS, DEFAULT_SHED_LOOP_DELAY_MS, defaultReaderLimits } from '../settings.ts'
+import { eventReaders, type ReaderLimits } from './sse/event-readers.ts'
 import { watchLoopDelay } from './loop-delay.ts'
 import type { AppDeps } from './app-deps.ts'
 import { answerConnect, clientErrorHandler, deferContinue, frameworkErrors } from './edge-errors.ts'
@@ -100,6 +101,8 @@ export type BuildAppOptions = {
   /** While this many turns are in flight and the loop runs this late, new turns answer 503 (decision 033). */
   shedLoopDelayMs?: number
   shedFromTurns?: number
+  /** Readers of runs' events held open at once, per run, per key and in all (docs/decisions/062-bounded-event-readers.md). */
+  readerLimits?: ReaderLimits
 }
 
 /**
@@ -252,7 +255,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
     await keyed.register(openaiResponseRoutes(deps, { slots, bodyWork }))
     installResponsesSocket(keyed, deps, { slots, bodyWork })
     await keyed.register(openaiConversationRoutes(deps))
-    await keyed.register(runRoutes(deps))
+    await keyed.register(runRoutes(deps, { readers: eventReaders(options.readerLimits ?? defaultReaderLimits(limits.maxConcurrentTurns)) }))
   })
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())

@@ -85,6 +85,8 @@ export type StartOptions = {
   env?: Record<string, string | undefined>
   /** Path answering 2xx once the server is ready. */
   readyPath?: string
+  /** A command the server is started under, e.g. `['prlimit', '--nofile=5000:5000']` (it execs node in the same process). */
+  prefix?: string[]
   /**
    * The wait for the ready path on a quiet machine (default SERVER_START_MS); startServer scales it
    * by how busy the machine is (test/helpers/machine-timeouts.ts).
@@ -114,7 +116,8 @@ export async function startServer(options: StartOptions = {}): Promise<ServerPro
     env.PARLEY_CONTRACT_LOG = contractLog
     args = [...args.slice(0, server), '--import', contract!.RECORDER_PATH, ...args.slice(server)]
   }
-  const child = spawn(process.execPath, args, {
+  const [command, ...commandArgs] = [...(options.prefix ?? []), process.execPath, ...args]
+  const child = spawn(command!, commandArgs, {
     cwd: REPO_ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

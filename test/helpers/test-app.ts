@@ -40,6 +40,8 @@ export async function createTestApp(
     logger?: BuildAppOptions['logger']
     /** The request deadline (decision 019's slow-body tests); the app's default unless told. */
     requestTimeoutMs?: number
+    /** Readers of runs' events held at once (decision 062); the app's defaults unless told. */
+    readerLimits?: BuildAppOptions['readerLimits']
   } = {},
 ): Promise<TestContext> {
   const dir = mkdtempSync(join(tmpdir(), 'parley-test-'))
@@ -61,6 +63,7 @@ export async function createTestApp(
     ...(options.maxConcurrentTurns === undefined ? {} : { maxConcurrentTurns: options.maxConcurrentTurns }),
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     ...(options.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: options.requestTimeoutMs }),
+    ...(options.readerLimits === undefined ? {} : { readerLimits: options.readerLimits }),
   })
   // Every answer of app.inject is checked against the app's /openapi.json (issue 13).
   watchInProcess(app)

@@ -26,6 +26,12 @@ export function requireApiKey(authenticate: (secret: string, request: FastifyReq
   }
 }
 
+/** The API key a keyed route's request was made with. */
+export function keyOf(request: FastifyRequest): string {
+  if (!request.identity) throw new UnauthorizedError()
+  return request.identity.keyId
+}
+
 /** The authenticated organisation of a keyed route's request. */
 export function orgOf(request: FastifyRequest): string {
   if (!request.identity) throw new UnauthorizedError()

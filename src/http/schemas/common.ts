@@ -87,7 +87,11 @@ export const ERROR_RESPONSES = {
     "The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `latin1`, ...): bodies are read as UTF-8 only; the message names the charset declared.",
   ),
   422: errorEnvelope('ValidationFailedError', ['validation_failed'], 'The request is well formed but invalid; `details.problems` lists each problem as `{in, pointer, message}`.'),
-  429: errorEnvelope('RateLimitedError', ['rate_limited'], 'More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds.'),
+  429: errorEnvelope(
+    'RateLimitedError',
+    ['rate_limited'],
+    'More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds.',
+  ),
   500: errorEnvelope('InternalError', ['internal'], 'A fault of the server; nothing was changed by a rejected write.'),
   502: errorEnvelope('UpstreamError', ['upstream_error'], 'The model vendor failed before the stream opened.'),
   503: errorEnvelope('UnavailableError', ['unavailable'], 'The server (or its database primary) cannot take the request now; try again shortly.'),

@@ -9,7 +9,9 @@ import { unitsToMoney } from '../../../../domain/money.ts'
 import { contextTokens, type Usage } from '../../../../domain/pricing/usage.ts'
 import type { RunRow } from '../../../../store/runs.ts'
 import type { AppDeps } from '../../../app-deps.ts'
-import { orgOf } from '../../../plugins/auth.ts'
+import { keyOf, orgOf } from '../../../plugins/auth.ts'
+import type { EventReaders } from '../../../sse/event-readers.ts'
+import type { FastifyReply } from 'fastify'
 import { ApiKeySecurity, errors } from '../../../schemas/common.ts'
 import { RunInspection, RunParams } from '../../../schemas/responses.ts'
 
@@ -50,7 +52,7 @@ export function toRunInspection(run: RunRow, now: Date) {
 }
 
 export const runRoutes =
-  (deps: AppDeps): FastifyPluginAsyncTypebox =>
+  (deps: AppDeps, options: { readers: EventReaders }): FastifyPluginAsyncTypebox =>
   async (app) => {
     /** One lookup for both routes: another organisation's run is a missing run. */
     const findRun = (orgId: string, runId: string) => {
@@ -77,6 +79,16 @@ export const runRoutes =
     const streams: OpenStreams = new Set()
     app.addHook('preClose', () => endOpenStreams(streams))
     const rebuilt = ledgerFrameSources()
+    // A place taken for a reader until its response ends; a refusal closes the connection, so a
+    // refused client's idle socket holds no descriptor either.
+    const holdReader = (reply: FastifyReply, admit: () => () => void): void => {
+      try {
+        reply.raw.once('close', admit())
+      } catch (error) {
+        reply.header('connection', 'close')
+        throw error
+      }
+    }
 
     app.get(
       '/api/v1/runs/:run_id/events',
@@ -90,7 +102,9 @@ export const runRoutes =
             'the `Last-Event-ID` header or the `after` parameter (`after` wins when both are sent). While the run runs on the node that ' +
             'streams it, the frames come live; once it has ended (or from another node, or after a restart) they are rebuilt from the ' +
             "ledger: a block's text then comes in one delta, from the offset you had. A run interrupted by a restart ends with its `error` " +
-            'event. See docs/guide/turn-stream.md and docs/decisions/038-resumable-run-streams.md.',
+            'event. Readers are bounded on each node: per run and per API key (429 `rate_limited`), and in all (503 `unavailable`), ' +
+            'each refusal with Retry-After and the connection closed. See docs/guide/turn-stream.md, docs/decisions/038-resumable-run-streams.md ' +
+            'and docs/decisions/062-bounded-event-readers.md.',
           security: ApiKeySecurity,
           params: RunParams,
           querystring: Type.Object({
@@ -104,13 +118,16 @@ export const runRoutes =
               description: `The run's events as \`text/event-stream\`, each with its \`id:\`. ${RUN_EVENT_ORDER}`,
               content: { 'text/event-stream': { schema: Type.Ref(RunEventPayload), 'x-sse-events': RUN_EVENT_SCHEMAS } },
             },
-            ...errors(400, 401, 404, 422, 500, 503),
+            ...errors(400, 401, 404, 422, 429, 500, 503),
           },
         },
       },
       async (request, reply) => {
         const orgId = orgOf(request)
+        // Bounded before anything is read (decision 062): the node's and the key's room, then the run's once it is the caller's.
+        holdReader(reply, () => options.readers.admitKey(keyOf(request)))
         const run = findRun(orgId, request.params.run_id)
+        holdReader(reply, () => options.readers.admitRun(run.id))
         const fromQuery = request.query.after !== undefined
         const given = fromQuery ? request.query.after : request.headers['last-event-id']
         let after = 0
