@@ -6,7 +6,7 @@ import { openDatabase, schemaVersionOf } from './store/database.ts'
 import { migrations } from './store/migrations/index.ts'
 import { createStore, replaceConnection } from './store/index.ts'
 import { SERVER_AUTOCHECKPOINT_PAGES, startWalCheckpointer, type WalCheckpointer } from './store/wal-checkpointer.ts'
-import { activeProviders } from './providers/catalogue/active-providers.ts'
+import { activeProviders, keyVariableNotes } from './providers/catalogue/active-providers.ts'
 import { activeModels, activeProvidersLine } from './providers/catalogue/active-providers-line.ts'
 import { createCatalogueService } from './providers/catalogue/catalogue-service.ts'
 import { storedCatalogueVersions } from './providers/catalogue/catalogue-import.ts'
@@ -125,6 +125,8 @@ if (dev) {
 }
 const providersLine = activeProvidersLine(activeModels(catalogue.list()))
 app.log[providersLine.level](providersLine.fields, providersLine.message)
+// A key read from an alias, an alias not read, a vendor's variable that is never read (decision 060).
+for (const note of keyVariableNotes(process.env)) app.log[note.level](note.fields, note.message)
 
 // Inspection (README, "Watching a chat live"): say whether it is on, and whether the relay answers;
 // the actors keep trying to reach it every 5 s, so a relay started later is picked up.

@@ -2,6 +2,7 @@ import { CLI_BUSY_TIMEOUT_MS, openDatabase } from '../store/database.ts'
 import { litefsRole, type ReplicationRole } from '../store/replication-role.ts'
 import type { Settings } from '../settings.ts'
 import { AdminError, HANDOFF_USAGE } from './admin-commands.ts'
+import { requireParleyDatabase } from './admin-run.ts'
 
 /** How long the primary's LiteFS is given to hand the lease over and say so in `.primary`. */
 export const HANDOFF_TIMEOUT_MS = 15_000
@@ -27,6 +28,7 @@ export async function runHandoff(settings: Pick<Settings, 'databaseFile' | 'lite
   const before = role.current()
   if (before.kind !== 'primary') throw new AdminError(`this node is not the LiteFS primary; run handoff on the primary (${describe(before)})`)
 
+  requireParleyDatabase(settings)
   const db = openDatabase(settings.databaseFile, { busyTimeoutMs: CLI_BUSY_TIMEOUT_MS })
   const heldAt = Date.now()
   try {

@@ -43,8 +43,9 @@ export class PreviousResponseNotFoundError extends DomainError {
 export class ValidationError extends DomainError {
   readonly code = 'validation_failed'
   readonly problems: Problem[]
-  constructor(problems: Problem[]) {
-    super(describeProblems(problems), { problems })
+  /** `hint`: what to do about it, when the problems alone do not say (a model not active names those that are). */
+  constructor(problems: Problem[], hint?: string) {
+    super(describeProblems(problems), { problems }, hint)
     this.problems = problems
   }
 }

@@ -2,6 +2,7 @@ import type { RunEventSource } from '../actors/run-channel.ts'
 import { admissionOf, nextEvent, settledOf } from '../actors/run-channel.ts'
 import { retiredMessage } from '../domain/catalogue/lifecycle.ts'
 import { ValidationError } from '../domain/errors.ts'
+import { inactiveModelError } from '../providers/catalogue/inactive-model.ts'
 import type { Submission, TurnRequest } from '../domain/turns/submission.ts'
 import type { ChatRow } from '../store/chats.ts'
 import type { AppDeps } from './app-deps.ts'
@@ -29,7 +30,8 @@ export async function prepareTurn(
     throw new ValidationError([{ in: 'body', pointer: '/model', message: retiredMessage(resolved) }])
   }
   if (resolved.kind === 'unknown') {
-    throw new ValidationError([{ in: 'body', pointer: '/model', message: `"${body.model}" is not an active model of the catalogue` }])
+    // Issue 38: the refusal names the models this node serves and how a vendor is turned on.
+    throw inactiveModelError(body.model, deps.catalogue.list())
   }
   const model = resolved.entry
   // Attachments are read whole off the event loop when large (src/http/body-work/body-work.ts).

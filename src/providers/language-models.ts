@@ -6,7 +6,7 @@ import { createOpenAI } from '@ai-sdk/openai'
 import type { LanguageModelV4 } from '@ai-sdk/provider'
 import { createXai } from '@ai-sdk/xai'
 import type { CatalogueEntry } from '../domain/catalogue/catalogue-entry.ts'
-import { baseUrlVariable, VENDOR_KEY_VARIABLES } from './catalogue/active-providers.ts'
+import { baseUrlVariable, vendorKey } from './catalogue/active-providers.ts'
 import { encodeFilesNatively } from './encode-files-natively.ts'
 import { createSandboxLanguageModel } from './sandbox/sandbox-language-model.ts'
 import { readVendorCallLimits } from './vendor-call-limits.ts'
@@ -61,7 +61,7 @@ export function createLanguageModelsOver(env: NodeJS.ProcessEnv, network: Vendor
       else {
         const factory = VENDORS[entry.provider]
         if (!factory) throw new Error(`no provider adapter for ${entry.provider}`)
-        const settings = { apiKey: env[VENDOR_KEY_VARIABLES[entry.provider]!], baseURL: env[baseUrlVariable(entry.provider)] }
+        const settings = { apiKey: vendorKey(env, entry.provider), baseURL: env[baseUrlVariable(entry.provider)] }
         const modelId = entry.vendor_model_id
         model = encodeFilesNatively(vendorModel((f) => factory({ ...settings, fetch: f })(modelId), fetch, thin ? THIN_FORMATS[entry.provider] : undefined))
       }

@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { AdminError, adminHelp, runAdminCommand } from '../../src/cli/admin-commands.ts'
+import { runAdminOn } from '../../src/cli/admin-run.ts'
+import { readSettings } from '../../src/settings.ts'
+import Database from 'better-sqlite3'
+import { openDatabase } from '../../src/store/database.ts'
 import { runAdmin } from '../e2e/server-process.ts'
 import { countRows, expectError } from '../helpers/http.ts'
 import { createTestApp, type TestContext } from '../helpers/test-app.ts'
@@ -318,4 +322,69 @@ describe('the admin process', () => {
       rmSync(dataDir, { recursive: true, force: true })
     }
   }, 60_000)
+})
+
+/** Issue 38: only the server creates a database; an admin command pointed at a DATA_DIR without one refuses and creates nothing. */
+describe('a DATA_DIR that holds no Parley database', () => {
+  const NO_DATABASE = /^admin: there is no Parley database at .*parley\.db; check DATA_DIR \(admin commands .* never create one: start the server once to create it\)\n$/
+
+  it('admin key list on a mistyped DATA_DIR exits 1 with a clear message and creates nothing, not even the directory', async () => {
+    const parent = mkdtempSync(join(tmpdir(), 'parley-admin-nodb-'))
+    const mistyped = join(parent, 'dta')
+    try {
+      const result = await runAdmin(mistyped, ['key', 'list', '--org', 'dev'])
+      expect(result.code).toBe(1)
+      expect(result.stdout).toBe('')
+      expect(result.stderr).toMatch(NO_DATABASE)
+      expect(result.stderr).toContain(join(mistyped, 'parley.db'))
+      expect(existsSync(mistyped)).toBe(false)
+      expect(readdirSync(parent)).toEqual([])
+    } finally {
+      rmSync(parent, { recursive: true, force: true })
+    }
+  }, 60_000)
+
+  it('every command refuses an empty directory, a command that writes too, leaving it empty', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'parley-admin-empty-'))
+    try {
+      const settings = readSettings({ DATA_DIR: dir })
+      for (const argv of [['key', 'list', '--org', 'dev'], ['org', 'list'], ['org', 'create', '--name', 'Acme']]) {
+        expect(() => runAdminOn(settings, argv), argv.join(' ')).toThrow(AdminError)
+        expect(() => runAdminOn(settings, argv), argv.join(' ')).toThrow(/^there is no Parley database at /)
+      }
+      expect(readdirSync(dir)).toEqual([])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('refuses a parley.db that is not a Parley database (another file, an empty SQLite file) and leaves it as it was', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'parley-admin-other-'))
+    try {
+      const settings = readSettings({ DATA_DIR: dir })
+      writeFileSync(settings.databaseFile, 'not a database\n')
+      expect(() => runAdminOn(settings, ['org', 'list'])).toThrow(/ is not a Parley database; check DATA_DIR/)
+      expect(readFileSync(settings.databaseFile, 'utf8')).toBe('not a database\n')
+      rmSync(settings.databaseFile)
+      new Database(settings.databaseFile).close()
+      expect(() => runAdminOn(settings, ['org', 'create', '--name', 'Acme'])).toThrow(/ is not a Parley database; check DATA_DIR/)
+      const db = new Database(settings.databaseFile, { readonly: true })
+      expect(db.prepare("SELECT count(*) AS n FROM sqlite_master").get()).toEqual({ n: 0 })
+      db.close()
+      expect(readdirSync(dir)).toEqual(['parley.db'])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('works once the server made one (here the database module, as the server opens it)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'parley-admin-made-'))
+    try {
+      const settings = readSettings({ DATA_DIR: dir })
+      openDatabase(settings.databaseFile).close()
+      expect(JSON.parse(runAdminOn(settings, ['org', 'list']))).toEqual({ data: [] })
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
 })

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { baseUrlVariable, VENDOR_KEY_VARIABLES } from '../../src/providers/catalogue/active-providers.ts'
+import { baseUrlVariable, keyVariablesOf, VENDOR_KEY_VARIABLES } from '../../src/providers/catalogue/active-providers.ts'
 import { loadCatalogue } from '../../src/providers/catalogue/load-catalogue.ts'
 import { REPO_ROOT } from '../e2e/server-process.ts'
 
@@ -43,7 +43,9 @@ describe('docs/guide/vendors.md', () => {
         expect(row.baseUrl).toBe('none')
         return
       }
-      expect(codes(row.key)).toEqual([key])
+      // The key variable, then the aliases read after it (decision 060), as the code orders them.
+      expect(codes(row.key)).toEqual(keyVariablesOf(row.provider))
+      expect(codes(row.key)[0]).toBe(key)
       expect(codes(row.baseUrl)).toEqual([baseUrlVariable(row.provider)])
     })
   }

@@ -6,6 +6,7 @@ import type { InputItem } from '../../domain/openai/request-to-turn.ts'
 import { usageOf } from '../../domain/openai/response-object.ts'
 import { ZERO_USAGE, type Usage } from '../../domain/pricing/usage.ts'
 import type { AppDeps } from '../app-deps.ts'
+import { inactiveModelError } from '../../providers/catalogue/inactive-model.ts'
 import type { TurnCaller } from '../submit-turn.ts'
 import { appendParts, partsOfItems } from './append-items.ts'
 import { cutAfterRun, previousResponse } from './facade-reads.ts'
@@ -24,7 +25,7 @@ type CompactBody = { model: string; input?: string | InputItem[]; previous_respo
 export async function compactResponse(deps: AppDeps, caller: TurnCaller, body: CompactBody, signal: AbortSignal) {
   deps.catalogue.checkVersion()
   const resolved = deps.catalogue.resolve(body.model)
-  if (resolved.kind !== 'resolved') throw new ValidationError([{ in: 'body', pointer: '/model', message: `"${body.model}" is not an active model of the catalogue` }])
+  if (resolved.kind !== 'resolved') throw inactiveModelError(body.model, deps.catalogue.list())
   const items: InputItem[] = typeof body.input === 'string' ? [{ type: 'message', role: 'user', content: body.input }] : (body.input ?? [])
   if (items.length === 0 && body.previous_response_id == null) {
     throw new ValidationError([{ in: 'body', pointer: '/input', message: 'nothing to compact: send input, previous_response_id, or both' }])

@@ -18,6 +18,7 @@ import type { AppDeps } from '../../app-deps.ts'
 import type { BodyWork } from '../../body-work/body-work.ts'
 import { createResponse, type CreatedResponse, type HeldResponse } from '../../openai/create-response.ts'
 import { compactionOfRunId, responseOfRun } from '../../openai/facade-reads.ts'
+import { withHintInMessage } from '../../send-envelope.ts'
 import { toOpenAIError, type OpenAIError } from '../../openai/openai-error.ts'
 import { statusOf } from '../../plugins/error-handler.ts'
 import { problemsFromAjv } from '../../plugins/validation.ts'
@@ -173,7 +174,8 @@ export function errorEventOf(error: unknown, log: FastifyBaseLogger): SocketErro
     const { status, body } = toOpenAIError(500, { code: 'internal', message: 'internal error' })
     return { type: 'error', status, error: body.error }
   }
-  const { status, body } = toOpenAIError(statusOf(known), { code: known.code, message: known.message, details: known.details })
+  // As on HTTP (src/http/send-envelope.ts): the hint, which OpenAI's error has no field for, ends the message.
+  const { status, body } = toOpenAIError(statusOf(known), withHintInMessage({ code: known.code, message: known.message, details: known.details, hint: known.hint ?? null }))
   const retryAfter = retryAfterOf(known)
   return { type: 'error', status, error: retryAfter === null ? body.error : { ...body.error, headers: { 'retry-after': String(retryAfter) } } }
 }
