@@ -26,6 +26,8 @@ import { namespaceRoutes } from './routes/api/v1/namespaces.ts'
 import { usageRoutes } from './routes/api/v1/usage.ts'
 import { responseRoutes, turnSlots } from './routes/api/v1/chats/responses.ts'
 import { openaiResponseRoutes } from './routes/v1/responses.ts'
+import { openaiChatCompletionRoutes } from './routes/v1/chat-completions.ts'
+import { OPENAI_CHAT_SCHEMAS } from './schemas/openai-chat-completions.ts'
 import { installResponsesSocket } from './routes/v1/responses-socket.ts'
 import { openaiConversationRoutes } from './routes/v1/conversations.ts'
 import { OPENAI_CONVERSATION_SCHEMAS } from './schemas/openai-conversations.ts'
@@ -55,6 +57,7 @@ export const DEFAULT_BODY_LIMIT = 1024 * 1024
 const SHARED_SCHEMAS = [
   ...OPENAI_SCHEMAS,
   ...OPENAI_CONVERSATION_SCHEMAS,
+  ...OPENAI_CHAT_SCHEMAS,
   ErrorBody,
   ErrorEnvelope,
   ...ERROR_SCHEMAS,
@@ -253,6 +256,8 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
     await keyed.register(responseRoutes(deps, { slots, bodyWork }))
     // The OpenAI facade (decision 055): the same turns, through the same slots.
     await keyed.register(openaiResponseRoutes(deps, { slots, bodyWork }))
+    // Chat Completions and Models (decision 063): the same turns through the Responses facade's path.
+    await keyed.register(openaiChatCompletionRoutes(deps, { slots, bodyWork }))
     installResponsesSocket(keyed, deps, { slots, bodyWork })
     await keyed.register(openaiConversationRoutes(deps))
     await keyed.register(runRoutes(deps, { readers: eventReaders(options.readerLimits ?? defaultReaderLimits(limits.maxConcurrentTurns)) }))

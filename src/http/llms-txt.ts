@@ -91,7 +91,8 @@ is reported as \`cache_read_tokens\`, as a vendor's prompt cache would.
 Clients of OpenAI's Responses API work unchanged with \`baseURL\` set to \`<this server>/v1\` and a Parley key:
 \`POST /v1/responses\` (streaming, \`background\`, \`store: false\`, \`previous_response_id\`, \`conversation\`), its
 WebSocket mode on the same path, \`/v1/responses/input_tokens\`, \`/v1/responses/compact\` and \`/v1/conversations\`
-with their items. A response is a run, a conversation a chat, items the chat's parts; errors there are OpenAI's
+with their items. Chat Completions clients use \`POST /v1/chat/completions\` (stateless and billed; \`X-Parley-Chat: <chat id>\`
+appends to a chat) and \`GET /v1/models\`. A response is a run, a conversation a chat, items the chat's parts; errors there are OpenAI's
 \`{error: {message, type, param, code}}\`. See \`docs/guide/openai-sdk.md\`.
 
 ## Documents

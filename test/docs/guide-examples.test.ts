@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { REPO_ROOT, startServer, type ServerProcess } from '../e2e/server-process.ts'
+import { machineCeiling, machineTimeout } from '../helpers/machine-timeouts.ts'
 import { jsonMismatches, parseFrames, streamMismatches } from './match-answer.ts'
 import { runnableExamples, type RunnableExample } from './runnable-blocks.ts'
 
@@ -63,7 +64,8 @@ async function runPage(examples: RunnableExample[], env: Record<string, string>)
     driver.push('wait')
     await new Promise<void>((resolve, reject) => {
       const child = spawn('bash', ['-c', driver.join('\n')], { cwd: REPO_ROOT, env, stdio: 'ignore' })
-      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000)
+      // Every page runs at once, each a few dozen node and python processes on a shared machine.
+      const timer = setTimeout(() => child.kill('SIGKILL'), machineTimeout(90_000))
       child.once('error', reject)
       child.once('exit', () => {
         clearTimeout(timer)
@@ -142,7 +144,7 @@ describe('the guide’s runnable examples', () => {
     expect(readme.examples.some((example) => example.script.includes('"namespace":"acme/support"') && example.answer !== null)).toBe(true)
   })
 
-  it('the repository README.md: each example answers as it says', async () => {
+  it('the repository README.md: each example answers as it says', { timeout: machineCeiling(240_000) }, async () => {
     const ran = await outcomes.get(readme.name)!
     if (ran instanceof Error) throw ran
     const report = readme.examples.flatMap((example, i) => {
@@ -153,7 +155,7 @@ describe('the guide’s runnable examples', () => {
   })
 
   for (const page of pages.filter((p) => p.examples.length > 0)) {
-    it(`${page.name}: each example answers as the page says`, async () => {
+    it(`${page.name}: each example answers as the page says`, { timeout: machineCeiling(120_000) }, async () => {
       const ran = await outcomes.get(page.name)!
       if (ran instanceof Error) throw ran
       const report = page.examples.flatMap((example, i) => {

@@ -235,6 +235,8 @@ function checkFrames(response: RecordedResponse, validateFrame: (event: string, 
   const parser = createParser({
     onEvent(message) {
       frames++
+      // OpenAI's Chat Completions end their stream with this sentinel, not JSON (decision 063).
+      if (message.data === '[DONE]') return
       let data: unknown
       try {
         data = JSON.parse(message.data)

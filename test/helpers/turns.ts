@@ -20,7 +20,11 @@ export type SseFrame = { event: string; data: any }
 export function parseSse(body: string): SseFrame[] {
   const frames: SseFrame[] = []
   const parser = createParser({
-    onEvent: (message) => frames.push({ event: message.event ?? 'message', data: JSON.parse(message.data) }),
+    onEvent: (message) => {
+      // Chat Completions end their stream with this sentinel, not JSON (decision 063).
+      if (message.data === '[DONE]') return
+      frames.push({ event: message.event ?? 'message', data: JSON.parse(message.data) })
+    },
     onError: (error) => {
       throw error
     },

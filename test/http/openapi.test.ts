@@ -70,8 +70,8 @@ describe('/openapi.json', () => {
 
   it('documents only routes the app serves', () => {
     for (const [path, methods] of Object.entries(doc.paths)) {
-      // The catalogue model route is a wildcard (names contain slashes), documented as {name}.
-      const url = path === '/v1/catalogue/{name}' ? '/v1/catalogue/*' : path.replace(/\{([^}]+)\}/g, ':$1')
+      // The model routes (the catalogue's, and OpenAI's Models API) are wildcards (names contain slashes), documented as {name}.
+      const url = path === '/v1/catalogue/{name}' || path === '/v1/models/{name}' ? path.replace('{name}', '*') : path.replace(/\{([^}]+)\}/g, ':$1')
       for (const method of Object.keys(methods)) {
         expect(ctx.app.hasRoute({ method: method.toUpperCase() as 'GET', url }), `${method.toUpperCase()} ${path}`).toBe(true)
       }

@@ -172,6 +172,9 @@ export const operationDocs: Record<string, OperationDoc> = {
   ...Object.assign({}, ...CONFIG_KINDS.map(configDocs)),
   // The OpenAI facade (docs/guide/openai-sdk.md, docs/decisions/055-openai-facade.md).
   openaiCreateResponse: { example: { body: { model: 'sandbox/echo', input: 'Hello', metadata: { ticket: '42' } } } },
+  openaiCreateChatCompletion: { example: { body: { model: 'sandbox/echo', messages: [{ role: 'system', content: 'Answer briefly.' }, { role: 'user', content: 'Hello' }] } } },
+  openaiListModels: { description: 'The active catalogue models in OpenAI\'s list shape: `id` is the catalogue name a request sends as `model`, `owned_by` its provider. Parley\'s own catalogue, with prices and limits, is GET /v1/catalogue.', example: {} },
+  openaiGetModel: { description: 'One active catalogue model by its name, in OpenAI\'s shape; names contain slashes (`sandbox/echo`), which stay unescaped in the path.', example: { params: { name: 'sandbox/echo' } } },
   openaiCountInputTokens: {
     description: 'The input a response would send, packed as its turn would be (history under the budget, configured instructions and tools, the input), counted as the model\'s vendor is expected to count it. Nothing runs and nothing is kept.',
     example: { body: { model: 'sandbox/echo', input: 'How long is this?' } },
