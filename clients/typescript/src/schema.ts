@@ -988,6 +988,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/chat/completions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a chat completion (OpenAI Chat Completions API)
+         * @description OpenAI's Chat Completions over Parley's turns (docs/guide/openai-sdk.md, docs/decisions/063-chat-completions.md), for tools that speak only that. Stateless by default: the messages are the whole conversation, run as one billed turn on the catalogue model `model` names, in a chat of its own deleted once the run is settled; the id is `chatcmpl-` and the run id without dashes (GET /api/v1/runs/{id}). Earlier assistant messages and tool results are carried as history (a tool call and its result told in words), except the results of the calls a stateless completion of this node just made, which continue its run. `X-Parley-Chat: <chat id>` appends to that chat instead: the messages after the last assistant message are the turn's input, and the earlier ones are taken to be the chat's history. `stream: true` answers with `chat.completion.chunk` objects as `data:` lines, ending `data: [DONE]`.
+         */
+        post: operations["openaiCreateChatCompletion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The active catalogue models (OpenAI Models API)
+         * @description The active catalogue models in OpenAI's list shape: `id` is the catalogue name a request sends as `model`, `owned_by` its provider. Parley's own catalogue, with prices and limits, is GET /v1/catalogue.
+         */
+        get: operations["openaiListModels"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/models/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One active catalogue model by its name (OpenAI Models API)
+         * @description One active catalogue model by its name, in OpenAI's shape; names contain slashes (`sandbox/echo`), which stay unescaped in the path.
+         */
+        get: operations["openaiGetModel"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/conversations": {
         parameters: {
             query?: never;
@@ -1113,7 +1173,7 @@ export interface paths {
         };
         /**
          * Read a run's stream of events from the start, or resume it after the last event id you had
-         * @description The run's frames, in the turn stream's grammar and with the same ids (`<run_id>:<sequence number>`), from the start or after the `Last-Event-ID` header or the `after` parameter (`after` wins when both are sent). While the run runs on the node that streams it, the frames come live; once it has ended (or from another node, or after a restart) they are rebuilt from the ledger: a block's text then comes in one delta, from the offset you had. A run interrupted by a restart ends with its `error` event. See docs/guide/turn-stream.md and docs/decisions/038-resumable-run-streams.md.
+         * @description The run's frames, in the turn stream's grammar and with the same ids (`<run_id>:<sequence number>`), from the start or after the `Last-Event-ID` header or the `after` parameter (`after` wins when both are sent). While the run runs on the node that streams it, the frames come live; once it has ended (or from another node, or after a restart) they are rebuilt from the ledger: a block's text then comes in one delta, from the offset you had. A run interrupted by a restart ends with its `error` event. Readers are bounded on each node: per run and per API key (429 `rate_limited`), and in all (503 `unavailable`), each refusal with Retry-After and the connection closed. See docs/guide/turn-stream.md, docs/decisions/038-resumable-run-streams.md and docs/decisions/062-bounded-event-readers.md.
          */
         get: operations["getRunEvents"];
         put?: never;
@@ -1865,6 +1925,213 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        OpenAIChatMessage: {
+            /** @enum {string} */
+            role: "system" | "developer";
+            content: string | {
+                /** @enum {string} */
+                type: "text";
+                text: string;
+            }[];
+            name?: string;
+        } | {
+            /** @enum {string} */
+            role: "user";
+            content: string | ({
+                /** @enum {string} */
+                type: "text";
+                text: string;
+            } | {
+                /** @enum {string} */
+                type: "image_url";
+                image_url: {
+                    /** @description A `data:` URL with base64 bytes; Parley fetches no URL. */
+                    url: string;
+                    /** @enum {string} */
+                    detail?: "low" | "high" | "auto";
+                };
+            } | {
+                /** @enum {string} */
+                type: "file";
+                file: {
+                    file_data?: string;
+                    filename?: string;
+                    file_id?: string;
+                };
+            })[];
+            name?: string;
+        } | {
+            /** @enum {string} */
+            role: "assistant";
+            content?: (string | ({
+                /** @enum {string} */
+                type: "text";
+                text: string;
+            } | {
+                /** @enum {string} */
+                type: "refusal";
+                refusal: string;
+            })[]) | null;
+            refusal?: string | null;
+            tool_calls?: {
+                id: string;
+                /** @enum {string} */
+                type: "function";
+                function: {
+                    name: string;
+                    arguments: string;
+                };
+            }[] | null;
+            name?: string;
+        } | {
+            /** @enum {string} */
+            role: "tool";
+            content: string | {
+                /** @enum {string} */
+                type: "text";
+                text: string;
+            }[];
+            tool_call_id: string;
+        };
+        OpenAIChatCompletionRequest: {
+            /** @description A catalogue `name`, e.g. `sandbox/echo` (GET /v1/models lists them). */
+            model: string;
+            messages: components["schemas"]["OpenAIChatMessage"][];
+            stream?: boolean | null;
+            stream_options?: {
+                include_usage?: boolean;
+                include_obfuscation?: boolean;
+            } | null;
+            tools?: {
+                /** @enum {string} */
+                type: "function";
+                function: {
+                    name: string;
+                    description?: string | null;
+                    parameters?: {
+                        [key: string]: unknown;
+                    } | null;
+                    strict?: boolean | null;
+                };
+            }[] | null;
+            tool_choice?: (("none" | "auto" | "required") | {
+                /** @enum {string} */
+                type: "function";
+                function: {
+                    name: string;
+                };
+            }) | null;
+            parallel_tool_calls?: boolean | null;
+            temperature?: number | null;
+            top_p?: number | null;
+            /** @description Deprecated by OpenAI for `max_completion_tokens`; either caps the answer. */
+            max_tokens?: number | null;
+            max_completion_tokens?: number | null;
+            /** @enum {string|null} */
+            reasoning_effort?: "none" | "minimal" | "low" | "medium" | "high" | "xhigh" | null;
+            response_format?: ({
+                /** @enum {string} */
+                type: "text";
+            } | {
+                /** @enum {string} */
+                type: "json_object";
+            } | {
+                /** @enum {string} */
+                type: "json_schema";
+                json_schema: {
+                    name: string;
+                    schema?: {
+                        [key: string]: unknown;
+                    };
+                    description?: string;
+                    strict?: boolean | null;
+                };
+            }) | null;
+            metadata?: {
+                [key: string]: string;
+            } | null;
+            /** @description One choice only. */
+            n?: number | null;
+            /** @description Stop sequences are not offered: null only. */
+            stop?: null;
+            /**
+             * @description Parley returns no log probabilities: false or null only.
+             * @enum {boolean|null}
+             */
+            logprobs?: false | null;
+            top_logprobs?: number | null;
+            /** @description Not offered: 0 or null only. */
+            presence_penalty?: number | null;
+            /** @description Not offered: 0 or null only. */
+            frequency_penalty?: number | null;
+            /** @description Accepted and not acted on. */
+            seed?: number | null;
+            /** @description Accepted and not acted on: a completion keeps no chat unless `X-Parley-Chat` names one. */
+            store?: boolean | null;
+            /** @enum {string|null} */
+            service_tier?: "auto" | "default" | "flex" | "scale" | "priority" | null;
+            user?: string;
+        };
+        OpenAIChatCompletion: {
+            /** @description `chatcmpl-` and the run id without dashes: GET /api/v1/runs/{id} reads the run. */
+            id: string;
+            /** @enum {string} */
+            object: "chat.completion";
+            created: number;
+            model: string;
+            choices: ({
+                index: number;
+                message: {
+                    [key: string]: unknown;
+                };
+                finish_reason: string;
+            } & {
+                [key: string]: unknown;
+            })[];
+            usage: {
+                [key: string]: unknown;
+            } | null;
+        } & {
+            [key: string]: unknown;
+        };
+        OpenAIChatCompletionChunk: {
+            id: string;
+            /** @enum {string} */
+            object: "chat.completion.chunk";
+            created: number;
+            model: string;
+            choices: {
+                [key: string]: unknown;
+            }[];
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description One `data:` line of a streamed completion (no `event:` line); the stream ends with the literal `data: [DONE]`. */
+        OpenAIChatCompletionStreamData: components["schemas"]["OpenAIChatCompletionChunk"] | {
+            error: {
+                message: string;
+                type: string;
+                code: string | null;
+            } & {
+                [key: string]: unknown;
+            };
+        };
+        OpenAIModel: {
+            /** @description The catalogue `name`, what a request sends as `model`. */
+            id: string;
+            /** @enum {string} */
+            object: "model";
+            created: number;
+            /** @description The provider. */
+            owned_by: string;
+        } & {
+            [key: string]: unknown;
+        };
+        OpenAIModelList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["OpenAIModel"][];
+        };
         ErrorBody: {
             /** @description Stable, machine-readable; each operation lists the codes it answers. */
             code: string;
@@ -1959,7 +2226,7 @@ export interface components {
                 hint?: string | null;
             };
         };
-        /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. */
+        /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. */
         RateLimitedError: {
             error: {
                 /** @enum {string} */
@@ -3555,7 +3822,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -3683,7 +3950,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -3816,7 +4083,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -3921,7 +4188,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -4045,7 +4312,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -4159,7 +4426,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -4255,7 +4522,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -4351,7 +4618,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -4459,7 +4726,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -4603,7 +4870,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -4737,7 +5004,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -4852,7 +5119,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -4968,7 +5235,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -5103,7 +5370,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -5218,7 +5485,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -5378,7 +5645,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -5512,7 +5779,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -5627,7 +5894,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -5743,7 +6010,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -5878,7 +6145,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -5993,7 +6260,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -6139,7 +6406,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -6273,7 +6540,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -6388,7 +6655,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -6504,7 +6771,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -6639,7 +6906,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -6754,7 +7021,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -6902,7 +7169,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -7037,7 +7304,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -7153,7 +7420,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -7269,7 +7536,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -7404,7 +7671,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -7516,7 +7783,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -7630,7 +7897,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -7747,7 +8014,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -7865,7 +8132,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -7976,7 +8243,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -8136,7 +8403,7 @@ export interface operations {
                     "application/json": components["schemas"]["TurnUnprocessableError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. Also, whatever that setting, when the organisation already has MAX_RUNNING_RUNS_PER_ORG (default 64) customer runs `running` across its chats: `details: {reason: "running_runs", limit}`, `Retry-After` in seconds; nothing was written. Wait for a run to finish (or cancel one) and submit again. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. Also, whatever that setting, when the organisation already has MAX_RUNNING_RUNS_PER_ORG (default 64) customer runs `running` across its chats: `details: {reason: "running_runs", limit}`, `Retry-After` in seconds; nothing was written. Wait for a run to finish (or cancel one) and submit again. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -8277,7 +8544,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError415"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -8416,7 +8683,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError415"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -8548,7 +8815,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError415"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -8653,7 +8920,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError404"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -8770,7 +9037,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError415"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -8874,7 +9141,340 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError404"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError429"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 500. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError500"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 503. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError503"];
+                };
+            };
+            /** @description Refused before the operation runs, in OpenAI's error shape: a method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError4XX"];
+                };
+            };
+        };
+    };
+    openaiCreateChatCompletion: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The namespace of a conversation this request creates (decision 055); absent: the organisation's default scope. */
+                "x-parley-namespace"?: string;
+                /** @description Append to this Parley chat (its id, or `conv_` and its id without dashes) instead of running stateless: the messages after the last assistant message are the turn's input; the earlier ones are taken to be the chat's history. */
+                "x-parley-chat"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "model": "sandbox/echo",
+                 *       "messages": [
+                 *         {
+                 *           "role": "system",
+                 *           "content": "Answer briefly."
+                 *         },
+                 *         {
+                 *           "role": "user",
+                 *           "content": "Hello"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["OpenAIChatCompletionRequest"];
+            };
+        };
+        responses: {
+            /** @description The completion (`application/json`), or with `stream: true` its chunks (`text/event-stream`, `data:` lines, the last `[DONE]`). */
+            200: {
+                headers: {
+                    /** @description With LiteFS: the primary's replication position (TXID) once this write is in the database; send it back on a read as `x-parley-txid` to read your write on any node. A turn's stream carries its admission's TXID here and the final one as a trailer of the same name. */
+                    "x-parley-txid"?: string;
+                    /** @description With LiteFS: `parley-txid=<TXID>; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`, the same TXID as a cookie, which a read presents like the header. */
+                    "set-cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIChatCompletion"];
+                    "text/event-stream": components["schemas"]["OpenAIChatCompletionStreamData"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 400. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError400"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 401. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError401"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 404. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError404"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 413. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError413"];
+                };
+            };
+            /** @description The body's Content-Type declares a charset other than UTF-8 (`charset=utf-16`, `charset=latin1`, ...): refused before the body is read, nothing written. Bodies are read as UTF-8 only: send them encoded so, with `charset=utf-8` or no charset. The message names the charset declared. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError415"];
+                };
+            };
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError429"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 500. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError500"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 502. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError502"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 503. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError503"];
+                };
+            };
+            /** @description Refused before the operation runs, in OpenAI's error shape: a method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError4XX"];
+                };
+            };
+        };
+    };
+    openaiListModels: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIModelList"];
+                };
+            };
+            /** @description A malformed `x-parley-txid` header (16 hexadecimal digits). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 401. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError401"];
+                };
+            };
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window frees a request. */
+                    "retry-after"?: number;
+                    /** @description Requests a minute allowed per API key. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description Requests left in the current window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError429"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 500. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError500"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 503. Also a LiteFS replica that did not reach the read's `x-parley-txid` within 2 s: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before reading again (a replica catching up). */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError503"];
+                };
+            };
+            /** @description Refused before the operation runs, in OpenAI's error shape: a method the path does not serve is 405 `method_not_allowed` with `Allow`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError4XX"];
+                };
+            };
+        };
+    };
+    openaiGetModel: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The `x-parley-txid` of an earlier write's answer, sent back unchanged (the `parley-txid` cookie does the same; this header wins). On a LiteFS replica the read waits, at most 2 s, until the replica has that write; else 503. Not 16 hexadecimal digits: 400. */
+                "x-parley-txid"?: string;
+            };
+            path: {
+                /** @description Public model name; may contain slashes, e.g. `sandbox/echo`. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIModel"];
+                };
+            };
+            /** @description A malformed `x-parley-txid` header (16 hexadecimal digits). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 401. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError401"];
+                };
+            };
+            /** @description An error as OpenAI's API answers it with 404. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError404"];
+                };
+            };
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -9001,7 +9601,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError415"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -9097,7 +9697,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError404"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -9225,7 +9825,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError415"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -9345,7 +9945,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError415"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -9449,7 +10049,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError404"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -9581,7 +10181,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError415"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -9685,7 +10285,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError404"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -9803,7 +10403,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError415"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -9908,7 +10508,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -10020,7 +10620,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
@@ -10146,7 +10746,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationFailedError"];
                 };
             };
-            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
+            /** @description More requests a minute than the server allows per API key (RATE_LIMIT_PER_MINUTE), or, `details.reason` says, a bound this operation met (running runs per organisation, readers of a run or of an API key); wait `Retry-After` seconds. Only when the server is started with RATE_LIMIT_PER_MINUTE. */
             429: {
                 headers: {
                     /** @description Seconds until the window frees a request. */
