@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process'
 import { REPO_ROOT } from '../test/e2e/server-process.ts'
 
 /** In the order `npm run bench` runs them. */
-export const BENCHMARKS = ['foundation', 'config-resolution', 'usage-report', 'turns', 'stream-memory', 'packing', 'token-estimation', 'estimator-error', 'vendor', 'stall', 'overload', 'cluster', 'fork', 'resume', 'shutdown'] as const
+export const BENCHMARKS = ['foundation', 'config-resolution', 'usage-report', 'turns', 'stream-memory', 'packing', 'token-estimation', 'estimator-error', 'vendor', 'stall', 'publish', 'overload', 'cluster', 'fork', 'resume', 'shutdown'] as const
 type Name = (typeof BENCHMARKS)[number]
 
 const log = (message: string) => process.stderr.write(`bench: ${message}\n`)

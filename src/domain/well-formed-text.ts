@@ -23,6 +23,9 @@ type Frame = { value: unknown; pointer: string }
  * name at the object that holds it (the name itself could not be written into a pointer).
  */
 export function findIllFormedText(body: unknown, where: Problem['in'] = 'body'): Problem[] {
+  // Almost every body is well-formed: seen so first, writing no pointer (a pointer for each of a
+  // 2,000-tool bundle's 68,000 values cost most of this check, issue 36).
+  if (isAllWellFormed(body)) return []
   const problems: Problem[] = []
   const stack: Frame[] = [{ value: body, pointer: '' }]
   while (stack.length > 0 && problems.length < MAX_TEXT_PROBLEMS) {
@@ -54,6 +57,28 @@ export function findIllFormedText(body: unknown, where: Problem['in'] = 'body'):
     for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]!)
   }
   return problems
+}
+
+/** Whether every string and property name in `value` is well-formed: the walk of findIllFormedText, without pointers. */
+function isAllWellFormed(value: unknown): boolean {
+  const stack: unknown[] = [value]
+  while (stack.length > 0) {
+    const v = stack.pop()
+    if (typeof v === 'string') {
+      if (!isWellFormed(v)) return false
+      continue
+    }
+    if (v === null || typeof v !== 'object') continue
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) stack.push(v[i])
+      continue
+    }
+    for (const key of Object.keys(v)) {
+      if (!isWellFormed(key)) return false
+      stack.push((v as Record<string, unknown>)[key])
+    }
+  }
+  return true
 }
 
 const LONE_SURROGATE =

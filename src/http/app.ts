@@ -245,7 +245,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}) {
     await keyed.register(historyRoutes(deps))
     await keyed.register(namespaceRoutes(deps))
     await keyed.register(modelRoutes(deps))
-    await keyed.register(configRoutes(deps))
+    await keyed.register(configRoutes(deps, { bodyWork }))
     await keyed.register(usageRoutes(deps))
     const limits = {
       maxConcurrentTurns: options.maxConcurrentTurns ?? DEFAULT_MAX_CONCURRENT_TURNS,

@@ -33,6 +33,8 @@ export type NewConfigVersion = {
   modelId?: string | null
   mode: ConfigMode | null
   document: unknown
+  /** `JSON.stringify(document)` when the caller made it already (off the event loop: a 2,000-tool bundle, decision 061). */
+  documentJson?: string
   estimatedTokens: number
 }
 
@@ -40,6 +42,11 @@ const scopeKey = (namespace: string | null) => namespace ?? ''
 const modelKey = (modelId: string | null | undefined) => modelId ?? ''
 
 function toVersion(row: Row): ConfigVersion {
+  return withDocument(row, JSON.parse(row.document))
+}
+
+/** A row with its document given: the caller that wrote it has it, and need not parse 1 MB back (2,000 tools). */
+function withDocument(row: Row, document: unknown): ConfigVersion {
   return {
     id: row.id,
     kind: row.kind,
@@ -47,7 +54,7 @@ function toVersion(row: Row): ConfigVersion {
     model_id: row.model_id === '' ? null : row.model_id,
     version: row.version,
     mode: row.mode,
-    document: JSON.parse(row.document),
+    document,
     estimated_tokens: row.estimated_tokens,
     created_at: row.created_at,
     is_active: row.is_active === 1,
@@ -94,9 +101,11 @@ export function createConfigVersionStore(db: Db, clock: Clock = wallClock) {
     const model = modelKey(v.modelId)
     const id = randomUUID()
     const version = nextVersion.get(v.orgId, v.kind, scope, model)!.next
-    insert.run(id, v.orgId, v.kind, scope, model, version, v.mode, JSON.stringify(v.document), v.estimatedTokens, clock().toISOString())
+    insert.run(id, v.orgId, v.kind, scope, model, version, v.mode, v.documentJson ?? JSON.stringify(v.document), v.estimatedTokens, clock().toISOString())
     setActive.run(v.orgId, v.kind, scope, model, id)
-    return toVersion(byId.get(id, v.orgId, v.kind)!)
+    // Written from documentJson, the document is the value it was made of: not parsed back.
+    const row = byId.get(id, v.orgId, v.kind)!
+    return v.documentJson === undefined ? toVersion(row) : withDocument(row, v.document)
   }
   // What resolution caches is good while this stays the same: this connection's config writes, and
   // data_version, which moves whenever another connection (the admin CLI, LiteFS replication) commits.

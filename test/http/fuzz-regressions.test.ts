@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { DEFAULT_BODY_LIMIT } from '../../src/http/app.ts'
-import { readTally } from '../helpers/counted-reads.ts'
+import { countedReads, readTally } from '../helpers/counted-reads.ts'
 import { expectError, expectProblem } from '../helpers/http.ts'
+import { largeToolBundle } from '../helpers/large-tool-bundle.ts'
 import { createTestApp, type TestContext, type TestOrg } from '../helpers/test-app.ts'
 import { fundedOrg, newChat, sandboxCatalogue } from '../helpers/turns.ts'
 
@@ -93,5 +94,23 @@ describe('a tool input_schema with a $ref to deeply nested arrays', () => {
     console.info(`turn tools check: ${reads} reads of a schema of ${nodes} nodes`)
     expect(reads).toBeGreaterThan(0)
     expect(reads).toBeLessThanOrEqual(READS_PER_NODE * nodes)
+  })
+})
+
+// Issue 36 item 3, decision 061: a large bundle is checked on the body-work pool's threads, where
+// this file's counting view of validateToolBundle does not reach; the event loop checks none of it.
+describe('a published bundle of 2,000 tools', () => {
+  it('is checked off the event loop: the event loop reads none of its schemas, a small bundle it checks itself', async () => {
+    countedReads({}, 1)
+    const res = await ctx.app.inject({ method: 'POST', url: '/api/v1/config/tools', headers: org.auth, payload: { mode: 'append', definitions: largeToolBundle(2_000, 31) } })
+    expect(res.statusCode, res.body).toBe(200)
+    expect(readTally()).toMatchObject({ reads: 0, nodes: 1 })
+
+    const small = await ctx.app.inject({ method: 'POST', url: '/api/v1/config/tools', headers: org.auth, payload: { mode: 'append', definitions: largeToolBundle(3, 32) } })
+    expect(small.statusCode, small.body).toBe(200)
+    const { reads, nodes } = readTally()
+    console.info(`small bundle, in place: ${reads} reads of ${nodes} values`)
+    expect(nodes).toBeGreaterThan(50)
+    expect(reads).toBeGreaterThan(nodes)
   })
 })

@@ -1,5 +1,5 @@
 import type { RetentionRules, Truncation } from './config-types.ts'
-import { globCovers, mimeCovers, unreachablePatterns } from './pattern-coverage.ts'
+import { GLOB_PATTERNS, MIME_PATTERNS, unreachablePatterns } from './pattern-coverage.ts'
 import { SUPPORTED_RETENTION_VERSION } from './platform-defaults.ts'
 
 /** A problem inside a document; the pointer is relative to the document's root. */
@@ -18,34 +18,33 @@ export function validateRetentionRules(rules: RetentionRules): DocumentProblem[]
     })
   }
   const mimeRules = rules.media?.rules ?? []
-  for (const [i, by] of unreachablePatterns(mimeRules.map((r) => r.mime), mimeCovers)) {
+  for (const [i, by] of unreachablePatterns(mimeRules.map((r) => r.mime), MIME_PATTERNS)) {
     problems.push({
       pointer: `/media/rules/${i}/mime`,
       message: `can never match: rule ${by} ("${mimeRules[by]!.mime}") already covers "${mimeRules[i]!.mime}"`,
     })
   }
   const toolRules = rules.tools?.rules ?? []
-  for (const [i, by] of unreachablePatterns(toolRules.map((r) => r.tool), globCovers)) {
+  for (const [i, by] of unreachablePatterns(toolRules.map((r) => r.tool), GLOB_PATTERNS)) {
     problems.push({
       pointer: `/tools/rules/${i}/tool`,
       message: `can never match: rule ${by} ("${toolRules[by]!.tool}") already covers "${toolRules[i]!.tool}"`,
     })
   }
-  const truncations: [string, Truncation | null | undefined][] = [
-    ['/tools/default/arguments', rules.tools?.default?.arguments],
-    ['/tools/default/result', rules.tools?.default?.result],
-    ['/tools/errors', rules.tools?.errors],
-    ['/text/prompt', rules.text?.prompt],
-    ['/text/message', rules.text?.message],
-    ...toolRules.flatMap((rule, i): [string, Truncation | undefined][] => [
-      [`/tools/rules/${i}/arguments`, rule.arguments],
-      [`/tools/rules/${i}/result`, rule.result],
-    ]),
-  ]
-  for (const [pointer, truncation] of truncations) {
+  // A rule's pointer is written only when it has a problem: a document may hold tens of thousands of rules.
+  const truncationAt = (pointer: () => string, truncation: Truncation | null | undefined) => {
     const problem = truncation ? truncationProblem(truncation) : null
-    if (problem) problems.push({ pointer: `${pointer}${problem.pointer}`, message: problem.message })
+    if (problem) problems.push({ pointer: `${pointer()}${problem.pointer}`, message: problem.message })
   }
+  truncationAt(() => '/tools/default/arguments', rules.tools?.default?.arguments)
+  truncationAt(() => '/tools/default/result', rules.tools?.default?.result)
+  truncationAt(() => '/tools/errors', rules.tools?.errors)
+  truncationAt(() => '/text/prompt', rules.text?.prompt)
+  truncationAt(() => '/text/message', rules.text?.message)
+  toolRules.forEach((rule, i) => {
+    truncationAt(() => `/tools/rules/${i}/arguments`, rule.arguments)
+    truncationAt(() => `/tools/rules/${i}/result`, rule.result)
+  })
   return problems
 }
 

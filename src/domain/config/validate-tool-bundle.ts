@@ -10,6 +10,10 @@ export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/
 // size, where compiling the schema itself cost milliseconds a tool and seconds for a large one (a
 // 750 KB bundle of 15,000 tools held the event loop 7.6 s; issue 11).
 const metaSchema = new Ajv({ strict: false, allErrors: true, validateSchema: true })
+// Compiled now, as the process starts, not by the first schema checked: compiling the meta-schema
+// costs 10–160 ms, which the first publish or turn with tools would otherwise hold the event loop for
+// (issue 36, decision 061).
+metaSchema.getSchema('http://json-schema.org/draft-07/schema')
 
 /** Names unique and sendable; each input_schema a valid JSON Schema of an object with local refs only. */
 export function validateToolBundle(definitions: ToolDefinition[], base = '/definitions'): DocumentProblem[] {

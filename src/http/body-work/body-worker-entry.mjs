@@ -8,3 +8,4 @@ const tasks = await import('./body-worker.ts')
 
 export const parseJson = tasks.parseJson
 export const decodeAttachment = tasks.decodeAttachment
+export const checkToolBundle = tasks.checkToolBundle

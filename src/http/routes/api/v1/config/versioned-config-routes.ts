@@ -27,8 +27,11 @@ export type VersionedConfigSpec<Body> = {
   publishesMany: boolean
   /** Budgets are addressed by (namespace, model); the rest by namespace. */
   byModel: boolean
-  /** Validates beyond the schema (throwing ValidationError) and returns the rows to write. */
-  toVersions: (body: Body, orgId: string) => NewConfigVersion[]
+  /**
+   * Validates beyond the schema (throwing ValidationError) and returns the rows to write; a
+   * promise when the work goes off the event loop (a large tool bundle, decision 061).
+   */
+  toVersions: (body: Body, orgId: string) => NewConfigVersion[] | Promise<NewConfigVersion[]>
 }
 
 export function presentVersion(v: ConfigVersion, payloadField: string) {
@@ -91,7 +94,7 @@ export const versionedConfigRoutes =
         },
       },
       async (request) => {
-        const published = deps.store.config.publish(spec.toVersions(request.body as Body, orgOf(request))).map(present)
+        const published = deps.store.config.publish(await spec.toVersions(request.body as Body, orgOf(request))).map(present)
         return spec.publishesMany ? published : published[0]
       },
     )
