@@ -63,8 +63,9 @@ wireStore()
 const position = watch ? watch.position : NO_POSITION
 // History reads (and their key lookups) on a thread with its own connection (decision 048).
 const reads = settings.databaseFile === ':memory:' ? null : startReadThread(settings.databaseFile, () => store.db, () => servingAsPrimary, watch?.shared ?? null, () => checkpointer?.checkpointNow() ?? null)
-// Under LiteFS the threads are started now: a stall may come before the first history read. Elsewhere at that read.
-if (watch) reads?.warm()
+// The threads are started now, not at the first history read: under LiteFS a stall may come before
+// it, and anywhere their start (a few seconds on a busy machine) would otherwise be that read's wait.
+reads?.warm()
 const deps = composeApp({
   reads,
   store,
